@@ -1,0 +1,59 @@
+/*
+ * fs.h - the daemon's context and what the files of fs/ share.
+ */
+#ifndef ZKL_FS_H
+#define ZKL_FS_H
+
+#include <fuse_lowlevel.h>
+
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "list.h"
+#include "session.h"
+#include "tree.h"
+
+struct zkl_fs {
+	struct zkl_session *session;
+	struct tree tree;
+	uid_t uid;
+	gid_t gid;
+	char hostname[256];
+
+	/* Guards `lockfiles`, `stopping` and every lockfile's state. Taken
+	 * before the session's mutex when both are held. */
+	pthread_mutex_t lock;
+	struct zkl_link lockfiles; /* waiting and open lock files */
+	int stopping;
+};
+
+/* Seconds the kernel may cache names and attributes: nothing about a
+ * lock file's inode ever changes. */
+#define FS_ENTRY_TIMEOUT 3600.0
+#define FS_ATTR_TIMEOUT 3600.0
+
+extern const struct fuse_lowlevel_ops fs_ops;
+
+/* Attributes of an inode of the tree. */
+void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st);
+
+/* Reply with an errno, mapping anything out of the kernel's range to EIO
+ * (an errno outside 1..511 would leave the caller stuck). */
+void fs_reply_err(fuse_req_t req, int err);
+
+/* Lock-file operations (ops_lock.c). */
+void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   const struct fuse_entry_param *create_entry);
+void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		    size_t size, off_t off, struct fuse_file_info *fi);
+void lockfile_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		    struct fuse_file_info *fi);
+void lockfile_release(fuse_req_t req, fuse_ino_t ino,
+		      struct fuse_file_info *fi);
+/* At unmount: fail every waiting open, let go of every held lock. */
+void lockfile_shutdown_all(struct zkl_fs *fs);
+
+#endif

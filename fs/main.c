@@ -1,0 +1,214 @@
+/*
+ * main.c - zklockfs: ZooKeeper locks as files.
+ *
+ *   zklockfs [options] CONNECT MOUNTPOINT
+ *
+ * The ladder: parse options, detach (reporting the outcome to the parent
+ * through a pipe, so that "cannot reach ZooKeeper" is the exit status of
+ * the command the user typed), connect to ZooKeeper, mount, serve, and on
+ * the way out fail parked requests, close the session (which deletes this
+ * mount's lock nodes) and unmount.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+#include <zookeeper/zookeeper_version.h>
+
+#include "config.h"
+#include "fs.h"
+#include "log.h"
+#include "opts.h"
+
+/* Workers libfuse may run.  None ever waits for a lock, so a few serve
+ * any number of waiters. */
+#define MAIN_MAX_THREADS 8
+
+/* Fork; the parent waits for the child's verdict and exits with it.
+ * Returns the write end of the pipe in the child. */
+static int main_detach(void)
+{
+	int fds[2];
+	unsigned char status = 1;
+	pid_t pid;
+
+	if (pipe(fds) < 0) {
+		perror("zklockfs: pipe");
+		exit(1);
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("zklockfs: fork");
+		exit(1);
+	}
+	if (pid > 0) {
+		close(fds[1]);
+		if (read(fds[0], &status, 1) != 1)
+			status = 1; /* the child died before telling */
+		_exit(status);
+	}
+	close(fds[0]);
+	setsid();
+	return fds[1];
+}
+
+static void main_report(int fd, unsigned char status)
+{
+	if (fd < 0)
+		return;
+	/* If the parent is gone there is nobody to tell. */
+	(void)!write(fd, &status, 1);
+	close(fd);
+}
+
+static void main_quiet_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd < 0)
+		return;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+}
+
+/* A kernel with a FUSE request timeout aborts the whole connection when an
+ * open waits longer than that: say so. */
+static void main_warn_request_timeout(void)
+{
+	static const char *const files[] = {
+		"/proc/sys/fs/fuse/default_request_timeout",
+		"/proc/sys/fs/fuse/max_request_timeout",
+	};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		FILE *f = fopen(files[i], "r");
+		long v = 0;
+		if (!f)
+			continue;
+		if (fscanf(f, "%ld", &v) == 1 && v > 0)
+			log_msg(LOG_WARNING,
+				"%s is %ld: the kernel will abort this mount "
+				"when an open waits longer than that",
+				files[i], v);
+		fclose(f);
+	}
+}
+
+static int main_serve(struct fuse_session *se)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	int rc;
+
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_max_threads(cfg, MAIN_MAX_THREADS);
+	fuse_loop_cfg_set_idle_threads(cfg, 2);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args;
+	struct fuse_session *se = NULL;
+	struct zkl_fs fs;
+	struct opts o;
+	char err[512];
+	int report_fd = -1, rc = 1;
+
+	if (opts_parse(argc, argv, &o, &args, err, sizeof(err)) < 0) {
+		fprintf(stderr, "zklockfs: %s\n", err);
+		fuse_opt_free_args(&args);
+		return 2;
+	}
+	if (o.show_help) {
+		opts_print_help(argv[0]);
+		fuse_opt_free_args(&args);
+		return 0;
+	}
+	if (o.show_version) {
+		printf("zklockfs %s (libfuse %s, ZooKeeper C client %s)\n",
+		       ZKLOCKFS_VERSION, fuse_pkgversion(), ZOO_VERSION);
+		fuse_opt_free_args(&args);
+		return 0;
+	}
+	log_setup(0, o.debug ? LOG_DEBUG : LOG_INFO);
+	main_warn_request_timeout();
+	if (!o.foreground)
+		report_fd = main_detach();
+
+	memset(&fs, 0, sizeof(fs));
+	pthread_mutex_init(&fs.lock, NULL);
+	list_init(&fs.lockfiles);
+	fs.uid = getuid();
+	fs.gid = getgid();
+	if (gethostname(fs.hostname, sizeof(fs.hostname) - 1) < 0)
+		strcpy(fs.hostname, "?");
+
+	struct zkl_session_opts so = {
+		.hosts = o.hosts,
+		.base = o.base,
+		.session_timeout_ms = o.session_timeout * 1000,
+		.connect_timeout_ms = o.connect_timeout * 1000,
+		.zk_log_level = o.debug ? ZOO_LOG_LEVEL_INFO :
+					  ZOO_LOG_LEVEL_ERROR,
+	};
+	if (session_open(&so, &fs.session, err, sizeof(err)) < 0) {
+		fprintf(stderr, "zklockfs: %s\n", err);
+		goto out_opts;
+	}
+	if (tree_init(&fs.tree, o.base) < 0) {
+		fprintf(stderr, "zklockfs: out of memory\n");
+		goto out_session;
+	}
+	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	if (!se)
+		goto out_tree;
+	if (fuse_set_signal_handlers(se) < 0)
+		goto out_fuse;
+	if (fuse_session_mount(se, o.mountpoint) < 0) {
+		fprintf(stderr, "zklockfs: cannot mount on %s\n",
+			o.mountpoint);
+		goto out_signals;
+	}
+	log_msg(LOG_INFO, "mounted %s on %s (session 0x%llx)", o.connect,
+		o.mountpoint, (unsigned long long)session_id(fs.session));
+	if (report_fd >= 0) {
+		main_report(report_fd, 0);
+		report_fd = -1;
+		log_setup(1, o.debug ? LOG_DEBUG : LOG_INFO);
+		main_quiet_stdio();
+	}
+
+	rc = main_serve(se) < 0 ? 1 : 0;
+
+	log_msg(LOG_INFO, "unmounting %s", o.mountpoint);
+	lockfile_shutdown_all(&fs);
+	session_close(fs.session);
+	fs.session = NULL;
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_fuse:
+	fuse_session_destroy(se);
+out_tree:
+	tree_destroy(&fs.tree);
+out_session:
+	if (fs.session)
+		session_close(fs.session);
+out_opts:
+	main_report(report_fd, 1);
+	opts_free(&o);
+	fuse_opt_free_args(&args);
+	pthread_mutex_destroy(&fs.lock);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/*
+ * opts.h - the command line: zklockfs [options] CONNECT MOUNTPOINT.
+ * One table (opts.c) feeds both the parser and --help.
+ */
+#ifndef ZKL_OPTS_H
+#define ZKL_OPTS_H
+
+#include <stddef.h>
+
+#include <fuse_lowlevel.h>
+
+#define OPTS_DEFAULT_BASE "/zklockfs"
+#define OPTS_DEFAULT_SESSION_TIMEOUT 10
+#define OPTS_DEFAULT_CONNECT_TIMEOUT 15
+
+struct opts {
+	char *connect;    /* as given */
+	char *hosts;      /* host:port list, owned */
+	char *base;       /* absolute base znode path, owned */
+	char *mountpoint; /* as given */
+	int foreground;
+	int debug;
+	int show_help;
+	int show_version;
+	int session_timeout; /* seconds */
+	int connect_timeout; /* seconds */
+};
+
+/* Split CONNECT into hosts and base path.  Returns 0 or -EINVAL with a
+ * message in err. */
+int opts_split_connect(const char *connect, char **hosts, char **base,
+		       char *err, size_t errlen);
+
+/* Parse argv.  Options for libfuse (-o allow_other, ...) are left in
+ * fuse_args.  Returns 0, or -EINVAL with a message in err.  With -h or -V
+ * only the flag is set and the rest need not be valid. */
+int opts_parse(int argc, char **argv, struct opts *o,
+	       struct fuse_args *fuse_args, char *err, size_t errlen);
+
+void opts_free(struct opts *o);
+
+/* Usage text with every option and its default. */
+void opts_print_help(const char *progname);
+
+#endif

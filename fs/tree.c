@@ -1,0 +1,246 @@
+/*
+ * tree.c - inode table and name rules (see tree.h).
+ */
+#include "tree.h"
+
+#include <fuse_lowlevel.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "names.h"
+
+static const char *const tree_file_names[] = {
+	[TREE_WRITE] = "write",
+	[TREE_READ] = "read",
+};
+
+#define TREE_NFILES (sizeof(tree_file_names) / sizeof(tree_file_names[0]))
+
+const char *tree_kind_name(enum tree_kind kind)
+{
+	return (size_t)kind < TREE_NFILES ? tree_file_names[kind] : NULL;
+}
+
+/* Names of files other issues add; reserved now so no resource takes them. */
+static const char *const tree_reserved_names[] = { "lock", "lease",
+						   "holders" };
+
+enum tree_name_class tree_classify(const char *name, int is_root,
+				   enum tree_kind *kind)
+{
+	size_t len = strnlen(name, 256);
+	struct zkl_node node;
+
+	if (len == 0 || len > 255 || name[0] == '.')
+		return TREE_NAME_INVALID;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (c < 0x20 || c == 0x7f || c == '/')
+			return TREE_NAME_INVALID;
+	}
+	for (size_t k = 1; k < TREE_NFILES; k++) {
+		if (strcmp(name, tree_file_names[k]) == 0) {
+			if (is_root)
+				return TREE_NAME_INVALID;
+			*kind = (enum tree_kind)k;
+			return TREE_NAME_FILE;
+		}
+	}
+	for (size_t k = 0; k < sizeof(tree_reserved_names) /
+				      sizeof(tree_reserved_names[0]);
+	     k++)
+		if (strcmp(name, tree_reserved_names[k]) == 0)
+			return TREE_NAME_INVALID;
+	if (names_parse(name, &node) == 0)
+		return TREE_NAME_INVALID;
+	return TREE_NAME_RESOURCE;
+}
+
+static size_t tree_hash(const struct tree_res *parent, const char *name)
+{
+	uint64_t h = (uint64_t)(uintptr_t)parent * 0x9e3779b97f4a7c15ull;
+
+	while (*name)
+		h = (h ^ (unsigned char)*name++) * 1099511628211ull;
+	return (size_t)h;
+}
+
+int tree_init(struct tree *t, const char *base)
+{
+	memset(t, 0, sizeof(*t));
+	t->root.zpath = strdup(base);
+	t->nbuckets = 1024;
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	if (!t->root.zpath || !t->buckets) {
+		free(t->root.zpath);
+		free(t->buckets);
+		return -ENOMEM;
+	}
+	t->root.name = "";
+	t->root.nlookup = 1;
+	pthread_mutex_init(&t->lock, NULL);
+	return 0;
+}
+
+void tree_destroy(struct tree *t)
+{
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct tree_res *r = t->buckets[i];
+		while (r) {
+			struct tree_res *next = r->hash_next;
+			free(r->zpath);
+			free(r);
+			r = next;
+		}
+	}
+	free(t->buckets);
+	free(t->root.zpath);
+	pthread_mutex_destroy(&t->lock);
+}
+
+struct tree_res *tree_res_of(struct tree *t, uint64_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return &t->root;
+	return (struct tree_res *)(uintptr_t)(ino & ~(uint64_t)TREE_KIND_MAX);
+}
+
+enum tree_kind tree_kind_of(uint64_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return TREE_DIR;
+	return (enum tree_kind)(ino & TREE_KIND_MAX);
+}
+
+uint64_t tree_ino(struct tree *t, struct tree_res *r, enum tree_kind kind)
+{
+	if (r == &t->root && kind == TREE_DIR)
+		return FUSE_ROOT_ID;
+	return (uint64_t)(uintptr_t)r | (uint64_t)kind;
+}
+
+static struct tree_res **tree_slot(struct tree *t, struct tree_res *parent,
+				   const char *name)
+{
+	struct tree_res **pr = &t->buckets[tree_hash(parent, name) %
+					   t->nbuckets];
+
+	while (*pr && ((*pr)->parent != parent || strcmp((*pr)->name, name)))
+		pr = &(*pr)->hash_next;
+	return pr;
+}
+
+static void tree_grow_locked(struct tree *t)
+{
+	size_t n = t->nbuckets * 2;
+	struct tree_res **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return;
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct tree_res *r = t->buckets[i];
+		while (r) {
+			struct tree_res *next = r->hash_next;
+			size_t k = tree_hash(r->parent, r->name) % n;
+			r->hash_next = b[k];
+			b[k] = r;
+			r = next;
+		}
+	}
+	free(t->buckets);
+	t->buckets = b;
+	t->nbuckets = n;
+}
+
+static int tree_get_res_locked(struct tree *t, struct tree_res *parent,
+			       const char *name, struct tree_res **out)
+{
+	struct tree_res **pr = tree_slot(t, parent, name);
+	struct tree_res *r = *pr;
+
+	if (!r) {
+		size_t plen = strlen(parent->zpath), nlen = strlen(name);
+		r = aligned_alloc(16, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		memset(r, 0, sizeof(*r));
+		r->zpath = malloc(plen + 1 + nlen + 1);
+		if (!r->zpath) {
+			free(r);
+			return -ENOMEM;
+		}
+		sprintf(r->zpath, "%s/%s", parent->zpath, name);
+		r->name = r->zpath + plen + 1;
+		r->parent = parent;
+		parent->children++;
+		*pr = r;
+		if (++t->count > t->nbuckets)
+			tree_grow_locked(t);
+	}
+	*out = r;
+	return 0;
+}
+
+int tree_lookup(struct tree *t, uint64_t parent, const char *name,
+		uint64_t *ino)
+{
+	struct tree_res *dir = tree_res_of(t, parent);
+	enum tree_kind kind = TREE_DIR;
+	struct tree_res *r;
+	int err = 0;
+
+	if (tree_kind_of(parent) != TREE_DIR)
+		return -ENOTDIR;
+	switch (tree_classify(name, dir == &t->root, &kind)) {
+	case TREE_NAME_INVALID:
+		return -ENOENT;
+	case TREE_NAME_FILE:
+		pthread_mutex_lock(&t->lock);
+		dir->nlookup++;
+		pthread_mutex_unlock(&t->lock);
+		*ino = tree_ino(t, dir, kind);
+		return 0;
+	case TREE_NAME_RESOURCE:
+		break;
+	}
+	pthread_mutex_lock(&t->lock);
+	err = tree_get_res_locked(t, dir, name, &r);
+	if (err == 0) {
+		r->nlookup++;
+		*ino = tree_ino(t, r, TREE_DIR);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return err;
+}
+
+/* Free r and then any parent it kept alive alone. */
+static void tree_drop_locked(struct tree *t, struct tree_res *r)
+{
+	while (r != &t->root && r->nlookup == 0 && r->children == 0) {
+		struct tree_res *parent = r->parent;
+		*tree_slot(t, parent, r->name) = r->hash_next;
+		t->count--;
+		free(r->zpath);
+		free(r);
+		parent->children--;
+		r = parent;
+	}
+}
+
+void tree_forget(struct tree *t, uint64_t ino, uint64_t n)
+{
+	struct tree_res *r = tree_res_of(t, ino);
+
+	pthread_mutex_lock(&t->lock);
+	if (r == &t->root)
+		;
+	else if (r->nlookup <= n)
+		r->nlookup = 0;
+	else
+		r->nlookup -= n;
+	tree_drop_locked(t, r);
+	pthread_mutex_unlock(&t->lock);
+}

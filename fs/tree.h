@@ -1,0 +1,77 @@
+/*
+ * tree.h - the shape of the mount: inode numbers <-> (resource, file kind),
+ * and which names are valid.
+ *
+ * A resource is a directory and a znode <base>/<path>.  Its inode number is
+ * the address of its struct tree_res (aligned to 16); the files inside it
+ * use the same address with the file kind in the low bits.  The root is
+ * FUSE_ROOT_ID.  Entries live while the kernel remembers them (lookup
+ * counts, released by forget) or a sub-resource needs them.
+ */
+#ifndef ZKL_TREE_H
+#define ZKL_TREE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum tree_kind {
+	TREE_DIR = 0,   /* the resource itself */
+	TREE_WRITE = 1, /* <resource>/write */
+	TREE_READ = 2,  /* <resource>/read */
+	TREE_KIND_MAX = 15,
+};
+
+struct tree_res {
+	struct tree_res *parent;    /* NULL for the root */
+	struct tree_res *hash_next; /* chain in tree.buckets */
+	uint64_t nlookup;           /* kernel references to it and its files */
+	uint64_t children;          /* cached sub-resources pointing here */
+	char *zpath;                /* absolute znode path */
+	const char *name;           /* last component, inside zpath */
+} __attribute__((aligned(16)));
+
+struct tree {
+	/* Guards the hash table and every nlookup/children count. */
+	pthread_mutex_t lock;
+	struct tree_res root;
+	struct tree_res **buckets;
+	size_t nbuckets;
+	size_t count;
+};
+
+/* What a name means inside a resource directory. */
+enum tree_name_class {
+	TREE_NAME_INVALID,  /* can never exist */
+	TREE_NAME_FILE,     /* one of the fixed lock file names */
+	TREE_NAME_RESOURCE, /* a (sub-)resource */
+};
+
+/* Classify `name` as a child of a resource (is_root = 0) or of the root
+ * (is_root = 1: no lock files there).  *kind is set for TREE_NAME_FILE.
+ * Resource names: 1-255 bytes, no '/', no control bytes, not starting with
+ * '.', not a lock file name, not shaped like a lock node. */
+enum tree_name_class tree_classify(const char *name, int is_root,
+				   enum tree_kind *kind);
+
+/* The file name of a kind ("write", ...), or NULL. */
+const char *tree_kind_name(enum tree_kind kind);
+
+int tree_init(struct tree *t, const char *base);
+void tree_destroy(struct tree *t);
+
+/* Decode an inode number. */
+struct tree_res *tree_res_of(struct tree *t, uint64_t ino);
+enum tree_kind tree_kind_of(uint64_t ino);
+uint64_t tree_ino(struct tree *t, struct tree_res *r, enum tree_kind kind);
+
+/* Look up `name` in directory `parent` and count one kernel reference.
+ * Returns 0 and the child's inode number, -ENOENT for a name that cannot
+ * exist, -ENOTDIR if parent is a file, -ENOMEM. */
+int tree_lookup(struct tree *t, uint64_t parent, const char *name,
+		uint64_t *ino);
+
+/* The kernel dropped n references to ino. */
+void tree_forget(struct tree *t, uint64_t ino, uint64_t n);
+
+#endif

@@ -1,0 +1,727 @@
+/*
+ * lockreq.c - the lock request state machine (see lockreq.h and the
+ * diagram in doc/design.md).
+ *
+ * Two variables describe a request:
+ *   outcome  what the owner has been told: PENDING (nothing yet), HELD
+ *            (done(0) was called), FINISHED (done(err) was called, the
+ *            cancel won, or the owner released it).  It only moves forward
+ *            and decides, under the session mutex, which of grant, cancel,
+ *            failure and session loss wins: exactly one reply.
+ *   phase    which ZooKeeper step is in flight for the node.
+ * Completions arrive in the order the requests were sent (one session, one
+ * completion thread), which is what lets a handler recognise a stale reply
+ * by the phase alone.
+ */
+#include "lockreq.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "log.h"
+
+enum lr_outcome { LR_PENDING, LR_HELD, LR_FINISHED };
+
+enum lr_phase {
+	PH_NEW,        /* not started */
+	PH_CREATING,   /* create (and the pipelined listing) in flight */
+	PH_RECOVERING, /* a create's reply was lost: looking for our GUID */
+	PH_CHECKING,   /* found a node with our GUID: is it this session's? */
+	PH_LISTING,    /* node known, listing the queue */
+	PH_WATCHING,   /* waiting for one node ahead of us to go */
+	PH_IDLE,       /* node known, nothing in flight (held) */
+	PH_DELETING,   /* deleting our node */
+	PH_GONE,       /* no node of ours exists (or ever will) */
+};
+
+/* A resource removed between creating its znode and queueing in it is
+ * recreated this many times before the open fails. */
+#define LR_MAX_CREATE_ATTEMPTS 5
+
+struct zkl_lockreq {
+	struct zkl_session *s;
+	struct zkl_link live;   /* in s->live once started */
+	struct zkl_link resume; /* in s->resume while waiting to reconnect */
+	struct zkl_link notify; /* in a notify list until done() has run */
+	struct zkl_watch watch; /* in s->watches while PH_WATCHING */
+	int refs;               /* owner + queued ops + watch + resume + notify */
+	enum lr_outcome outcome;
+	enum lr_phase phase;
+	int notify_err;
+	unsigned try_only : 1;
+	unsigned pipelined_list : 1;   /* a listing follows the create */
+	unsigned discard_listing : 1;  /* ... and its reply is to be ignored */
+	unsigned lost : 1;
+	int create_attempts;
+	enum zkl_mode mode;
+	char guid[NAMES_GUID_LEN + 1];
+	char *dir;
+	char *node; /* full path of our node once known */
+	char *data;
+	size_t datalen;
+	int64_t czxid;
+	lockreq_done_fn done;
+	void *arg;
+	char create_path[]; /* dir + "/_c_<guid>-<mode>-" */
+};
+
+struct zkl_lockreq *lockreq_from_resume_link(struct zkl_link *link)
+{
+	return ZKL_CONTAINER_OF(link, struct zkl_lockreq, resume);
+}
+
+struct zkl_lockreq *lockreq_from_live_link(struct zkl_link *link)
+{
+	return ZKL_CONTAINER_OF(link, struct zkl_lockreq, live);
+}
+
+struct zkl_lockreq *lockreq_from_watch(struct zkl_watch *w)
+{
+	return ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch);
+}
+
+enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr)
+{
+	return lr->mode;
+}
+
+static void lr_free(struct zkl_lockreq *lr)
+{
+	free(lr->dir);
+	free(lr->node);
+	free(lr->data);
+	free(lr);
+}
+
+static void lr_put_locked(struct zkl_lockreq *lr)
+{
+	if (--lr->refs > 0)
+		return;
+	if (list_linked(&lr->live))
+		list_del(&lr->live);
+	lr_free(lr);
+}
+
+static void lr_put(struct zkl_lockreq *lr)
+{
+	struct zkl_session *s = lr->s;
+
+	pthread_mutex_lock(&s->lock);
+	lr_put_locked(lr);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
+		unsigned flags, const void *data, size_t datalen,
+		lockreq_done_fn done, void *arg, struct zkl_lockreq **out)
+{
+	char prefix[NAMES_GUID_LEN + 16];
+	char guid[NAMES_GUID_LEN + 1];
+	struct zkl_lockreq *lr;
+	size_t dirlen = strlen(dir);
+	int rc = names_guid_new(guid);
+
+	if (rc < 0)
+		return rc;
+	rc = names_format_prefix(prefix, sizeof(prefix), guid, mode);
+	if (rc < 0)
+		return rc;
+	lr = calloc(1, sizeof(*lr) + dirlen + 1 + (size_t)rc + 1);
+	if (!lr)
+		return -ENOMEM;
+	lr->dir = strdup(dir);
+	lr->data = malloc(datalen ? datalen : 1);
+	if (!lr->dir || !lr->data) {
+		lr_free(lr);
+		return -ENOMEM;
+	}
+	memcpy(lr->data, data, datalen);
+	lr->datalen = datalen;
+	sprintf(lr->create_path, "%s/%s", dir, prefix);
+	memcpy(lr->guid, guid, sizeof(guid));
+	lr->s = s;
+	lr->mode = mode;
+	lr->try_only = (flags & LOCKREQ_TRY) != 0;
+	lr->done = done;
+	lr->arg = arg;
+	lr->refs = 1;
+	lr->outcome = LR_PENDING;
+	lr->phase = PH_NEW;
+	list_init(&lr->live);
+	list_init(&lr->resume);
+	list_init(&lr->notify);
+	list_init(&lr->watch.link);
+	*out = lr;
+	return 0;
+}
+
+/* ---- telling the owner ------------------------------------------------ */
+
+/* Decide the owner's answer (at most once) and queue it for after unlock. */
+static void lr_tell_locked(struct zkl_lockreq *lr, int err,
+			   struct zkl_link *notify)
+{
+	if (lr->outcome != LR_PENDING)
+		return;
+	lr->outcome = err ? LR_FINISHED : LR_HELD;
+	lr->notify_err = err;
+	lr->refs++;
+	list_add_tail(notify, &lr->notify);
+}
+
+void lockreq_notify_all(struct zkl_link *notify)
+{
+	while (!list_empty(notify)) {
+		struct zkl_lockreq *lr = ZKL_CONTAINER_OF(notify->next,
+							  struct zkl_lockreq,
+							  notify);
+		list_del(&lr->notify);
+		lr->done(lr, lr->notify_err, lr->arg);
+		lr_put(lr);
+	}
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+static void lr_on_created(int rc, const char *name, const struct Stat *st,
+			  const void *data);
+static void lr_on_listed(int rc, const struct String_vector *children,
+			 const void *data);
+static void lr_on_checked(int rc, const struct Stat *st, const void *data);
+static void lr_on_deleted(int rc, const void *data);
+static void lr_finish_locked(struct zkl_lockreq *lr, int err,
+			     struct zkl_link *notify);
+
+static int lr_queue_create(struct zkl_lockreq *lr)
+{
+	zhandle_t *zh = lr->s->zh;
+	int rc;
+
+	lr->refs++;
+	rc = zoo_acreate2(zh, lr->create_path, lr->data, (int)lr->datalen,
+			  &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+			  lr_on_created, lr);
+	if (rc != ZOK) {
+		lr->refs--;
+		return session_errno(rc);
+	}
+	lr->create_attempts++;
+	lr->phase = PH_CREATING;
+	/* Pipelined: the session orders our requests, so this listing
+	 * already contains the node created just before it. */
+	lr->refs++;
+	rc = zoo_aget_children(zh, lr->dir, 0, lr_on_listed, lr);
+	lr->pipelined_list = rc == ZOK;
+	if (rc != ZOK)
+		lr->refs--;
+	return 0;
+}
+
+static void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int err = lr_queue_create(lr);
+
+	if (err < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, err, notify);
+	}
+}
+
+/* List the queue: phase stays as the caller set it (LISTING or
+ * RECOVERING), which tells lr_on_listed what to do with the answer. */
+static void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int rc;
+
+	lr->refs++;
+	rc = zoo_aget_children(lr->s->zh, lr->dir, 0, lr_on_listed, lr);
+	if (rc != ZOK) {
+		lr->refs--;
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, session_errno(rc), notify);
+	}
+}
+
+static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int rc;
+
+	lr->phase = PH_CHECKING;
+	lr->refs++;
+	rc = zoo_aexists(lr->s->zh, lr->node, 0, lr_on_checked, lr);
+	if (rc != ZOK) {
+		lr->refs--;
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, session_errno(rc), notify);
+	}
+}
+
+static void lr_delete(struct zkl_lockreq *lr)
+{
+	lr->phase = PH_DELETING;
+	lr->refs++;
+	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK) {
+		/* Only a dead handle refuses; its nodes die with it. */
+		lr->refs--;
+		lr->phase = PH_GONE;
+	}
+}
+
+static void lr_ignore_void(int rc, const void *data)
+{
+	(void)rc;
+	(void)data;
+}
+
+/* Wait for the connection to come back, then lockreq_resume_locked. */
+static void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (list_linked(&lr->resume))
+		return;
+	lr->refs++;
+	session_resume_when_connected_locked(lr->s, lr, &lr->resume, notify);
+}
+
+static int lr_is_connection_loss(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
+/* Stop waiting for the watched node; returns the watch's reference. */
+static void lr_unwatch(struct zkl_lockreq *lr)
+{
+	if (watchtab_remove(&lr->s->watches, &lr->watch))
+		lr->refs--; /* never the last: the caller holds one */
+}
+
+/*
+ * Nobody wants the node any more (the owner let go, or the request
+ * failed): delete it now if we know it, or make sure the step in flight
+ * deletes it when it learns the name (those check outcome == FINISHED).
+ */
+static void lr_abandon_locked(struct zkl_lockreq *lr)
+{
+	lr_unwatch(lr);
+	switch (lr->phase) {
+	case PH_CREATING:
+	case PH_RECOVERING:
+	case PH_CHECKING:
+	case PH_DELETING:
+		return;
+	case PH_NEW:
+	case PH_GONE:
+		lr->phase = PH_GONE;
+		return;
+	case PH_LISTING:
+	case PH_WATCHING:
+	case PH_IDLE:
+		lr_delete(lr);
+		return;
+	}
+}
+
+static void lr_finish_locked(struct zkl_lockreq *lr, int err,
+			     struct zkl_link *notify)
+{
+	lr_tell_locked(lr, err, notify);
+	lr->outcome = LR_FINISHED;
+	lr_abandon_locked(lr);
+}
+
+/* ---- completions ------------------------------------------------------ */
+
+static void lr_on_created(int rc, const char *name, const struct Stat *st,
+			  const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	if (lr->phase != PH_CREATING) {
+		/* The session expired under us: nothing to do. */
+	} else if (rc == ZOK) {
+		lr->node = strdup(name);
+		lr->czxid = st->czxid;
+		if (!lr->node) {
+			lr->discard_listing = lr->pipelined_list;
+			lr->phase = PH_GONE;
+			lr_finish_locked(lr, -ENOMEM, &notify);
+			/* the node dies with the session; nothing better */
+		} else if (lr->outcome == LR_FINISHED) {
+			lr->discard_listing = lr->pipelined_list;
+			lr_delete(lr);
+		} else {
+			lr->phase = PH_LISTING;
+			if (!lr->pipelined_list)
+				lr_list(lr, &notify);
+		}
+	} else {
+		lr->discard_listing = lr->pipelined_list;
+		if (lr_is_connection_loss(rc)) {
+			/* Created or not?  Only a listing can tell. */
+			lr->phase = PH_RECOVERING;
+			lr_defer(lr, &notify);
+		} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
+			   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
+			int err = session_create_parents_locked(s, lr->dir);
+			if (err < 0) {
+				lr->phase = PH_GONE;
+				lr_finish_locked(lr, err, &notify);
+			} else {
+				lr_create(lr, &notify);
+			}
+		} else {
+			lr->phase = PH_GONE;
+			lr_finish_locked(lr, session_errno(rc), &notify);
+		}
+	}
+	lr_put_locked(lr);
+	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+}
+
+static void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
+{
+	char path[1024];
+
+	/* A second node with our GUID is a create that was retried after a
+	 * lost reply yet had succeeded: it would block the queue. */
+	if (snprintf(path, sizeof(path), "%s/%s", lr->dir, name) <
+	    (int)sizeof(path))
+		zoo_adelete(lr->s->zh, path, -1, lr_ignore_void, NULL);
+}
+
+/* Our node is in the listing: held, or watch the one node ahead. */
+static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_node *nodes,
+			size_t n, struct zkl_link *notify)
+{
+	const char *self = lr->node + strlen(lr->dir) + 1;
+	ssize_t me = names_find(nodes, n, self);
+	ssize_t ahead;
+	char path[1024];
+	int err;
+
+	for (ssize_t i = names_find_guid(nodes, n, 0, lr->guid); i >= 0;
+	     i = names_find_guid(nodes, n, (size_t)i + 1, lr->guid))
+		if (i != me)
+			lr_delete_stray(lr, nodes[i].name);
+	if (me < 0) {
+		/* Deleted by someone else while we queued. */
+		log_msg(LOG_WARNING, "lock node %s vanished while queued",
+		       lr->node);
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, -EIO, notify);
+		return;
+	}
+	ahead = names_pick_watch(nodes, n, (size_t)me);
+	if (ahead < 0) {
+		lr->phase = PH_IDLE;
+		lr_tell_locked(lr, 0, notify);
+		return;
+	}
+	if (lr->try_only) {
+		lr->phase = PH_IDLE;
+		lr_finish_locked(lr, -EAGAIN, notify);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", lr->dir, nodes[ahead].name);
+	lr->phase = PH_WATCHING;
+	lr->refs++;
+	err = session_watch_locked(lr->s, path, &lr->watch);
+	if (err < 0) {
+		lr->refs--;
+		lr->phase = PH_IDLE;
+		lr_finish_locked(lr, err, notify);
+	}
+}
+
+/* After a lost create reply: is there a node with our GUID? */
+static void lr_recover(struct zkl_lockreq *lr, struct zkl_node *nodes,
+		       size_t n, struct zkl_link *notify)
+{
+	ssize_t found = names_find_guid(nodes, n, 0, lr->guid);
+	char path[1024];
+
+	if (found < 0) {
+		if (lr->outcome == LR_FINISHED)
+			lr->phase = PH_GONE;
+		else
+			lr_create(lr, notify);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", lr->dir, nodes[found].name);
+	free(lr->node);
+	lr->node = strdup(path);
+	if (!lr->node) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, -ENOMEM, notify);
+		return;
+	}
+	lr_check_owner(lr, notify);
+}
+
+static void lr_on_listed(int rc, const struct String_vector *children,
+			 const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_node *nodes = NULL;
+	struct zkl_link notify;
+	size_t n = 0;
+
+	list_init(&notify);
+	if (rc == ZOK && children->count > 0) {
+		nodes = malloc(sizeof(*nodes) * (size_t)children->count);
+		if (nodes)
+			n = names_collect(children->data,
+					  (size_t)children->count, nodes);
+		else
+			rc = ZSYSTEMERROR;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (lr->discard_listing) {
+		lr->discard_listing = 0;
+	} else if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
+		/* stale: the request moved on (cancelled, expired) */
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, &notify);
+	} else if (rc == ZOK && lr->phase == PH_LISTING) {
+		lr_evaluate(lr, nodes, n, &notify);
+	} else if ((rc == ZOK || rc == ZNONODE) &&
+		   lr->phase == PH_RECOVERING) {
+		lr_recover(lr, nodes, n, &notify);
+	} else {
+		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
+		lr_finish_locked(lr, rc == ZNONODE ? -EIO : session_errno(rc),
+				 &notify);
+	}
+	lr_put_locked(lr);
+	pthread_mutex_unlock(&s->lock);
+	free(nodes);
+	lockreq_notify_all(&notify);
+}
+
+static void lr_on_checked(int rc, const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	if (lr->phase != PH_CHECKING) {
+		/* stale */
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, &notify);
+	} else if (rc == ZOK && st->ephemeralOwner == s->client_id) {
+		lr->czxid = st->czxid;
+		if (lr->outcome == LR_FINISHED) {
+			lr_delete(lr);
+		} else {
+			lr->phase = PH_LISTING;
+			lr_list(lr, &notify);
+		}
+	} else if (rc == ZOK || rc == ZNONODE) {
+		/* Not ours after all (an earlier session's, or gone). */
+		if (rc == ZOK)
+			log_msg(LOG_WARNING,
+			       "%s carries our GUID but another session "
+			       "(0x%" PRIx64 ") owns it",
+			       lr->node, (uint64_t)st->ephemeralOwner);
+		free(lr->node);
+		lr->node = NULL;
+		if (lr->outcome == LR_FINISHED)
+			lr->phase = PH_GONE;
+		else
+			lr_create(lr, &notify);
+	} else {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, session_errno(rc), &notify);
+	}
+	lr_put_locked(lr);
+	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+}
+
+static void lr_on_deleted(int rc, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	if (lr->phase == PH_DELETING) {
+		if (lr_is_connection_loss(rc))
+			lr_defer(lr, &notify); /* must not leave it behind */
+		else
+			lr->phase = PH_GONE;
+	}
+	lr_put_locked(lr);
+	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+}
+
+/* ---- hooks called by the session -------------------------------------- */
+
+void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	switch (lr->phase) {
+	case PH_RECOVERING:
+	case PH_CHECKING:
+		lr->phase = PH_RECOVERING;
+		lr_list(lr, notify);
+		break;
+	case PH_LISTING:
+		lr_list(lr, notify);
+		break;
+	case PH_DELETING:
+		lr_delete(lr);
+		break;
+	default:
+		break;
+	}
+	lr_put_locked(lr);
+}
+
+void lockreq_kick_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (lr->phase == PH_WATCHING) {
+		lr->phase = PH_LISTING;
+		lr_list(lr, notify);
+	}
+	lr_put_locked(lr);
+}
+
+void lockreq_session_expired_locked(struct zkl_lockreq *lr,
+				    struct zkl_link *notify)
+{
+	if (list_linked(&lr->resume)) {
+		list_del(&lr->resume);
+		lr->refs--;
+	}
+	lr_unwatch(lr);
+	if (lr->outcome == LR_HELD)
+		lr->lost = 1;
+	lr->phase = PH_GONE;
+	lr_finish_locked(lr, -ENOTCONN, notify);
+}
+
+/* ---- the owner's calls ------------------------------------------------ */
+
+int lockreq_start(struct zkl_lockreq *lr)
+{
+	struct zkl_session *s = lr->s;
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (lr->outcome != LR_PENDING) {
+		err = -ECANCELED;
+	} else if (s->state == ZKL_CONN_EXPIRED) {
+		err = -ENOTCONN;
+	} else {
+		list_add_tail(&s->live, &lr->live);
+		err = lr_queue_create(lr);
+	}
+	if (err < 0 && err != -ECANCELED) {
+		lr->outcome = LR_FINISHED;
+		lr->phase = PH_GONE;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+int lockreq_cancel(struct zkl_lockreq *lr)
+{
+	struct zkl_session *s = lr->s;
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (lr->outcome != LR_PENDING) {
+		err = -EALREADY;
+	} else {
+		lr->outcome = LR_FINISHED;
+		lr_abandon_locked(lr);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+void lockreq_release(struct zkl_lockreq *lr)
+{
+	struct zkl_session *s = lr->s;
+
+	pthread_mutex_lock(&s->lock);
+	if (lr->outcome != LR_FINISHED) {
+		lr->outcome = LR_FINISHED;
+		lr_abandon_locked(lr);
+	}
+	lr_put_locked(lr);
+	pthread_mutex_unlock(&s->lock);
+}
+
+struct lr_set_ctx {
+	void (*cb)(int err, void *arg);
+	void *arg;
+};
+
+static void lr_on_set(int rc, const struct Stat *st, const void *data)
+{
+	struct lr_set_ctx *ctx = (struct lr_set_ctx *)data;
+
+	(void)st;
+	ctx->cb(session_errno(rc), ctx->arg);
+	free(ctx);
+}
+
+int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
+		     void (*cb)(int err, void *arg), void *arg)
+{
+	struct zkl_session *s = lr->s;
+	struct lr_set_ctx *ctx = malloc(sizeof(*ctx));
+	int err = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+	ctx->cb = cb;
+	ctx->arg = arg;
+	pthread_mutex_lock(&s->lock);
+	if (lr->outcome != LR_HELD)
+		err = -ENOENT;
+	else if (lr->lost)
+		err = -EIO;
+	else
+		err = session_errno(zoo_aset(s->zh, lr->node, data, (int)len,
+					     -1, lr_on_set, ctx));
+	pthread_mutex_unlock(&s->lock);
+	if (err < 0)
+		free(ctx);
+	return err;
+}
+
+int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
+		     size_t pathlen, int64_t *session)
+{
+	struct zkl_session *s = lr->s;
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (lr->lost)
+		err = -EIO;
+	else if (lr->outcome != LR_HELD)
+		err = -ENOENT;
+	else {
+		*token = lr->czxid;
+		*session = s->client_id;
+		snprintf(path, pathlen, "%s", lr->node);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}

@@ -1,0 +1,73 @@
+/*
+ * lockreq.h - one lock request: an ephemeral-sequential znode that queues
+ * for a shared (read) or exclusive (write) lock on a resource, driven by
+ * ZooKeeper completions.  No call here blocks on the network.
+ *
+ * Life of a request, seen by its owner:
+ *
+ *   lockreq_new ─► lockreq_start ─► done(0)   : held ─► lockreq_release
+ *                                 └► done(-e) : failed ─► lockreq_release
+ *                  lockreq_cancel == 0        : gave up, done never comes
+ *                                                       ─► lockreq_release
+ *
+ * `done` is called exactly once unless lockreq_cancel wins, and never from
+ * inside a lockreq_* call: it runs on ZooKeeper's completion thread.  The
+ * states and the races between grant, cancel and session loss are drawn in
+ * doc/design.md.
+ */
+#ifndef ZKL_LOCKREQ_H
+#define ZKL_LOCKREQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "names.h"
+#include "session.h"
+
+struct zkl_lockreq;
+
+/* err: 0 granted; -EAGAIN a try that could not be granted at once;
+ * -ENOTCONN the session ended; -ENOENT the resource vanished repeatedly;
+ * -EIO anything else (our node deleted by someone else, ...). */
+typedef void (*lockreq_done_fn)(struct zkl_lockreq *lr, int err, void *arg);
+
+enum lockreq_flags {
+	LOCKREQ_TRY = 1, /* fail with -EAGAIN instead of queueing */
+};
+
+/* Prepare a request for a lock on the resource znode `dir` (absolute, under
+ * the session's base).  `data` (copied) becomes the node's content.
+ * Returns 0 or -ENOMEM / -ENAMETOOLONG; *out owns one owner reference. */
+int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
+		unsigned flags, const void *data, size_t datalen,
+		lockreq_done_fn done, void *arg, struct zkl_lockreq **out);
+
+/* Queue the node.  Returns 0 (done will come), -ECANCELED if the request
+ * was cancelled before it started, or -errno if nothing could be sent
+ * (done will not come).  Any thread. */
+int lockreq_start(struct zkl_lockreq *lr);
+
+/* Give up a request that is not yet granted.  Returns 0 if the cancel won:
+ * done will never be called and the node (if any) is being deleted.
+ * Returns -EALREADY if done has been or is being called.  Any thread. */
+int lockreq_cancel(struct zkl_lockreq *lr);
+
+/* Give up whatever the request is (held, waiting or failed), delete its
+ * node, and drop the owner's reference: lr must not be used afterwards.
+ * Does not wait for ZooKeeper.  Any thread. */
+void lockreq_release(struct zkl_lockreq *lr);
+
+/* Store new node data (the holder's identity and note).  cb(err, arg) runs
+ * on the completion thread.  Returns 0 or -errno (cb will not come). */
+int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
+		     void (*cb)(int err, void *arg), void *arg);
+
+/* What a holder may show: the fencing token (czxid of the node), the full
+ * node path, the session id.  Returns 0, or -ENOENT if not held, -EIO if
+ * held and then lost with the session. */
+int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
+		     size_t pathlen, int64_t *session);
+
+enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * names.c - parse, order and pick lock node names (see names.h).
+ */
+#include "names.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define NAMES_PREFIX "_c_"
+#define NAMES_PREFIX_LEN 3
+
+const char *names_mode_str(enum zkl_mode mode)
+{
+	return mode == ZKL_MODE_WRITE ? "write" : "read";
+}
+
+int names_guid_new(char out[NAMES_GUID_LEN + 1])
+{
+	unsigned char b[16];
+	size_t got = 0;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		got += (size_t)n;
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	snprintf(out, NAMES_GUID_LEN + 1,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
+		 b[10], b[11], b[12], b[13], b[14], b[15]);
+	return 0;
+}
+
+int names_format_prefix(char *buf, size_t size, const char *guid,
+			enum zkl_mode mode)
+{
+	int n = snprintf(buf, size, NAMES_PREFIX "%.*s-%s-", NAMES_GUID_LEN,
+			 guid, names_mode_str(mode));
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	return n;
+}
+
+static int names_is_guid(const char *s)
+{
+	for (int i = 0; i < NAMES_GUID_LEN; i++) {
+		int dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? s[i] != '-' :
+			   !((s[i] >= '0' && s[i] <= '9') ||
+			     (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	}
+	return 1;
+}
+
+/* ZooKeeper's suffix: ten digits, or '-' and ten digits once the counter
+ * wrapped.  Anything else (spaces, '+', short) is not ours. */
+static int names_parse_seq(const char *s, int32_t *out)
+{
+	const char *digits = s[0] == '-' ? s + 1 : s;
+	long long v = 0;
+
+	if (strlen(digits) != 10)
+		return -EINVAL;
+	for (int i = 0; i < 10; i++) {
+		if (digits[i] < '0' || digits[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (digits[i] - '0');
+	}
+	if (s[0] == '-')
+		v = -v;
+	if (v < INT32_MIN || v > INT32_MAX)
+		return -EINVAL;
+	*out = (int32_t)v;
+	return 0;
+}
+
+int names_parse(const char *name, struct zkl_node *out)
+{
+	const char *p = name;
+
+	if (strncmp(p, NAMES_PREFIX, NAMES_PREFIX_LEN) != 0)
+		return -EINVAL;
+	p += NAMES_PREFIX_LEN;
+	if (strnlen(p, NAMES_GUID_LEN) < NAMES_GUID_LEN || !names_is_guid(p))
+		return -EINVAL;
+	out->guid = p;
+	p += NAMES_GUID_LEN;
+	if (strncmp(p, "-write-", 7) == 0) {
+		out->mode = ZKL_MODE_WRITE;
+		p += 7;
+	} else if (strncmp(p, "-read-", 6) == 0) {
+		out->mode = ZKL_MODE_READ;
+		p += 6;
+	} else {
+		return -EINVAL;
+	}
+	if (names_parse_seq(p, &out->seq) < 0)
+		return -EINVAL;
+	out->name = name;
+	return 0;
+}
+
+int names_seq_before(int32_t a, int32_t b)
+{
+	return (int32_t)((uint32_t)a - (uint32_t)b) < 0;
+}
+
+static int names_cmp(const void *pa, const void *pb)
+{
+	const struct zkl_node *a = pa, *b = pb;
+
+	if (a->seq == b->seq)
+		return strcmp(a->name, b->name);
+	return names_seq_before(a->seq, b->seq) ? -1 : 1;
+}
+
+size_t names_collect(char *const *names, size_t n, struct zkl_node *out)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (names_parse(names[i], &out[count]) == 0)
+			count++;
+	qsort(out, count, sizeof(*out), names_cmp);
+	return count;
+}
+
+ssize_t names_find(const struct zkl_node *sorted, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(sorted[i].name, name) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+ssize_t names_find_guid(const struct zkl_node *sorted, size_t n, size_t from,
+			const char *guid)
+{
+	for (size_t i = from; i < n; i++)
+		if (memcmp(sorted[i].guid, guid, NAMES_GUID_LEN) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+ssize_t names_pick_watch(const struct zkl_node *sorted, size_t n, size_t self)
+{
+	if (self >= n || self == 0)
+		return -1;
+	if (sorted[self].mode == ZKL_MODE_WRITE)
+		return (ssize_t)self - 1;
+	for (size_t i = self; i-- > 0;)
+		if (sorted[i].mode == ZKL_MODE_WRITE)
+			return (ssize_t)i;
+	return -1;
+}

@@ -1,0 +1,33 @@
+/*
+ * resource.h - asynchronous operations on resource znodes (the directories
+ * of the mount): list, create with parents, remove.  Each calls cb exactly
+ * once, on ZooKeeper's completion thread, unless it returns an error.
+ */
+#ifndef ZKL_RESOURCE_H
+#define ZKL_RESOURCE_H
+
+#include <stddef.h>
+
+#include "session.h"
+
+/* names[0..n) are valid only during the callback.  err: 0, -ENOENT (no
+ * such znode), or -errno from session_errno. */
+typedef void (*resource_list_fn)(int err, char *const *names, size_t n,
+				 void *arg);
+typedef void (*resource_done_fn)(int err, void *arg);
+
+/* Children of the znode `path`.  Returns 0 or -errno (no callback). */
+int resource_list(struct zkl_session *s, const char *path,
+		  resource_list_fn cb, void *arg);
+
+/* Create `path` and any missing parent between the base and it.
+ * err: 0, -EEXIST if path existed already. */
+int resource_create(struct zkl_session *s, const char *path,
+		    resource_done_fn cb, void *arg);
+
+/* Delete `path` if it has no children.  err: 0 (also if it did not exist),
+ * -ENOTEMPTY. */
+int resource_remove(struct zkl_session *s, const char *path,
+		    resource_done_fn cb, void *arg);
+
+#endif

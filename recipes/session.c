@@ -1,0 +1,390 @@
+/*
+ * session.c - the ZooKeeper handle of a mount: connect, state, watches.
+ */
+#include "internal.h"
+#include "lockreq.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+int session_errno(int zrc)
+{
+	switch (zrc) {
+	case ZOK:
+		return 0;
+	case ZNONODE:
+		return -ENOENT;
+	case ZNODEEXISTS:
+		return -EEXIST;
+	case ZNOTEMPTY:
+		return -ENOTEMPTY;
+	case ZNOAUTH:
+	case ZAUTHFAILED:
+		return -EACCES;
+	case ZBADARGUMENTS:
+		return -EINVAL;
+	case ZNOCHILDRENFOREPHEMERALS:
+		return -ENOTDIR;
+	case ZCONNECTIONLOSS:
+	case ZOPERATIONTIMEOUT:
+		return -EAGAIN;
+	case ZSESSIONEXPIRED:
+	case ZINVALIDSTATE:
+	case ZCLOSING:
+		return -ENOTCONN;
+	case ZSYSTEMERROR:
+		return errno > 0 && errno < 512 ? -errno : -EIO;
+	default:
+		return -EIO;
+	}
+}
+
+const char *session_base(const struct zkl_session *s)
+{
+	return s->base;
+}
+
+int64_t session_id(struct zkl_session *s)
+{
+	int64_t id;
+
+	pthread_mutex_lock(&s->lock);
+	id = s->client_id;
+	pthread_mutex_unlock(&s->lock);
+	return id;
+}
+
+enum zkl_conn_state session_state(struct zkl_session *s)
+{
+	enum zkl_conn_state st;
+
+	pthread_mutex_lock(&s->lock);
+	st = s->state;
+	pthread_mutex_unlock(&s->lock);
+	return st;
+}
+
+static void session_resume_all_locked(struct zkl_session *s,
+				      struct zkl_link *notify)
+{
+	struct zkl_link pending;
+
+	list_move_all(&s->resume, &pending);
+	while (!list_empty(&pending)) {
+		struct zkl_link *l = pending.next;
+		list_del(l);
+		lockreq_resume_locked(lockreq_from_resume_link(l), notify);
+	}
+}
+
+static void session_on_state(struct zkl_session *s, int zstate)
+{
+	struct zkl_link notify;
+
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	if (zstate == ZOO_CONNECTED_STATE) {
+		const clientid_t *cid = zoo_client_id(s->zh);
+		s->state = ZKL_CONN_CONNECTED;
+		s->client_id = cid ? cid->client_id : 0;
+		session_resume_all_locked(s, &notify);
+	} else if (zstate == ZOO_CONNECTING_STATE ||
+		   zstate == ZOO_ASSOCIATING_STATE) {
+		if (s->state == ZKL_CONN_CONNECTED)
+			s->state = ZKL_CONN_CONNECTING;
+	} else if (zstate == ZOO_EXPIRED_SESSION_STATE ||
+		   zstate == ZOO_AUTH_FAILED_STATE) {
+		struct zkl_link gone;
+		s->state = ZKL_CONN_EXPIRED;
+		/* The server forgot our nodes and watches: every request of
+		 * this session learns it now, not from a watch that will
+		 * never come. */
+		for (struct zkl_link *l = s->live.next; l != &s->live;) {
+			struct zkl_link *next = l->next;
+			lockreq_session_expired_locked(
+				lockreq_from_live_link(l), &notify);
+			l = next;
+		}
+		watchtab_take_all(&s->watches, &gone);
+		while (!list_empty(&gone))
+			list_del(gone.next);
+	}
+	pthread_cond_broadcast(&s->state_changed);
+	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+}
+
+/* The handle's default watcher: session events only. */
+static void session_watcher(zhandle_t *zh, int type, int state,
+			    const char *path, void *ctx)
+{
+	(void)zh;
+	(void)path;
+	if (type == ZOO_SESSION_EVENT)
+		session_on_state(ctx, state);
+}
+
+static void session_wake_path_locked(struct zkl_session *s, const char *path,
+				     struct zkl_link *notify)
+{
+	struct zkl_link fired;
+
+	watchtab_take(&s->watches, path, &fired);
+	while (!list_empty(&fired)) {
+		struct zkl_watch *w = ZKL_CONTAINER_OF(fired.next,
+						       struct zkl_watch, link);
+		list_del(&w->link);
+		lockreq_kick_locked(lockreq_from_watch(w), notify);
+	}
+}
+
+/* The per-node watcher.  The client also copies every session event to it;
+ * those are the default watcher's business. */
+static void session_node_watcher(zhandle_t *zh, int type, int state,
+				 const char *path, void *ctx)
+{
+	struct zkl_session *s = ctx;
+	struct zkl_link notify;
+
+	(void)zh;
+	(void)state;
+	if (type == ZOO_SESSION_EVENT || !path)
+		return;
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	session_wake_path_locked(s, path, &notify);
+	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+}
+
+struct session_watch_ctx {
+	struct zkl_session *s;
+	char path[];
+};
+
+/* The reply to the get that set a watch.  If no watch was set (the node is
+ * already gone, or the connection broke), nobody will be told by ZooKeeper:
+ * wake every request waiting for this path so each looks again. */
+static void session_watch_reply(int rc, const char *value, int len,
+				const struct Stat *stat, const void *data)
+{
+	struct session_watch_ctx *ctx = (struct session_watch_ctx *)data;
+	struct zkl_session *s = ctx->s;
+
+	(void)value;
+	(void)len;
+	(void)stat;
+	if (rc != ZOK) {
+		struct zkl_link notify;
+		list_init(&notify);
+		pthread_mutex_lock(&s->lock);
+		session_wake_path_locked(s, ctx->path, &notify);
+		pthread_mutex_unlock(&s->lock);
+		lockreq_notify_all(&notify);
+	}
+	free(ctx);
+}
+
+int session_watch_locked(struct zkl_session *s, const char *path,
+			 struct zkl_watch *w)
+{
+	struct session_watch_ctx *ctx;
+	size_t len = strlen(path) + 1;
+	int first = watchtab_add(&s->watches, path, w);
+	int rc;
+
+	if (first <= 0)
+		return first;
+	ctx = malloc(sizeof(*ctx) + len);
+	if (!ctx) {
+		watchtab_remove(&s->watches, w);
+		return -ENOMEM;
+	}
+	ctx->s = s;
+	memcpy(ctx->path, path, len);
+	/* A get, not an exists: on a missing node exists would leave a watch
+	 * for its creation behind, and lock node names are never reused. */
+	rc = zoo_awget(s->zh, path, session_node_watcher, s,
+		       session_watch_reply, ctx);
+	if (rc != ZOK) {
+		free(ctx);
+		watchtab_remove(&s->watches, w);
+		return session_errno(rc);
+	}
+	return 0;
+}
+
+void session_resume_when_connected_locked(struct zkl_session *s,
+					  struct zkl_lockreq *lr,
+					  struct zkl_link *link,
+					  struct zkl_link *notify)
+{
+	if (s->state == ZKL_CONN_EXPIRED || zoo_state(s->zh) ==
+						    ZOO_CONNECTED_STATE) {
+		lockreq_resume_locked(lr, notify);
+		return;
+	}
+	list_add_tail(&s->resume, link);
+}
+
+static void session_ignore_create(int rc, const char *name, const void *data)
+{
+	(void)rc;
+	(void)name;
+	(void)data;
+}
+
+int session_create_parents_locked(struct zkl_session *s, const char *dir)
+{
+	size_t baselen = strlen(s->base);
+	char path[1024];
+	size_t len = strlen(dir);
+
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (size_t i = baselen + 1; i <= len; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		int rc = zoo_acreate(s->zh, path, NULL, -1,
+				     &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
+				     session_ignore_create, NULL);
+		if (rc != ZOK)
+			return session_errno(rc);
+		path[i] = dir[i];
+	}
+	return 0;
+}
+
+/* Create the base path and its parents, synchronously (startup only). */
+static int session_create_base(struct zkl_session *s, char *err, size_t errlen)
+{
+	char path[1024];
+	size_t len = strlen(s->base);
+
+	if (len >= sizeof(path)) {
+		snprintf(err, errlen, "base path too long: %s", s->base);
+		return -ENAMETOOLONG;
+	}
+	memcpy(path, s->base, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		int rc = zoo_create(s->zh, path, NULL, -1,
+				    &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL,
+				    0);
+		if (rc != ZOK && rc != ZNODEEXISTS) {
+			snprintf(err, errlen, "cannot create %s: %s", path,
+				 zerror(rc));
+			return session_errno(rc);
+		}
+		path[i] = s->base[i];
+	}
+	return 0;
+}
+
+/* The client's own messages (one per failed connection attempt) are
+ * detail: our messages say what matters; -d shows these too. */
+static void session_client_log(const char *message)
+{
+	log_msg(LOG_DEBUG, "zookeeper: %s", message);
+}
+
+static void session_free(struct zkl_session *s)
+{
+	watchtab_destroy(&s->watches);
+	pthread_cond_destroy(&s->state_changed);
+	pthread_mutex_destroy(&s->lock);
+	free(s->base);
+	free(s);
+}
+
+static int session_wait_connected(struct zkl_session *s, int timeout_ms)
+{
+	struct timespec deadline;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (s->state == ZKL_CONN_CONNECTING && rc == 0)
+		rc = pthread_cond_timedwait(&s->state_changed, &s->lock,
+					    &deadline);
+	rc = s->state == ZKL_CONN_CONNECTED ? 0 :
+	     s->state == ZKL_CONN_EXPIRED   ? -ECONNREFUSED :
+					      -ETIMEDOUT;
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
+		 char *err, size_t errlen)
+{
+	struct zkl_session *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s || !(s->base = strdup(opts->base)) ||
+	    watchtab_init(&s->watches) < 0) {
+		snprintf(err, errlen, "out of memory");
+		if (s)
+			free(s->base);
+		free(s);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->state_changed, NULL);
+	list_init(&s->resume);
+	list_init(&s->live);
+	s->state = ZKL_CONN_CONNECTING;
+	if (opts->zk_log_level)
+		zoo_set_debug_level((ZooLogLevel)opts->zk_log_level);
+
+	s->zh = zookeeper_init2(opts->hosts, session_watcher,
+				opts->session_timeout_ms, NULL, s, 0,
+				session_client_log);
+	if (!s->zh) {
+		rc = errno ? -errno : -EINVAL;
+		snprintf(err, errlen, "cannot use ZooKeeper servers '%s': %s",
+			 opts->hosts, strerror(-rc));
+		session_free(s);
+		return rc;
+	}
+	/* Addresses are resolved once: saves a resolver call per request. */
+	zoo_set_servers_resolution_delay(s->zh, -1);
+
+	rc = session_wait_connected(s, opts->connect_timeout_ms);
+	if (rc < 0) {
+		snprintf(err, errlen,
+			 "no ZooKeeper server answered at %s within %d s",
+			 opts->hosts, opts->connect_timeout_ms / 1000);
+		zookeeper_close(s->zh);
+		session_free(s);
+		return rc;
+	}
+	rc = session_create_base(s, err, errlen);
+	if (rc < 0) {
+		zookeeper_close(s->zh);
+		session_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void session_close(struct zkl_session *s)
+{
+	zookeeper_close(s->zh);
+	session_free(s);
+}

@@ -1,0 +1,52 @@
+/*
+ * session.h - the one ZooKeeper session of a mount.
+ *
+ * Opens the handle, waits (bounded) for the first connection, creates the
+ * base path, tracks connection state and hands ZooKeeper's watch events to
+ * the lock requests that wait for them.  All lock requests of a mount share
+ * the session and its mutex.
+ */
+#ifndef ZKL_SESSION_H
+#define ZKL_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct zkl_session;
+
+struct zkl_session_opts {
+	const char *hosts;       /* "host:port[,host:port...]" */
+	const char *base;        /* absolute znode path, e.g. "/zklockfs" */
+	int session_timeout_ms;  /* requested session timeout */
+	int connect_timeout_ms;  /* give up on the first connection after this */
+	int zk_log_level;        /* ZOO_LOG_LEVEL_*; 0 keeps the client's */
+};
+
+enum zkl_conn_state {
+	ZKL_CONN_CONNECTING,
+	ZKL_CONN_CONNECTED,
+	ZKL_CONN_EXPIRED,
+};
+
+/* Connect and create the base path.  Blocks the calling thread (startup
+ * only).  On failure returns -errno (-ETIMEDOUT when no server answered in
+ * time) and writes a message for the user into err.  *out is set on 0. */
+int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
+		 char *err, size_t errlen);
+
+/* Close the ZooKeeper handle (deleting this session's ephemeral nodes) and
+ * free the session.  Every lock request must have been released before. */
+void session_close(struct zkl_session *s);
+
+/* Base path, as given at open; valid until session_close. */
+const char *session_base(const struct zkl_session *s);
+
+/* ZooKeeper session id (0 before the first connection). */
+int64_t session_id(struct zkl_session *s);
+
+enum zkl_conn_state session_state(struct zkl_session *s);
+
+/* The one translation of ZooKeeper return codes into -errno values. */
+int session_errno(int zrc);
+
+#endif

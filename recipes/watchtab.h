@@ -1,0 +1,51 @@
+/*
+ * watchtab.h - which lock requests wait for which znode path.
+ *
+ * ZooKeeper's C client calls a watcher once per (function, context, path),
+ * so zklockfs registers one watcher per session and keeps here the list of
+ * requests that care about each path.  When several waiters of one mount
+ * watch the same node (readers behind one writer), ZooKeeper sends one
+ * notification and this table wakes them all.
+ *
+ * Not thread-safe: the owner (the session) guards it with its mutex.
+ */
+#ifndef ZKL_WATCHTAB_H
+#define ZKL_WATCHTAB_H
+
+#include <stddef.h>
+
+#include "list.h"
+
+struct zkl_watch {
+	struct zkl_link link; /* in its entry's list while registered */
+	struct watchtab_entry *entry;
+};
+
+struct watchtab {
+	struct watchtab_entry **buckets;
+	size_t nbuckets;
+	size_t nentries;
+};
+
+/* Returns 0 or -ENOMEM. */
+int watchtab_init(struct watchtab *t);
+/* Frees the table; registered watches are simply forgotten. */
+void watchtab_destroy(struct watchtab *t);
+
+/* Register w for path.  Returns 1 if this is the first watch on path (the
+ * caller must then ask ZooKeeper for a watch), 0 if ZooKeeper already
+ * watches it for this table, or -ENOMEM. */
+int watchtab_add(struct watchtab *t, const char *path, struct zkl_watch *w);
+
+/* Unregister w if registered.  Returns 1 if it was, 0 if not. */
+int watchtab_remove(struct watchtab *t, struct zkl_watch *w);
+
+/* Move every watch registered for path to `fired` (initialised here) and
+ * forget the path.  Returns how many were moved. */
+size_t watchtab_take(struct watchtab *t, const char *path,
+		     struct zkl_link *fired);
+
+/* Move every watch of every path to `fired`, leaving the table empty. */
+size_t watchtab_take_all(struct watchtab *t, struct zkl_link *fired);
+
+#endif
