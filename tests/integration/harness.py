@@ -1,0 +1,235 @@
+"""Test harness: a real ZooKeeper server on a free loopback port, real
+mounts of the real zklockfs binary, and lock holders in child processes.
+
+Every wait is bounded and fails with a message saying what was expected.
+"""
+import errno
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+ZK_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+
+def wait_until(pred, timeout, what):
+    """Poll pred() until true; fail naming `what` after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def four_letter(port, word):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(word.encode())
+            chunks = []
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    break
+                chunks.append(b)
+            return b"".join(chunks).decode()
+    except OSError:
+        return ""
+
+
+class ZooKeeper:
+    """A standalone ZooKeeper from the Debian package, data in a temp dir."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="zklockfs-zk-")
+        self.port = free_port()
+        self.proc = None
+
+    def start(self):
+        cfg = os.path.join(self.dir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"tickTime=500\ndataDir={self.dir}/data\n"
+                    f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+                    "minSessionTimeout=1000\nmaxSessionTimeout=60000\n"
+                    "admin.enableServer=false\n4lw.commands.whitelist=*\n"
+                    "maxClientCnxns=0\n")
+        self.log = open(os.path.join(self.dir, "server.log"), "w")
+        self.proc = subprocess.Popen(
+            ["java", "-Xmx256m", "-cp", ZK_CLASSPATH, ZK_MAIN, cfg],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: self.proc.poll() is not None
+                   or four_letter(self.port, "ruok") == "imok",
+                   60, f"ZooKeeper to answer on 127.0.0.1:{self.port}")
+        assert self.proc.poll() is None, "ZooKeeper exited at start: " + \
+            open(os.path.join(self.dir, "server.log")).read()[-2000:]
+
+    @property
+    def connect(self):
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def zklockfs_binary():
+    path = os.environ.get("ZKLOCKFS_BIN")
+    assert path and os.access(path, os.X_OK), \
+        "ZKLOCKFS_BIN must name the built zklockfs (meson test sets it)"
+    return path
+
+
+def is_mounted(mountpoint):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == mountpoint for line in f)
+
+
+class Mount:
+    """One zklockfs daemon (one ZooKeeper session) in the foreground."""
+
+    def __init__(self, connect, extra_args=()):
+        self.connect = connect
+        self.mountpoint = tempfile.mkdtemp(prefix="zklockfs-mnt-")
+        self.logpath = self.mountpoint + ".log"
+        self.extra_args = list(extra_args)
+        self.proc = None
+
+    def start(self):
+        self.logfile = open(self.logpath, "w")
+        self.proc = subprocess.Popen(
+            [zklockfs_binary(), "-f", "-o", "session_timeout=4",
+             *self.extra_args, self.connect, self.mountpoint],
+            stdout=self.logfile, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        wait_until(lambda: self.proc.poll() is not None
+                   or is_mounted(self.mountpoint), 30,
+                   f"zklockfs to mount {self.mountpoint}")
+        assert self.proc.poll() is None, "zklockfs exited: " + self.log()
+        return self
+
+    def path(self, *parts):
+        return os.path.join(self.mountpoint, *parts)
+
+    def log(self):
+        with open(self.logpath) as f:
+            return f.read()
+
+    def stop(self):
+        """Unmount through SIGTERM and return the daemon's exit status."""
+        status = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                status = self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                status = self.proc.wait(10)
+        elif self.proc:
+            status = self.proc.returncode
+        if is_mounted(self.mountpoint):
+            subprocess.run(["fusermount3", "-u", "-z", self.mountpoint],
+                           check=False)
+        try:
+            os.rmdir(self.mountpoint)
+        except OSError:
+            pass
+        return status
+
+
+LOCKER = os.path.join(HERE, "locker.py")
+
+
+class Locker:
+    """A child process that opens a lock file and reports, then holds it
+    until told to close (or is killed)."""
+
+    alive = set()  # every Locker not yet reaped, so a failed test cleans up
+
+    def __init__(self, path, flags="w", extra=()):
+        self.path = path
+        self.proc = subprocess.Popen(
+            [sys.executable, LOCKER, path, flags, *extra],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            bufsize=1)
+        self.result = None
+        Locker.alive.add(self)
+
+    def poll_result(self):
+        """The child's first report line if it has come, else None."""
+        if self.result is None:
+            r, _, _ = select.select([self.proc.stdout], [], [], 0)
+            if r:
+                self.result = self.proc.stdout.readline().strip()
+        return self.result
+
+    def wait_result(self, timeout=15, what=None):
+        return wait_until(self.poll_result, timeout,
+                          what or f"open of {self.path} to return")
+
+    def granted(self, timeout=15):
+        res = self.wait_result(timeout, f"lock on {self.path} to be granted")
+        assert res.startswith("ok"), f"expected a grant of {self.path}, got {res!r}"
+        return res
+
+    def command(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def close(self):
+        """Close the descriptor and exit."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("close\n")
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                pass
+            self.proc.wait(15)
+        Locker.alive.discard(self)
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(15)
+        Locker.alive.discard(self)
+
+
+def lock_nodes(zk, path):
+    """Every znode under path whose name is a zklockfs lock node."""
+    found = []
+    if not zk.exists(path):
+        return found
+    for child in zk.get_children(path):
+        full = path + "/" + child
+        if child.startswith("_c_"):
+            found.append(full)
+        else:
+            found.extend(lock_nodes(zk, full))
+    return found
+
+
+def errno_name(code):
+    return errno.errorcode.get(code, str(code))

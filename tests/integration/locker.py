@@ -1,0 +1,54 @@
+"""Open a lock file and report, then obey commands on stdin.
+
+usage: locker.py PATH FLAGS [--alarm SECS]
+FLAGS: w (O_WRONLY), r (O_RDONLY), rw (O_RDWR), plus 'n' for O_NONBLOCK,
+       't' for O_TRUNC|O_CREAT.
+Prints "ok" once open() returns, or "err <ERRNO-NAME>".
+Commands: read -> prints the file's lines joined by '|'; note TEXT -> writes TEXT;
+close -> closes and exits.
+"""
+import errno
+import os
+import signal
+import sys
+
+
+def main():
+    path, flags = sys.argv[1], sys.argv[2]
+    mode = os.O_RDWR if "rw" in flags else os.O_WRONLY if "w" in flags else os.O_RDONLY
+    if "n" in flags:
+        mode |= os.O_NONBLOCK
+    if "t" in flags:
+        mode |= os.O_TRUNC | os.O_CREAT
+    if "--alarm" in sys.argv:
+        secs = int(sys.argv[sys.argv.index("--alarm") + 1])
+        signal.signal(signal.SIGALRM, lambda *a: None)
+        signal.siginterrupt(signal.SIGALRM, True)
+        signal.alarm(secs)
+    try:
+        fd = os.open(path, mode)
+    except OSError as e:
+        print("err", errno.errorcode.get(e.errno, e.errno), flush=True)
+        return
+    signal.alarm(0)
+    print("ok", flush=True)
+    for line in sys.stdin:
+        cmd = line.rstrip("\n")
+        if cmd == "close":
+            break
+        if cmd == "read":
+            try:
+                data = os.read(fd, 4096).decode()
+                print(data.rstrip("\n").replace("\n", "|"), flush=True)
+            except OSError as e:
+                print("err", errno.errorcode.get(e.errno, e.errno), flush=True)
+        elif cmd.startswith("note "):
+            try:
+                os.write(fd, cmd[5:].encode() + b"\n")
+                print("ok", flush=True)
+            except OSError as e:
+                print("err", errno.errorcode.get(e.errno, e.errno), flush=True)
+    os.close(fd)
+
+
+main()

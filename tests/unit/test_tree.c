@@ -1,0 +1,69 @@
+/* Names and inode numbers of the mount. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tree.h"
+
+#include <fuse_lowlevel.h>
+
+Test(tree, classifies_names)
+{
+	enum tree_kind kind;
+	char long_name[300];
+
+	cr_assert_eq(tree_classify("deploy", 1, &kind), TREE_NAME_RESOURCE);
+	cr_assert_eq(tree_classify("write", 0, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_WRITE);
+	cr_assert_eq(tree_classify("read", 0, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_READ);
+	cr_assert_eq(tree_classify("write", 1, &kind), TREE_NAME_INVALID,
+		     "the root holds no lock files");
+	cr_assert_eq(tree_classify("", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify(".", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("..", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify(".hidden", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("a\tb", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("a\x7f", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("lock", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("holders", 1, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("_c_0123abcd-0000-4000-8000-00000000000a"
+				   "-write-0000000001",
+				   0, &kind),
+		     TREE_NAME_INVALID, "lock-node-shaped names are not "
+					"resources");
+	memset(long_name, 'x', 255);
+	long_name[255] = '\0';
+	cr_assert_eq(tree_classify(long_name, 0, &kind), TREE_NAME_RESOURCE);
+	long_name[255] = 'x';
+	long_name[256] = '\0';
+	cr_assert_eq(tree_classify(long_name, 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("über-ünïcode", 0, &kind),
+		     TREE_NAME_RESOURCE);
+}
+
+Test(tree, lookup_gives_stable_inodes_and_forget_frees)
+{
+	struct tree t;
+	uint64_t dir, dir2, file, sub;
+
+	cr_assert_eq(tree_init(&t, "/base"), 0);
+	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "deploy", &dir), 0);
+	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "deploy", &dir2), 0);
+	cr_assert_eq(dir, dir2, "one resource, one inode");
+	cr_assert_str_eq(tree_res_of(&t, dir)->zpath, "/base/deploy");
+	cr_assert_eq(tree_lookup(&t, dir, "write", &file), 0);
+	cr_assert_eq(tree_kind_of(file), TREE_WRITE);
+	cr_assert_eq(tree_res_of(&t, file), tree_res_of(&t, dir));
+	cr_assert_eq(tree_lookup(&t, dir, "db", &sub), 0);
+	cr_assert_str_eq(tree_res_of(&t, sub)->zpath, "/base/deploy/db");
+	cr_assert_eq(tree_lookup(&t, file, "x", &sub), -ENOTDIR);
+	cr_assert_eq(tree_lookup(&t, dir, "..", &sub), -ENOENT);
+	cr_assert_eq(t.count, 2);
+	tree_forget(&t, dir, 3); /* two dir lookups, one file lookup */
+	cr_assert_eq(t.count, 2, "kept alive by its sub-resource");
+	tree_forget(&t, tree_ino(&t, tree_res_of(&t, sub), TREE_DIR), 1);
+	cr_assert_eq(t.count, 0);
+	tree_destroy(&t);
+}
