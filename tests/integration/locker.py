@@ -22,8 +22,10 @@ def main():
         mode |= os.O_TRUNC | os.O_CREAT
     if "--alarm" in sys.argv:
         secs = int(sys.argv[sys.argv.index("--alarm") + 1])
-        signal.signal(signal.SIGALRM, lambda *a: None)
-        signal.siginterrupt(signal.SIGALRM, True)
+        def on_alarm(*_):
+            # Python retries an interrupted open() unless the handler raises.
+            raise InterruptedError(errno.EINTR, "interrupted by SIGALRM")
+        signal.signal(signal.SIGALRM, on_alarm)
         signal.alarm(secs)
     try:
         fd = os.open(path, mode)
