@@ -1,0 +1,95 @@
+"""Bad names, refused operations and startup failures: documented errnos,
+nothing created in ZooKeeper."""
+import errno
+import os
+import subprocess
+
+import pytest
+
+from harness import free_port, zklockfs_binary
+
+
+def expect_errno(code, fn, *args):
+    with pytest.raises(OSError) as e:
+        fn(*args)
+    assert e.value.errno == code, \
+        f"{fn.__name__}{args}: expected {errno.errorcode[code]}, got {errno.errorcode.get(e.value.errno)}"
+
+
+def test_bad_names_and_refused_operations(zk, base, m1):
+    mp = m1.mountpoint
+    expect_errno(errno.EINVAL, os.mkdir, os.path.join(mp, ".hidden"))
+    expect_errno(errno.EINVAL, os.mkdir, os.path.join(mp, "a\x01b"))
+    expect_errno(errno.EINVAL, os.mkdir, os.path.join(mp, "x" * 255 + "y"))
+    expect_errno(errno.ENOENT, os.open, os.path.join(mp, ".hidden", "write"), os.O_RDONLY)
+    expect_errno(errno.ENOENT, os.open, os.path.join(mp, "write"), os.O_RDONLY)
+    expect_errno(errno.ENOENT, os.stat, os.path.join(mp, "r", "lock"))
+    expect_errno(errno.EINVAL, os.open, os.path.join(mp, "r", ".x"), os.O_CREAT | os.O_WRONLY)
+    expect_errno(errno.EEXIST, os.open, os.path.join(mp, "r", "write"),
+                 os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    expect_errno(errno.EPERM, os.unlink, os.path.join(mp, "r", "write"))
+    expect_errno(errno.EPERM, os.rename, os.path.join(mp, "r", "write"),
+                 os.path.join(mp, "r", "read"))
+    expect_errno(errno.EPERM, os.chmod, os.path.join(mp, "r", "write"), 0o600)
+    expect_errno(errno.EPERM, os.chown, os.path.join(mp, "r", "write"), 1, 1)
+    expect_errno(errno.EPERM, os.truncate, os.path.join(mp, "r", "write"), 5)
+    expect_errno(errno.EPERM, os.symlink, "x", os.path.join(mp, "r", ".lnk"))
+    expect_errno(errno.EPERM, os.link, os.path.join(mp, "r", "write"),
+                 os.path.join(mp, "r", ".lnk"))
+    # Every valid name already exists as a resource (SPEC 2), so the
+    # kernel itself answers EEXIST to creating one.
+    expect_errno(errno.EEXIST, os.mkdir, os.path.join(mp, "r"))
+    expect_errno(errno.EEXIST, os.symlink, "x", os.path.join(mp, "r", "lnk"))
+    expect_errno(errno.ENOTDIR, os.rmdir, os.path.join(mp, "r", "write"))
+    assert not zk.exists(base + "/r"), "a refused operation created the resource"
+    assert zk.get_children(base) == [], zk.get_children(base)
+
+
+def test_lock_files_look_like_empty_regular_files(m1):
+    st = os.stat(m1.path("r", "write"))
+    assert st.st_size == 0 and (st.st_mode & 0o170000) == 0o100000
+    assert sorted(os.listdir(m1.path("r"))) == ["read", "write"]
+
+
+def test_readdir_lists_resources_that_exist_and_rmdir(zk, base, m1):
+    zk.ensure_path(base + "/one/two")
+    zk.ensure_path(base + "/three")
+    assert sorted(os.listdir(m1.mountpoint)) == ["one", "three"]
+    assert sorted(os.listdir(m1.path("one"))) == ["read", "two", "write"]
+    expect_errno(errno.ENOTEMPTY, os.rmdir, m1.path("one"))
+    os.rmdir(m1.path("one", "two"))
+    os.rmdir(m1.path("one"))
+    assert not zk.exists(base + "/one")
+    os.rmdir(m1.path("three"))
+    assert zk.get_children(base) == []
+
+
+def test_nested_resources_lock_independently(m1, m2):
+    from harness import Locker
+    outer = Locker(m1.path("a", "write"))
+    outer.granted()
+    inner = Locker(m2.path("a", "b", "write"))
+    inner.granted()
+    inner.close()
+    outer.close()
+
+
+def test_unreachable_zookeeper_exits_nonzero_naming_the_server(tmp_path):
+    port = free_port()  # nothing listens here
+    res = subprocess.run([zklockfs_binary(), "-o", "connect_timeout=1",
+                          f"127.0.0.1:{port}", str(tmp_path)],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode != 0
+    assert f"127.0.0.1:{port}" in res.stderr, res.stderr
+    with open("/proc/self/mountinfo") as f:
+        assert str(tmp_path) not in f.read(), "mounted without ZooKeeper"
+
+
+def test_help_and_version(tmp_path):
+    h = subprocess.run([zklockfs_binary(), "--help"], capture_output=True, text=True)
+    assert h.returncode == 0 and "session_timeout" in h.stdout and "(default 10)" in h.stdout
+    v = subprocess.run([zklockfs_binary(), "--version"], capture_output=True, text=True)
+    assert v.returncode == 0 and v.stdout.startswith("zklockfs ")
+    bad = subprocess.run([zklockfs_binary(), "-o", "ro", "h:1", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "read-only" in bad.stderr
