@@ -29,6 +29,25 @@
  * any number of waiters. */
 #define MAIN_MAX_THREADS 8
 
+/* Name the mount after CONNECT in /proc/mounts, type fuse.zklockfs.
+ * Commas separate -o options, so those of an ensemble list are escaped. */
+static int main_add_fsname(struct fuse_args *args, const char *connect)
+{
+	char opt[1200] = "-ofsname=";
+	size_t len = strlen(opt);
+
+	for (const char *c = connect; *c && len + 3 < sizeof(opt); c++) {
+		if (*c == ',' || *c == '\\')
+			opt[len++] = '\\';
+		opt[len++] = *c;
+	}
+	opt[len] = '\0';
+	if (fuse_opt_add_arg(args, opt) < 0 ||
+	    fuse_opt_add_arg(args, "-osubtype=zklockfs") < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* Fork; the parent waits for the child's verdict and exits with it.
  * Returns the write end of the pipe in the child. */
 static int main_detach(void)
@@ -142,6 +161,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_setup(0, o.debug ? LOG_DEBUG : LOG_INFO);
+	if (main_add_fsname(&args, o.connect) < 0) {
+		fprintf(stderr, "zklockfs: out of memory\n");
+		goto out_opts;
+	}
 	main_warn_request_timeout();
 	if (!o.foreground)
 		report_fd = main_detach();
