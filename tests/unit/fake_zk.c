@@ -1,0 +1,209 @@
+/*
+ * fake_zk.c - see fake_zk.h.
+ */
+#include "fake_zk.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_MAX 64
+
+static struct fake_call calls[FAKE_MAX];
+static int head, tail;
+static char last_create_name[512];
+static watcher_fn watch_fn;
+static void *watch_ctx;
+int fake_zoo_state = 3; /* ZOO_CONNECTED_STATE */
+
+static struct fake_call *fake_push(enum fake_op op, const char *path,
+				   const void *completion, const void *data)
+{
+	struct fake_call *c;
+
+	cr_assert_lt(tail, FAKE_MAX, "too many queued calls");
+	c = &calls[tail++];
+	memset(c, 0, sizeof(*c));
+	c->op = op;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	c->completion = completion;
+	c->data = data;
+	return c;
+}
+
+int zoo_acreate2(zhandle_t *zh, const char *path, const char *value,
+		 int valuelen, const struct ACL_vector *acl, int mode,
+		 string_stat_completion_t completion, const void *data)
+{
+	(void)zh; (void)value; (void)valuelen; (void)acl; (void)mode;
+	fake_push(FAKE_CREATE, path, (const void *)completion, data);
+	return ZOK;
+}
+
+int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
+		int valuelen, const struct ACL_vector *acl, int mode,
+		string_completion_t completion, const void *data)
+{
+	(void)zh; (void)value; (void)valuelen; (void)acl; (void)mode;
+	fake_push(FAKE_CREATE_PARENT, path, (const void *)completion, data);
+	return ZOK;
+}
+
+int zoo_aget_children(zhandle_t *zh, const char *path, int watch,
+		      strings_completion_t completion, const void *data)
+{
+	(void)zh;
+	cr_assert_eq(watch, 0, "getChildren must never set a watch");
+	fake_push(FAKE_CHILDREN, path, (const void *)completion, data);
+	return ZOK;
+}
+
+int zoo_aexists(zhandle_t *zh, const char *path, int watch,
+		stat_completion_t completion, const void *data)
+{
+	(void)zh;
+	(void)watch;
+	fake_push(FAKE_EXISTS, path, (const void *)completion, data);
+	return ZOK;
+}
+
+int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
+	      void *watcherCtx, data_completion_t completion,
+	      const void *data)
+{
+	struct fake_call *c = fake_push(FAKE_GET, path,
+					(const void *)completion, data);
+	(void)zh;
+	c->watcher = watcher;
+	c->watcher_ctx = watcherCtx;
+	watch_fn = watcher;
+	watch_ctx = watcherCtx;
+	return ZOK;
+}
+
+int zoo_adelete(zhandle_t *zh, const char *path, int version,
+		void_completion_t completion, const void *data)
+{
+	(void)zh;
+	(void)version;
+	fake_push(FAKE_DELETE, path, (const void *)completion, data);
+	return ZOK;
+}
+
+int zoo_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen,
+	     int version, stat_completion_t completion, const void *data)
+{
+	(void)zh; (void)buffer; (void)buflen; (void)version;
+	fake_push(FAKE_SET, path, (const void *)completion, data);
+	return ZOK;
+}
+
+int zoo_state(zhandle_t *zh)
+{
+	(void)zh;
+	return fake_zoo_state;
+}
+
+struct zkl_session *fake_session(void)
+{
+	struct zkl_session *s = calloc(1, sizeof(*s));
+
+	head = tail = 0;
+	fake_zoo_state = ZOO_CONNECTED_STATE;
+	s->zh = (zhandle_t *)(uintptr_t)0x1;
+	s->base = strdup("/b");
+	s->client_id = 77;
+	s->state = ZKL_CONN_CONNECTED;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->state_changed, NULL);
+	list_init(&s->resume);
+	list_init(&s->live);
+	watchtab_init(&s->watches);
+	return s;
+}
+
+void fake_session_free(struct zkl_session *s)
+{
+	cr_assert(list_empty(&s->live), "a lock request was not freed");
+	watchtab_destroy(&s->watches);
+	free(s->base);
+	free(s);
+}
+
+int fake_pending(void)
+{
+	return tail - head;
+}
+
+struct fake_call *fake_peek(enum fake_op op)
+{
+	cr_assert_gt(tail, head, "expected a queued call, found none");
+	cr_assert_eq(calls[head].op, op, "next call is op %d, expected %d",
+		     calls[head].op, op);
+	return &calls[head];
+}
+
+static struct fake_call *fake_pop(enum fake_op op)
+{
+	struct fake_call *c = fake_peek(op);
+
+	head++;
+	return c;
+}
+
+void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid)
+{
+	struct fake_call *c = fake_pop(FAKE_CREATE);
+	struct Stat st = { .czxid = czxid, .ephemeralOwner = 77 };
+
+	snprintf(last_create_name, sizeof(last_create_name), "%s%s", c->path,
+		 seq_suffix);
+	((string_stat_completion_t)c->completion)(
+		rc, rc == ZOK ? last_create_name : NULL,
+		rc == ZOK ? &st : NULL, c->data);
+}
+
+void fake_complete_children(int rc, const char *const *names, int n)
+{
+	struct fake_call *c = fake_pop(FAKE_CHILDREN);
+	struct String_vector v = { .count = n, .data = (char **)names };
+
+	((strings_completion_t)c->completion)(rc, rc == ZOK ? &v : NULL,
+					      c->data);
+}
+
+void fake_complete_exists(int rc, int64_t owner, int64_t czxid)
+{
+	struct fake_call *c = fake_pop(FAKE_EXISTS);
+	struct Stat st = { .czxid = czxid, .ephemeralOwner = owner };
+
+	((stat_completion_t)c->completion)(rc, rc == ZOK ? &st : NULL,
+					   c->data);
+}
+
+void fake_complete_get(int rc)
+{
+	struct fake_call *c = fake_pop(FAKE_GET);
+	struct Stat st = { 0 };
+
+	((data_completion_t)c->completion)(rc, "", 0,
+					   rc == ZOK ? &st : NULL, c->data);
+}
+
+void fake_complete_void(enum fake_op op, int rc)
+{
+	struct fake_call *c = fake_pop(op);
+
+	if (op == FAKE_CREATE_PARENT)
+		((string_completion_t)c->completion)(rc, NULL, c->data);
+	else if (c->completion)
+		((void_completion_t)c->completion)(rc, c->data);
+}
+
+void fake_fire_watch(const char *path)
+{
+	cr_assert(watch_fn, "no watch was ever registered");
+	watch_fn(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path,
+		 watch_ctx);
+}

@@ -1,0 +1,46 @@
+/*
+ * fake_zk.h - a scripted stand-in for the ZooKeeper client's asynchronous
+ * calls, for unit tests of the lock request state machine only.  The test
+ * executable defines zoo_acreate2() & co., which take precedence over the
+ * shared library's; each call is queued and the test completes it with the
+ * result it chooses, in order, as the real client would.
+ */
+#ifndef FAKE_ZK_H
+#define FAKE_ZK_H
+
+#include <zookeeper/zookeeper.h>
+
+#include "internal.h"
+
+enum fake_op { FAKE_CREATE, FAKE_CHILDREN, FAKE_EXISTS, FAKE_GET,
+	       FAKE_DELETE, FAKE_SET, FAKE_CREATE_PARENT };
+
+struct fake_call {
+	enum fake_op op;
+	char path[512];
+	const void *completion;
+	const void *data;
+	watcher_fn watcher;
+	void *watcher_ctx;
+};
+
+extern int fake_zoo_state;
+
+/* A session for tests: connected, id 77, base "/b", no real handle. */
+struct zkl_session *fake_session(void);
+void fake_session_free(struct zkl_session *s);
+
+/* Number of queued calls; the oldest one (asserts its op). */
+int fake_pending(void);
+struct fake_call *fake_peek(enum fake_op op);
+
+/* Complete the oldest call. */
+void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid);
+void fake_complete_children(int rc, const char *const *names, int n);
+void fake_complete_exists(int rc, int64_t owner, int64_t czxid);
+void fake_complete_get(int rc);
+void fake_complete_void(enum fake_op op, int rc);
+/* Fire the watcher registered by a get on path. */
+void fake_fire_watch(const char *path);
+
+#endif

@@ -1,0 +1,310 @@
+/*
+ * The lock request state machine against a scripted ZooKeeper: grant,
+ * cancel, interrupt races, errors, connection loss and expiry each give
+ * exactly one answer, and every node the request created is deleted.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fake_zk.h"
+#include "lockreq.h"
+
+#define OTHER "_c_0123abcd-0000-4000-8000-00000000000f-write-0000000001"
+
+static int done_calls, done_err;
+
+static void on_done(struct zkl_lockreq *lr, int err, void *arg)
+{
+	(void)lr;
+	(void)arg;
+	done_calls++;
+	done_err = err;
+}
+
+static struct zkl_session *s;
+static char my_name[256]; /* our node's child name once created */
+
+static void setup(void)
+{
+	s = fake_session();
+	done_calls = 0;
+	done_err = 12345;
+}
+
+static void teardown(void)
+{
+	fake_session_free(s);
+}
+
+TestSuite(lockreq, .init = setup, .fini = teardown);
+
+static struct zkl_lockreq *start(enum zkl_mode mode, unsigned flags)
+{
+	struct zkl_lockreq *lr;
+
+	cr_assert_eq(lockreq_new(s, "/b/r", mode, flags, "id", 2, on_done,
+				 NULL, &lr),
+		     0);
+	cr_assert_eq(lockreq_start(lr), 0);
+	cr_assert_eq(fake_pending(), 2, "create and listing are pipelined");
+	return lr;
+}
+
+/* Complete the create with sequence seq; remember our child name. */
+static void created(int seq)
+{
+	char suffix[16];
+	const char *path = fake_peek(FAKE_CREATE)->path;
+
+	snprintf(suffix, sizeof(suffix), "%010d", seq);
+	snprintf(my_name, sizeof(my_name), "%s%s", strrchr(path, '/') + 1,
+		 suffix);
+	fake_complete_create(ZOK, suffix, 1000 + seq);
+}
+
+static void listed_with(const char *first, const char *second)
+{
+	const char *names[2] = { first, second };
+
+	fake_complete_children(ZOK, names, second ? 2 : 1);
+}
+
+static void expect_delete_of_mine(void)
+{
+	struct fake_call *c = fake_peek(FAKE_DELETE);
+
+	cr_assert(strstr(c->path, my_name), "deletes %s, expected our %s",
+		  c->path, my_name);
+	fake_complete_void(FAKE_DELETE, ZOK);
+}
+
+Test(lockreq, first_in_queue_is_granted_once_and_release_deletes)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	int64_t token, sid;
+	char path[256];
+
+	created(1);
+	listed_with(my_name, NULL);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, 0);
+	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid), 0);
+	cr_assert_eq(token, 1001, "the token is the node's czxid");
+	cr_assert_eq(sid, 77);
+	cr_assert_eq(lockreq_cancel(lr), -EALREADY, "cancel after grant loses");
+	lockreq_release(lr);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+	cr_assert_eq(done_calls, 1);
+}
+
+Test(lockreq, waiter_watches_predecessor_and_is_granted_when_it_goes)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(2);
+	listed_with(OTHER, my_name);
+	cr_assert_eq(done_calls, 0);
+	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER),
+		  "a writer watches its predecessor");
+	fake_complete_get(ZOK);
+	fake_fire_watch("/b/r/" OTHER);
+	listed_with(my_name, NULL);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, 0);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+}
+
+Test(lockreq, watched_node_already_gone_means_look_again)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_READ, 0);
+
+	created(2);
+	listed_with(OTHER, my_name);
+	fake_complete_get(ZNONODE);
+	listed_with(my_name, NULL);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, 0);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+}
+
+Test(lockreq, cancel_during_create_deletes_the_node_when_its_name_arrives)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	cr_assert_eq(lockreq_cancel(lr), 0);
+	lockreq_release(lr);
+	created(1);
+	fake_complete_children(ZOK, NULL, 0); /* the pipelined listing */
+	expect_delete_of_mine();
+	cr_assert_eq(done_calls, 0, "a cancelled request never answers");
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, cancel_while_watching_deletes_and_ignores_the_watch)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(2);
+	listed_with(OTHER, my_name);
+	fake_complete_get(ZOK);
+	cr_assert_eq(lockreq_cancel(lr), 0);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+	fake_fire_watch("/b/r/" OTHER);
+	cr_assert_eq(fake_pending(), 0, "a cancelled waiter does not relist");
+	cr_assert_eq(done_calls, 0);
+}
+
+Test(lockreq, cancel_before_start_wins_and_start_sends_nothing)
+{
+	struct zkl_lockreq *lr;
+
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "", 0, on_done,
+				 NULL, &lr),
+		     0);
+	cr_assert_eq(lockreq_cancel(lr), 0);
+	cr_assert_eq(lockreq_start(lr), -ECANCELED);
+	cr_assert_eq(fake_pending(), 0);
+	lockreq_release(lr);
+}
+
+Test(lockreq, try_lock_that_must_wait_fails_with_eagain_and_deletes)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, LOCKREQ_TRY);
+
+	created(2);
+	listed_with(OTHER, my_name);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, -EAGAIN);
+	expect_delete_of_mine();
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, missing_resource_is_created_then_queued)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	fake_complete_create(ZNONODE, "", 0);
+	fake_complete_children(ZNONODE, NULL, 0); /* discarded */
+	cr_assert_str_eq(fake_peek(FAKE_CREATE_PARENT)->path, "/b/r");
+	fake_complete_void(FAKE_CREATE_PARENT, ZOK);
+	created(1);
+	listed_with(my_name, NULL);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, 0);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+}
+
+Test(lockreq, lost_create_reply_finds_the_node_by_guid_without_duplicate)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	char suffix[] = "0000000005";
+	char name[256];
+
+	snprintf(name, sizeof(name), "%s%s",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1, suffix);
+	fake_complete_create(ZCONNECTIONLOSS, "", 0);
+	fake_complete_children(ZCONNECTIONLOSS, NULL, 0); /* discarded */
+	/* Reconnected: look for our GUID, do not create again. */
+	listed_with(OTHER, name);
+	cr_assert(strstr(fake_peek(FAKE_EXISTS)->path, name));
+	fake_complete_exists(ZOK, 77, 1005);
+	listed_with(OTHER, name);
+	fake_complete_get(ZOK);
+	cr_assert_eq(done_calls, 0);
+	strcpy(my_name, name);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, node_with_our_guid_of_another_session_is_not_adopted)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	char name[256];
+
+	snprintf(name, sizeof(name), "%s0000000005",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZCONNECTIONLOSS, "", 0);
+	fake_complete_children(ZCONNECTIONLOSS, NULL, 0);
+	listed_with(name, NULL);
+	fake_complete_exists(ZOK, 99, 1005);
+	created(6); /* a fresh create of our own */
+	fake_complete_children(ZOK, (const char *const[]){ name, my_name }, 2);
+	cr_assert_eq(done_calls, 0, "the foreign node is ahead of us");
+	lockreq_release(lr);
+	/* the stray with our GUID is deleted, then our own node */
+	cr_assert(strstr(fake_peek(FAKE_DELETE)->path, name));
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_peek(FAKE_GET)->op, FAKE_GET);
+	fake_complete_get(ZOK);
+	expect_delete_of_mine();
+}
+
+Test(lockreq, server_error_answers_once_with_an_errno)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	fake_complete_create(ZNOAUTH, "", 0);
+	fake_complete_children(ZNOAUTH, NULL, 0);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, -EACCES);
+	cr_assert_eq(lockreq_cancel(lr), -EALREADY);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, delete_lost_to_connection_loss_is_repeated)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(1);
+	listed_with(my_name, NULL);
+	lockreq_release(lr);
+	fake_complete_void(FAKE_DELETE, ZCONNECTIONLOSS);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, session_expiry_fails_waiters_and_marks_holders_lost)
+{
+	struct zkl_lockreq *held = start(ZKL_MODE_READ, 0);
+	struct zkl_lockreq *waiter;
+	struct zkl_link notify;
+	int64_t token, sid;
+	char path[256], held_name[256];
+
+	created(1);
+	listed_with(my_name, NULL);
+	strcpy(held_name, my_name);
+	waiter = start(ZKL_MODE_WRITE, 0);
+	created(2);
+	listed_with(held_name, my_name);
+	fake_complete_get(ZOK);
+	cr_assert_eq(done_calls, 1);
+
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	s->state = ZKL_CONN_EXPIRED;
+	for (struct zkl_link *l = s->live.next, *n; l != &s->live; l = n) {
+		n = l->next;
+		lockreq_session_expired_locked(lockreq_from_live_link(l),
+					       &notify);
+	}
+	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+	cr_assert_eq(done_calls, 2);
+	cr_assert_eq(done_err, -ENOTCONN);
+	cr_assert_eq(lockreq_describe(held, &token, path, sizeof(path), &sid),
+		     -EIO, "a lost lock reads as EIO");
+	lockreq_release(held);
+	lockreq_release(waiter);
+	cr_assert_eq(fake_pending(), 0, "nothing to delete: the nodes died");
+}
