@@ -202,16 +202,22 @@ Test(lockreq, missing_resource_is_created_then_queued)
 	expect_delete_of_mine();
 }
 
+/* The create's reply is lost to a connection loss although the server made
+ * the node: `name` gets the child name it has. */
+static void lose_create_reply(char *name, size_t size)
+{
+	snprintf(name, size, "%s0000000005",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZCONNECTIONLOSS, "", 0);
+	fake_complete_children(ZCONNECTIONLOSS, NULL, 0); /* discarded */
+}
+
 Test(lockreq, lost_create_reply_finds_the_node_by_guid_without_duplicate)
 {
 	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
-	char suffix[] = "0000000005";
 	char name[256];
 
-	snprintf(name, sizeof(name), "%s%s",
-		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1, suffix);
-	fake_complete_create(ZCONNECTIONLOSS, "", 0);
-	fake_complete_children(ZCONNECTIONLOSS, NULL, 0); /* discarded */
+	lose_create_reply(name, sizeof(name));
 	/* Reconnected: look for our GUID, do not create again. */
 	listed_with(OTHER, name);
 	cr_assert(strstr(fake_peek(FAKE_EXISTS)->path, name));
@@ -230,10 +236,7 @@ Test(lockreq, node_with_our_guid_of_another_session_is_not_adopted)
 	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
 	char name[256];
 
-	snprintf(name, sizeof(name), "%s0000000005",
-		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
-	fake_complete_create(ZCONNECTIONLOSS, "", 0);
-	fake_complete_children(ZCONNECTIONLOSS, NULL, 0);
+	lose_create_reply(name, sizeof(name));
 	listed_with(name, NULL);
 	fake_complete_exists(ZOK, 99, 1005);
 	created(6); /* a fresh create of our own */
