@@ -21,10 +21,13 @@ struct zkl_fs {
 	gid_t gid;
 	char hostname[256];
 
-	/* Guards `lockfiles`, `stopping` and every lockfile's state. Taken
-	 * before the session's mutex when both are held. */
+	/* Guards the lists below, `stopping`, and the state and lock of
+	 * every open lock file.  Taken before the session's mutex when both
+	 * are held. */
 	pthread_mutex_t lock;
-	struct zkl_link lockfiles; /* waiting and open lock files */
+	struct zkl_link lockfiles;   /* struct lockfile: opening and open */
+	struct zkl_link waiters;     /* struct waiter: parked requests */
+	struct zkl_link posix_locks; /* struct posixlock: fcntl locks held */
 	int stopping;
 };
 
@@ -42,7 +45,7 @@ void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st);
  * (an errno outside 1..511 would leave the caller stuck). */
 void fs_reply_err(fuse_req_t req, int err);
 
-/* Lock-file operations (ops_lock.c). */
+/* Lock-file operations (ops_lock.c).  Open of a directory: EISDIR. */
 void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		   const struct fuse_entry_param *create_entry);
 void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -51,8 +54,17 @@ void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		    size_t size, off_t off, struct fuse_file_info *fi);
 void lockfile_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		    struct fuse_file_info *fi);
+void lockfile_flush(fuse_req_t req, fuse_ino_t ino,
+		    struct fuse_file_info *fi);
 void lockfile_release(fuse_req_t req, fuse_ino_t ino,
 		      struct fuse_file_info *fi);
+/* flock(2) and fcntl(2) locks (ops_flock.c). */
+void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    int op);
+void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct flock *lock);
+void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct flock *lock, int sleep);
 /* At unmount: fail every waiting open, let go of every held lock. */
 void lockfile_shutdown_all(struct zkl_fs *fs);
 

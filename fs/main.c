@@ -172,6 +172,8 @@ int main(int argc, char **argv)
 	memset(&fs, 0, sizeof(fs));
 	pthread_mutex_init(&fs.lock, NULL);
 	list_init(&fs.lockfiles);
+	list_init(&fs.waiters);
+	list_init(&fs.posix_locks);
 	fs.uid = getuid();
 	fs.gid = getgid();
 	if (gethostname(fs.hostname, sizeof(fs.hostname) - 1) < 0)

@@ -186,7 +186,7 @@ static int fs_dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 
 	err |= fs_dir_add(d, req, ".", ino, S_IFDIR, &cap);
 	err |= fs_dir_add(d, req, "..", FUSE_ROOT_ID, S_IFDIR, &cap);
-	for (int k = TREE_WRITE; !is_root && k <= TREE_READ; k++)
+	for (int k = TREE_WRITE; !is_root && k <= TREE_LAST_FILE; k++)
 		err |= fs_dir_add(d, req, tree_kind_name((enum tree_kind)k),
 				  tree_ino(&fs->tree, res, (enum tree_kind)k),
 				  S_IFREG, &cap);
@@ -402,13 +402,6 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	lockfile_open(req, e.ino, fi, &e);
 }
 
-static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	(void)fi;
-	fuse_reply_err(req, 0);
-}
-
 static void fs_refuse_name(fuse_req_t req, fuse_ino_t parent,
 			   const char *name)
 {
@@ -474,9 +467,12 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.create = fs_create,
 	.read = lockfile_read,
 	.write = lockfile_write,
-	.flush = fs_flush,
+	.flush = lockfile_flush,
 	.fsync = lockfile_fsync,
 	.release = lockfile_release,
+	.getlk = lockfile_getlk,
+	.setlk = lockfile_setlk,
+	.flock = lockfile_flock,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
 	.releasedir = fs_releasedir,

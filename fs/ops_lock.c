@@ -1,61 +1,32 @@
 /*
- * ops_lock.c - open, read, write, release of the lock files.
+ * ops_lock.c - the open lock file: open, read, write, fsync, flush and
+ * release of write, read and lock (see lockfile.h).
  *
- * An OPEN of <resource>/write or /read becomes a lock request and the
- * handler returns at once: the request is "parked" and answered later from
- * the ZooKeeper completion thread (grant or failure) or from libfuse's
- * interrupt callback (cancel).  lockreq decides which of them wins, so each
- * OPEN gets exactly one reply.
- *
- * A struct lockfile has two references while its OPEN waits: the handler's
- * own, dropped when the handler returns, and the reply's, owned by whoever
- * answers.  A successful reply turns the second into the open file's
- * reference (fi->fh), dropped by RELEASE.  The last put releases the lock.
+ * An OPEN of write or read is parked (waiter.c) until its lock is granted;
+ * an OPEN of lock is answered at once and holds nothing until flock or
+ * fcntl (ops_flock.c).
  */
-#include "fs.h"
+#include "lockfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "lockreq.h"
 #include "log.h"
-#include "sigpend.h"
 
 /* Largest note a holder may store with write(). */
 #define LOCKFILE_NOTE_MAX 1024
-#define LOCKFILE_IDENTITY_MAX 512
 
-enum lockfile_state {
-	LF_WAITING, /* OPEN not yet answered */
-	LF_OPEN,    /* the kernel has the file: RELEASE will come */
-	LF_CLOSED,  /* answered with an error, released, or shut down */
-};
+void lockfile_get(struct lockfile *lf)
+{
+	atomic_fetch_add(&lf->refs, 1);
+}
 
-struct lockfile {
-	struct zkl_link link; /* in fs->lockfiles */
-	struct zkl_fs *fs;
-	struct zkl_lockreq *lr;
-	atomic_int refs;
-	enum lockfile_state state; /* guarded by fs->lock */
-	fuse_req_t req;            /* the OPEN or CREATE, while waiting */
-	struct fuse_file_info fi;
-	int is_create;
-	struct fuse_entry_param entry;
-	pid_t tid;
-	enum tree_kind kind;
-	size_t identity_len;
-	char identity[LOCKFILE_IDENTITY_MAX];
-};
-
-static void lockfile_put(struct lockfile *lf)
+void lockfile_put(struct lockfile *lf)
 {
 	struct zkl_fs *fs = lf->fs;
 
@@ -64,45 +35,47 @@ static void lockfile_put(struct lockfile *lf)
 	pthread_mutex_lock(&fs->lock);
 	list_del(&lf->link);
 	pthread_mutex_unlock(&fs->lock);
-	lockreq_release(lf->lr);
+	if (lf->held)
+		lockreq_release(lf->held);
 	free(lf);
 }
 
-static void lockfile_set_state(struct lockfile *lf, enum lockfile_state st)
+int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode)
 {
-	pthread_mutex_lock(&lf->fs->lock);
-	lf->state = st;
-	pthread_mutex_unlock(&lf->fs->lock);
+	return lr && lockreq_holds(lr) &&
+	       (mode == ZKL_MODE_READ || lockreq_mode(lr) == ZKL_MODE_WRITE);
 }
 
-/* The holder's identity, stored as the lock node's data. */
-static void lockfile_describe_opener(struct lockfile *lf,
-				     const struct fuse_ctx *ctx)
+const char *lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino)
 {
-	char path[64], comm[64] = "?";
-	int fd, n;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)ctx->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t got = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		if (got > 0) {
-			comm[got] = '\0';
-			comm[strcspn(comm, "\n")] = '\0';
-		}
-	}
-	n = snprintf(lf->identity, sizeof(lf->identity),
-		     "host %s\npid %d\nuid %u\ncmd %s\ntime %lld\n",
-		     lf->fs->hostname, (int)ctx->pid, (unsigned)ctx->uid, comm,
-		     (long long)time(NULL));
-	lf->identity_len = n < 0 ? 0 :
-			   (size_t)n < sizeof(lf->identity) ?
-						(size_t)n :
-						sizeof(lf->identity) - 1;
+	return tree_res_of(&fs->tree, ino)->zpath;
 }
 
-static void lockfile_reply_opened(struct lockfile *lf)
+/* Close the open file: drop its lock, the fcntl locks taken through it
+ * (POSIX ones are dropped at FLUSH already; open file description locks
+ * only here), and the open file's reference. */
+static void lockfile_close(struct lockfile *lf)
+{
+	struct zkl_fs *fs = lf->fs;
+	struct zkl_lockreq *held;
+	int was_open;
+
+	pthread_mutex_lock(&fs->lock);
+	was_open = lf->state != LF_CLOSED;
+	lf->state = LF_CLOSED;
+	held = lf->held;
+	lf->held = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	/* The deletes are queued before anyone is answered; a later create
+	 * by this mount is queued behind them, so nobody can see both. */
+	if (held)
+		lockreq_release(held);
+	posix_drop(fs, 0, 0, lf);
+	if (was_open)
+		lockfile_put(lf);
+}
+
+static void lockfile_reply_opened(struct lockfile *lf, fuse_req_t req)
 {
 	int rc;
 
@@ -111,145 +84,134 @@ static void lockfile_reply_opened(struct lockfile *lf)
 	lf->fi.nonseekable = 1;
 	lf->fi.keep_cache = 0;
 	if (lf->is_create)
-		rc = fuse_reply_create(lf->req, &lf->entry, &lf->fi);
+		rc = fuse_reply_create(req, &lf->entry, &lf->fi);
 	else
-		rc = fuse_reply_open(lf->req, &lf->fi);
+		rc = fuse_reply_open(req, &lf->fi);
 	if (rc < 0) {
 		/* The opener is gone and no RELEASE will come. */
-		log_msg(LOG_INFO, "opener %d left before its grant arrived",
-			(int)lf->tid);
-		lockfile_set_state(lf, LF_CLOSED);
-		lockfile_put(lf);
+		log_msg(LOG_INFO, "opener left before its open was answered");
+		lockfile_close(lf);
 	}
 }
 
-/* lockreq's answer, on the completion thread.  We own the reply. */
-static void lockfile_done(struct zkl_lockreq *lr, int err, void *arg)
+static void lockfile_open_granted(struct waiter *w, struct zkl_lockreq *lr)
 {
-	struct lockfile *lf = arg;
+	struct lockfile *lf = w->lf;
 	struct zkl_fs *fs = lf->fs;
-	int stopping;
 
-	(void)lr;
-	/* Waits for an interrupt callback running now; none runs after. */
-	fuse_req_interrupt_func(lf->req, NULL, NULL);
 	pthread_mutex_lock(&fs->lock);
-	stopping = fs->stopping;
-	lf->state = err == 0 && !stopping ? LF_OPEN : LF_CLOSED;
+	lf->state = LF_OPEN;
+	lf->held = lr;
+	memcpy(lf->identity, w->identity, w->identity_len);
+	lf->identity_len = w->identity_len;
 	pthread_mutex_unlock(&fs->lock);
-	if (err == 0 && stopping)
-		err = -EIO;
-	if (err == 0) {
-		log_msg(LOG_INFO, "granted %s lock on %s to pid %d",
-			tree_kind_name(lf->kind),
-			tree_res_of(&fs->tree, lf->entry.ino)->zpath,
-			(int)lf->tid);
-		lockfile_reply_opened(lf);
-		return;
-	}
-	log_msg(LOG_DEBUG, "open by pid %d failed: %s", (int)lf->tid,
-		strerror(-err));
-	fs_reply_err(lf->req, -err);
-	lockfile_put(lf);
+	lockfile_reply_opened(lf, w->req);
 }
 
-/* libfuse's interrupt callback: runs with the request's lock held, maybe
- * inside fuse_req_interrupt_func() of the OPEN handler itself. */
-static void lockfile_interrupted(fuse_req_t req, void *arg)
+static void lockfile_open_failed(struct waiter *w, int err)
 {
-	struct lockfile *lf = arg;
+	struct lockfile *lf = w->lf;
 
-	if (!sigpend_thread_cancels(lf->tid)) {
-		log_msg(LOG_DEBUG,
-			"pid %d: signal that does not cancel a wait, ignored",
-			(int)lf->tid);
-		return;
-	}
-	if (lockreq_cancel(lf->lr) != 0)
-		return; /* the grant won; it replies */
-	log_msg(LOG_DEBUG, "pid %d interrupted while waiting", (int)lf->tid);
-	lockfile_set_state(lf, LF_CLOSED);
-	fuse_reply_err(req, EINTR);
-	lockfile_put(lf);
+	pthread_mutex_lock(&lf->fs->lock);
+	lf->state = LF_CLOSED;
+	pthread_mutex_unlock(&lf->fs->lock);
+	fs_reply_err(w->req, err);
+	lockfile_put(lf); /* the open file's: no RELEASE will come */
 }
+
+static const struct waiter_ops lockfile_open_ops = {
+	.what = "open",
+	.granted = lockfile_open_granted,
+	.failed = lockfile_open_failed,
+};
 
 void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		   const struct fuse_entry_param *create_entry)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	enum tree_kind kind = tree_kind_of(ino);
-	struct tree_res *res = tree_res_of(&fs->tree, ino);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct lockfile *lf;
-	unsigned flags = (fi->flags & O_NONBLOCK) ? LOCKREQ_TRY : 0;
-	int err;
 
-	if (kind != TREE_WRITE && kind != TREE_READ)
+	if (kind == TREE_DIR)
 		return fs_reply_err(req, EISDIR);
 	lf = calloc(1, sizeof(*lf));
 	if (!lf)
 		return fs_reply_err(req, ENOMEM);
 	lf->fs = fs;
-	lf->req = req;
+	lf->ino = ino;
 	lf->fi = *fi;
-	lf->tid = ctx->pid;
-	lf->kind = kind;
-	lf->state = LF_WAITING;
-	atomic_init(&lf->refs, 2); /* the handler's and the reply's */
+	lf->state = LF_OPENING;
+	atomic_init(&lf->refs, 1); /* the open file's */
 	if (create_entry) {
 		lf->is_create = 1;
 		lf->entry = *create_entry;
-	}
-	lf->entry.ino = ino;
-	lockfile_describe_opener(lf, ctx);
-	err = lockreq_new(fs->session, res->zpath,
-			  kind == TREE_WRITE ? ZKL_MODE_WRITE : ZKL_MODE_READ,
-			  flags, lf->identity, lf->identity_len, lockfile_done,
-			  lf, &lf->lr);
-	if (err < 0) {
-		free(lf);
-		return fs_reply_err(req, -err);
 	}
 	pthread_mutex_lock(&fs->lock);
 	list_add_tail(&fs->lockfiles, &lf->link);
 	pthread_mutex_unlock(&fs->lock);
 
-	log_msg(LOG_DEBUG, "pid %d opens %s/%s%s", (int)lf->tid, res->zpath,
-		tree_kind_name(kind), flags ? " (try)" : "");
-	/* Before the request can be answered: the callback may run at once
-	 * if the interrupt came first, and then start sees the cancel. */
-	fuse_req_interrupt_func(req, lockfile_interrupted, lf);
-	err = lockreq_start(lf->lr);
-	if (err < 0 && err != -ECANCELED) {
-		fuse_req_interrupt_func(req, NULL, NULL);
-		lockfile_set_state(lf, LF_CLOSED);
-		fs_reply_err(req, -err);
-		lockfile_put(lf);
+	if (kind == TREE_LOCK) {
+		pthread_mutex_lock(&fs->lock);
+		lf->state = LF_OPEN;
+		pthread_mutex_unlock(&fs->lock);
+		return lockfile_reply_opened(lf, req);
 	}
-	lockfile_put(lf); /* the handler's */
+	waiter_park(req, &lockfile_open_ops, lf,
+		    kind == TREE_WRITE ? ZKL_MODE_WRITE : ZKL_MODE_READ,
+		    (fi->flags & O_NONBLOCK) ? LOCKREQ_TRY : 0, 0);
 }
 
-static struct lockfile *lockfile_of(struct fuse_file_info *fi)
+/* The lock that read() and write() through lf speak of: the open file's
+ * own, else the caller's fcntl lock on the file (the kernel names the
+ * caller's lock owner in reads and writes).  fs->lock held. */
+static struct zkl_lockreq *lockfile_lock_of_locked(struct lockfile *lf,
+						   const struct fuse_file_info *fi,
+						   const char **identity,
+						   size_t *identity_len)
 {
-	return (struct lockfile *)(uintptr_t)fi->fh;
+	struct posixlock *p;
+
+	*identity = lf->identity;
+	*identity_len = lf->identity_len;
+	if (lf->held)
+		return lf->held;
+	p = posix_find_locked(lf->fs, lf->ino, fi->lock_owner);
+	if (!p)
+		return NULL;
+	*identity = p->identity;
+	*identity_len = p->identity_len;
+	return p->lr;
 }
 
 void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
 	struct lockfile *lf = lockfile_of(fi);
+	struct zkl_fs *fs = lf->fs;
 	char text[1200], path[1024];
+	const char *identity;
+	struct zkl_lockreq *lr;
 	int64_t token, session;
-	int err, n;
+	enum zkl_mode mode = ZKL_MODE_READ;
+	size_t identity_len;
+	int err = -ENOENT, n;
 
 	(void)ino;
-	err = lockreq_describe(lf->lr, &token, path, sizeof(path), &session);
+	pthread_mutex_lock(&fs->lock);
+	lr = lockfile_lock_of_locked(lf, fi, &identity, &identity_len);
+	if (lr) {
+		err = lockreq_describe(lr, &token, path, sizeof(path),
+				       &session);
+		mode = lockreq_mode(lr);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (err == -ENOENT) /* holds nothing (lock file, LOCK_UN): empty */
+		return (void)fuse_reply_buf(req, NULL, 0);
 	if (err < 0)
 		return fs_reply_err(req, -err);
 	n = snprintf(text, sizeof(text),
 		     "%" PRId64 "\nnode %s\nsession 0x%" PRIx64 "\nmode %s\n",
-		     token, path, (uint64_t)session,
-		     tree_kind_name(lf->kind));
+		     token, path, (uint64_t)session, names_mode_str(mode));
 	if (n < 0 || off >= n)
 		return (void)fuse_reply_buf(req, NULL, 0);
 	if ((size_t)(n - off) < size)
@@ -277,30 +239,39 @@ void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		    size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct lockfile *lf = lockfile_of(fi);
-	char data[LOCKFILE_IDENTITY_MAX + LOCKFILE_NOTE_MAX + 8];
+	struct zkl_fs *fs = lf->fs;
+	char data[IDENTITY_MAX + LOCKFILE_NOTE_MAX + 8];
 	struct lockfile_write_ctx *ctx;
-	size_t len = lf->identity_len, note = size;
-	int err;
+	const char *identity;
+	struct zkl_lockreq *lr;
+	size_t len, note = size;
+	int err = -ENOLCK;
 
 	(void)ino;
 	(void)off;
 	if (size > LOCKFILE_NOTE_MAX)
 		return fs_reply_err(req, EFBIG);
+	ctx = malloc(sizeof(*ctx));
+	if (!ctx)
+		return fs_reply_err(req, ENOMEM);
+	ctx->req = req;
+	ctx->size = size;
 	while (note > 0 && buf[note - 1] == '\n')
 		note--;
-	memcpy(data, lf->identity, len);
+	pthread_mutex_lock(&fs->lock);
+	lr = lockfile_lock_of_locked(lf, fi, &identity, &len);
+	memcpy(data, identity, len);
 	memcpy(data + len, "note ", 5);
 	len += 5;
 	/* One line per key in the node's data: fold the note's newlines. */
 	for (size_t i = 0; i < note; i++)
 		data[len++] = buf[i] == '\n' ? ' ' : buf[i];
 	data[len++] = '\n';
-	ctx = malloc(sizeof(*ctx));
-	if (!ctx)
-		return fs_reply_err(req, ENOMEM);
-	ctx->req = req;
-	ctx->size = size;
-	err = lockreq_set_data(lf->lr, data, len, lockfile_noted, ctx);
+	if (lr)
+		err = lockreq_set_data(lr, data, len, lockfile_noted, ctx);
+	pthread_mutex_unlock(&fs->lock);
+	if (err == -ENOENT) /* released, or never held */
+		err = -ENOLCK;
 	if (err < 0) {
 		free(ctx);
 		fs_reply_err(req, -err);
@@ -310,74 +281,64 @@ void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 void lockfile_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		    struct fuse_file_info *fi)
 {
+	struct lockfile *lf = lockfile_of(fi);
 	int64_t token, session;
 	char path[8];
-	int err;
+	int err = 0;
 
 	(void)ino;
 	(void)datasync;
-	err = lockreq_describe(lockfile_of(fi)->lr, &token, path,
-			       sizeof(path), &session);
+	pthread_mutex_lock(&lf->fs->lock);
+	if (lf->held)
+		err = lockreq_describe(lf->held, &token, path, sizeof(path),
+				       &session);
+	pthread_mutex_unlock(&lf->fs->lock);
 	fs_reply_err(req, err == -EIO ? EIO : 0);
+}
+
+void lockfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zkl_fs *fs = fuse_req_userdata(req);
+
+	/* POSIX: any close of the file by a process drops its locks on it. */
+	posix_drop(fs, ino, fi->lock_owner, NULL);
+	fuse_reply_err(req, 0);
 }
 
 void lockfile_release(fuse_req_t req, fuse_ino_t ino,
 		      struct fuse_file_info *fi)
 {
-	struct lockfile *lf = lockfile_of(fi);
-	struct zkl_fs *fs = lf->fs;
-	int was_open;
-
 	(void)ino;
-	pthread_mutex_lock(&fs->lock);
-	was_open = lf->state == LF_OPEN;
-	lf->state = LF_CLOSED;
-	pthread_mutex_unlock(&fs->lock);
-	log_msg(LOG_DEBUG, "release of a %s lock taken by pid %d",
-		tree_kind_name(lf->kind), (int)lf->tid);
-	/* The delete is queued before we answer; a later create by this
-	 * mount is queued behind it, so nobody can see both. */
-	if (was_open)
-		lockfile_put(lf);
+	lockfile_close(lockfile_of(fi));
 	fuse_reply_err(req, 0);
 }
 
 void lockfile_shutdown_all(struct zkl_fs *fs)
 {
-	struct zkl_link *l;
-
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = 1;
 	pthread_mutex_unlock(&fs->lock);
 	/* Workers have stopped: only the completion thread races us, and it
-	 * sees `stopping`.  Take the files one at a time, with a reference,
-	 * so that our puts may unlink them. */
+	 * sees `stopping`. */
+	waiter_shutdown_all(fs);
 	for (;;) {
 		struct lockfile *lf = NULL;
-		enum lockfile_state st = LF_CLOSED;
 
 		pthread_mutex_lock(&fs->lock);
-		for (l = fs->lockfiles.next; l != &fs->lockfiles; l = l->next) {
+		for (struct zkl_link *l = fs->lockfiles.next;
+		     l != &fs->lockfiles; l = l->next) {
 			struct lockfile *c = ZKL_CONTAINER_OF(
 				l, struct lockfile, link);
-			if (c->state != LF_CLOSED) {
+			if (c->state == LF_OPEN) {
 				lf = c;
-				st = c->state;
-				c->state = LF_CLOSED;
-				atomic_fetch_add(&c->refs, 1);
+				lockfile_get(lf);
 				break;
 			}
 		}
 		pthread_mutex_unlock(&fs->lock);
 		if (!lf)
 			break;
-		if (st == LF_OPEN) {
-			lockfile_put(lf); /* the open file's */
-		} else if (lockreq_cancel(lf->lr) == 0) {
-			fuse_req_interrupt_func(lf->req, NULL, NULL);
-			fuse_reply_err(lf->req, EIO);
-			lockfile_put(lf); /* the reply's */
-		}
+		lockfile_close(lf);
 		lockfile_put(lf);
 	}
 }

@@ -15,6 +15,7 @@
 static const char *const tree_file_names[] = {
 	[TREE_WRITE] = "write",
 	[TREE_READ] = "read",
+	[TREE_LOCK] = "lock",
 };
 
 #define TREE_NFILES (sizeof(tree_file_names) / sizeof(tree_file_names[0]))
@@ -25,8 +26,7 @@ const char *tree_kind_name(enum tree_kind kind)
 }
 
 /* Names of files other issues add; reserved now so no resource takes them. */
-static const char *const tree_reserved_names[] = { "lock", "lease",
-						   "holders" };
+static const char *const tree_reserved_names[] = { "lease", "holders" };
 
 enum tree_name_class tree_classify(const char *name, int is_root,
 				   enum tree_kind *kind)

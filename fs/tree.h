@@ -19,6 +19,8 @@ enum tree_kind {
 	TREE_DIR = 0,   /* the resource itself */
 	TREE_WRITE = 1, /* <resource>/write */
 	TREE_READ = 2,  /* <resource>/read */
+	TREE_LOCK = 3,  /* <resource>/lock: opens at once, for flock/fcntl */
+	TREE_LAST_FILE = TREE_LOCK,
 	TREE_KIND_MAX = 15,
 };
 

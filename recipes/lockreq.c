@@ -90,6 +90,11 @@ enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr)
 	return lr->mode;
 }
 
+const char *lockreq_guid(const struct zkl_lockreq *lr)
+{
+	return lr->guid;
+}
+
 static void lr_free(struct zkl_lockreq *lr)
 {
 	free(lr->dir);
@@ -724,4 +729,15 @@ int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 	}
 	pthread_mutex_unlock(&s->lock);
 	return err;
+}
+
+int lockreq_holds(struct zkl_lockreq *lr)
+{
+	struct zkl_session *s = lr->s;
+	int held;
+
+	pthread_mutex_lock(&s->lock);
+	held = lr->outcome == LR_HELD && !lr->lost;
+	pthread_mutex_unlock(&s->lock);
+	return held;
 }

@@ -70,4 +70,11 @@ int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 
 enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr);
 
+/* The GUID in the request's node name (NAMES_GUID_LEN characters and a
+ * NUL), fixed at lockreq_new. */
+const char *lockreq_guid(const struct zkl_lockreq *lr);
+
+/* 1 if the lock is held now (granted, not released, not lost), else 0. */
+int lockreq_holds(struct zkl_lockreq *lr);
+
 #endif

@@ -165,3 +165,25 @@ ssize_t names_pick_watch(const struct zkl_node *sorted, size_t n, size_t self)
 			return (ssize_t)i;
 	return -1;
 }
+
+static int names_guid_in(const struct zkl_node *node, const char *const *set,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(node->guid, set[i], NAMES_GUID_LEN) == 0)
+			return 1;
+	return 0;
+}
+
+ssize_t names_first_blocker(const struct zkl_node *sorted, size_t n,
+			    enum zkl_mode mode, const char *const *skip,
+			    size_t nskip)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (names_guid_in(&sorted[i], skip, nskip))
+			continue;
+		if (mode == ZKL_MODE_WRITE || sorted[i].mode == ZKL_MODE_WRITE)
+			return (ssize_t)i;
+	}
+	return -1;
+}

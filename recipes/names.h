@@ -63,4 +63,12 @@ ssize_t names_find_guid(const struct zkl_node *sorted, size_t n, size_t from,
  * that index, or -1 when sorted[self] holds the lock now. */
 ssize_t names_pick_watch(const struct zkl_node *sorted, size_t n, size_t self);
 
+/* The first node in sorted[0..n) that a new request of `mode`, queued now,
+ * would wait for (any node for a writer, the first writer for a reader),
+ * ignoring the nodes whose GUID is one of skip[0..nskip): the caller's own.
+ * Returns its index, or -1 if such a request would hold at once. */
+ssize_t names_first_blocker(const struct zkl_node *sorted, size_t n,
+			    enum zkl_mode mode, const char *const *skip,
+			    size_t nskip);
+
 #endif

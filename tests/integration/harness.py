@@ -233,3 +233,65 @@ def lock_nodes(zk, path):
 
 def errno_name(code):
     return errno.errorcode.get(code, str(code))
+
+
+DRIVER = os.path.join(HERE, "lockdriver.py")
+
+
+class Driver:
+    """A child process taking flock/fcntl locks on command (lockdriver.py):
+    send() a command, then answer() waits for its one-line answer."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, DRIVER], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.pending = None
+        Locker.alive.add(self)
+        self.pid = self.proc.pid
+
+    def send(self, line):
+        assert self.pending is None, f"{self.pending!r} still unanswered"
+        self.pending = line
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def poll(self):
+        """The pending command's answer if it has come, else None."""
+        r, _, _ = select.select([self.proc.stdout], [], [], 0)
+        if not r:
+            return None
+        return self._take()
+
+    def _take(self):
+        line = self.proc.stdout.readline().strip()
+        assert line, f"lock driver died during {self.pending!r}"
+        self.pending = None
+        return line
+
+    def answer(self, timeout=15):
+        cmd = self.pending
+        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert r, f"no answer to {cmd!r} within {timeout} s"
+        return self._take()
+
+    def do(self, line, timeout=15):
+        self.send(line)
+        return self.answer(timeout)
+
+    def ok(self, line, timeout=15):
+        res = self.do(line, timeout)
+        assert res.startswith("ok"), f"{line!r}: expected ok, got {res!r}"
+        return res[3:]
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(15)
+        Locker.alive.discard(self)
+
+    def exit(self):
+        """Close stdin: the driver exits, closing every descriptor."""
+        self.proc.stdin.close()
+        self.proc.wait(15)
+        Locker.alive.discard(self)

@@ -23,7 +23,8 @@ def test_bad_names_and_refused_operations(zk, base, m1):
     expect_errno(errno.EINVAL, os.mkdir, os.path.join(mp, "x" * 255 + "y"))
     expect_errno(errno.ENOENT, os.open, os.path.join(mp, ".hidden", "write"), os.O_RDONLY)
     expect_errno(errno.ENOENT, os.open, os.path.join(mp, "write"), os.O_RDONLY)
-    expect_errno(errno.ENOENT, os.stat, os.path.join(mp, "r", "lock"))
+    expect_errno(errno.ENOENT, os.stat, os.path.join(mp, "r", "lease"))
+    expect_errno(errno.ENOENT, os.stat, os.path.join(mp, "lock"))
     expect_errno(errno.EINVAL, os.open, os.path.join(mp, "r", ".x"), os.O_CREAT | os.O_WRONLY)
     expect_errno(errno.EEXIST, os.open, os.path.join(mp, "r", "write"),
                  os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -48,14 +49,14 @@ def test_bad_names_and_refused_operations(zk, base, m1):
 def test_lock_files_look_like_empty_regular_files(m1):
     st = os.stat(m1.path("r", "write"))
     assert st.st_size == 0 and (st.st_mode & 0o170000) == 0o100000
-    assert sorted(os.listdir(m1.path("r"))) == ["read", "write"]
+    assert sorted(os.listdir(m1.path("r"))) == ["lock", "read", "write"]
 
 
 def test_readdir_lists_resources_that_exist_and_rmdir(zk, base, m1):
     zk.ensure_path(base + "/one/two")
     zk.ensure_path(base + "/three")
     assert sorted(os.listdir(m1.mountpoint)) == ["one", "three"]
-    assert sorted(os.listdir(m1.path("one"))) == ["read", "two", "write"]
+    assert sorted(os.listdir(m1.path("one"))) == ["lock", "read", "two", "write"]
     expect_errno(errno.ENOTEMPTY, os.rmdir, m1.path("one"))
     os.rmdir(m1.path("one", "two"))
     os.rmdir(m1.path("one"))

@@ -111,6 +111,7 @@ static size_t build(const char *modes, struct zkl_node *v)
 
 	for (size_t i = 0; i < n; i++) {
 		v[i].name = "x";
+		v[i].guid = i % 2 ? G2 : G1;
 		v[i].seq = (int32_t)i;
 		v[i].mode = modes[i] == 'w' ? ZKL_MODE_WRITE : ZKL_MODE_READ;
 	}
@@ -147,4 +148,26 @@ Test(names, reader_watches_nearest_writer_ahead)
 	n = build("wrwr", v);
 	cr_assert_eq(names_pick_watch(v, n, 3), 2,
 		     "a waiting writer ahead blocks a later reader");
+}
+
+Test(names, first_blocker_of_a_request_queued_now)
+{
+	struct zkl_node v[8];
+	size_t n = build("rrwr", v);
+	const char *mine[] = { G1 };
+
+	cr_assert_eq(names_first_blocker(v, n, ZKL_MODE_WRITE, NULL, 0), 0,
+		     "a writer waits for everyone: the first holder");
+	cr_assert_eq(names_first_blocker(v, n, ZKL_MODE_READ, NULL, 0), 2,
+		     "a reader waits for the first writer only");
+	cr_assert_eq(names_first_blocker(v, 0, ZKL_MODE_WRITE, NULL, 0), -1);
+	n = build("rr", v);
+	cr_assert_eq(names_first_blocker(v, n, ZKL_MODE_READ, NULL, 0), -1,
+		     "readers share");
+	/* Even indexes carry G1: skip them as the caller's own nodes. */
+	n = build("rwr", v);
+	cr_assert_eq(names_first_blocker(v, n, ZKL_MODE_WRITE, mine, 1), 1);
+	n = build("w", v);
+	cr_assert_eq(names_first_blocker(v, n, ZKL_MODE_WRITE, mine, 1), -1,
+		     "one's own lock does not block one's own test");
 }

@@ -26,7 +26,11 @@ Test(tree, classifies_names)
 	cr_assert_eq(tree_classify(".hidden", 0, &kind), TREE_NAME_INVALID);
 	cr_assert_eq(tree_classify("a\tb", 0, &kind), TREE_NAME_INVALID);
 	cr_assert_eq(tree_classify("a\x7f", 0, &kind), TREE_NAME_INVALID);
-	cr_assert_eq(tree_classify("lock", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("lock", 0, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_LOCK);
+	cr_assert_eq(tree_classify("lock", 1, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("lease", 0, &kind), TREE_NAME_INVALID,
+		     "reserved for the semaphore files");
 	cr_assert_eq(tree_classify("holders", 1, &kind), TREE_NAME_INVALID);
 	cr_assert_eq(tree_classify("_c_0123abcd-0000-4000-8000-00000000000a"
 				   "-write-0000000001",

@@ -1,0 +1,25 @@
+/*
+ * identity.h - who asked for a lock, as stored in its node's data: one
+ * "key value" line each for host, pid, uid, cmd and time, and optionally
+ * a "note" line.  Other mounts read it back (F_GETLK, holders).
+ */
+#ifndef ZKL_IDENTITY_H
+#define ZKL_IDENTITY_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Room for an identity without its note. */
+#define IDENTITY_MAX 512
+
+/* Describe process `pid` (its command name read from /proc) into buf.
+ * Returns the length written, truncated to size - 1. */
+size_t identity_format(char *buf, size_t size, const char *host, pid_t pid,
+		       uid_t uid);
+
+/* Copy the value of `key` in the identity text data[0..len) into out
+ * (NUL-terminated, truncated to outlen - 1).  Returns 0, or -ENOENT. */
+int identity_get(const char *data, size_t len, const char *key, char *out,
+		 size_t outlen);
+
+#endif

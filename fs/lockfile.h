@@ -1,0 +1,127 @@
+/*
+ * lockfile.h - what the lock-file operations share: the open file (one
+ * open file description of write, read or lock and the one lock it owns),
+ * the fcntl locks (owned by a process), and parked requests.
+ *
+ * Who owns which lock:
+ *   open file description   the lock taken by open(write|read) or by
+ *                           flock(); flock converts or drops it; the last
+ *                           close (RELEASE) drops it.            (flock(2))
+ *   (process, file)         a whole-file fcntl lock; F_UNLCK, any close
+ *                           of that file by the process (FLUSH) and exit
+ *                           drop it.                              (POSIX)
+ * All of them queue on the one resource znode, so all exclude each other.
+ */
+#ifndef ZKL_LOCKFILE_H
+#define ZKL_LOCKFILE_H
+
+#include "fs.h"
+
+#include <stdatomic.h>
+
+#include "identity.h"
+#include "lockreq.h"
+
+enum lockfile_state {
+	LF_OPENING, /* OPEN not yet answered */
+	LF_OPEN,    /* the kernel has the file: RELEASE will come */
+	LF_CLOSED,  /* answered with an error, released, or shut down */
+};
+
+struct lockfile {
+	struct zkl_link link; /* in fs->lockfiles */
+	struct zkl_fs *fs;
+	fuse_ino_t ino;
+	/* The open file's reference (dropped by RELEASE, or when the OPEN
+	 * fails) and one per parked request on this file. */
+	atomic_int refs;
+
+	/* Guarded by fs->lock. */
+	enum lockfile_state state;
+	struct zkl_lockreq *held; /* the description's lock, or NULL */
+	size_t identity_len;      /* of whoever took `held` */
+	char identity[IDENTITY_MAX];
+
+	/* The OPEN or CREATE, until it is answered. */
+	struct fuse_file_info fi;
+	int is_create;
+	struct fuse_entry_param entry;
+};
+
+/* A whole-file fcntl lock held by a process. */
+struct posixlock {
+	struct zkl_link link; /* in fs->posix_locks */
+	fuse_ino_t ino;
+	uint64_t owner;       /* the kernel's lock owner: the process */
+	struct lockfile *via; /* taken through this open file */
+	struct zkl_lockreq *lr;
+	size_t identity_len;
+	char identity[IDENTITY_MAX];
+};
+
+void lockfile_get(struct lockfile *lf);
+void lockfile_put(struct lockfile *lf);
+
+static inline struct lockfile *lockfile_of(const struct fuse_file_info *fi)
+{
+	return (struct lockfile *)(uintptr_t)fi->fh;
+}
+
+/* The fcntl lock of (ino, owner), or NULL.  fs->lock held. */
+struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
+				    uint64_t owner);
+
+/* Drop the fcntl locks of (ino, owner), or if `via` is set, those taken
+ * through that open file. */
+void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		const struct lockfile *via);
+
+/* Does lr, held, satisfy a request for `mode`?  A write lock covers both. */
+int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);
+
+/* The resource znode of a lock file's inode. */
+const char *lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino);
+
+/*
+ * A FUSE request parked until its lock request is granted, fails or is
+ * interrupted.  No thread waits: the answer comes from ZooKeeper's
+ * completion thread, from libfuse's interrupt callback or from unmount,
+ * and lockreq decides which of them gives it.
+ */
+struct waiter;
+
+struct waiter_ops {
+	const char *what; /* "open", "flock", "fcntl": for the log */
+	/* The lock is held: adopt lr and reply.  Completion thread. */
+	void (*granted)(struct waiter *w, struct zkl_lockreq *lr);
+	/* Reply with errno err; the lock request is already given up.
+	 * NULL: just reply. */
+	void (*failed)(struct waiter *w, int err);
+};
+
+struct waiter {
+	struct zkl_link link; /* in fs->waiters while parked */
+	struct zkl_fs *fs;
+	const struct waiter_ops *ops;
+	fuse_req_t req;
+	struct zkl_lockreq *lr;
+	atomic_int refs;      /* the parking handler's and the reply's */
+	pid_t tid;
+	struct lockfile *lf;  /* the file the request came through, with a
+			       * reference */
+	uint64_t owner;       /* fcntl: the lock owner */
+	size_t identity_len;
+	char identity[IDENTITY_MAX];
+};
+
+/* Queue a lock request for `mode` on lf's resource for req, with
+ * LOCKREQ_* flags, and answer req now (error) or later.  Any thread. */
+void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
+		 struct lockfile *lf, enum zkl_mode mode, unsigned flags,
+		 uint64_t owner);
+
+/* At unmount (fs->stopping set, workers gone): fail every parked request
+ * whose grant has not begun; the others fail in their grant. */
+void waiter_shutdown_all(struct zkl_fs *fs);
+
+#endif

@@ -1,0 +1,310 @@
+/*
+ * ops_flock.c - flock(2) and whole-file fcntl(2) locks on the lock files
+ * (see lockfile.h for who owns what).
+ *
+ * Converting a lock (shared <-> exclusive) drops it and queues anew, as
+ * flock(2) documents: a ZooKeeper queue has no in-place upgrade.  An fcntl
+ * request through an open file description that holds a lock (from open
+ * or flock) is answered from that lock: granted if it covers the request,
+ * EDEADLK if not, since queueing would wait for ourselves.
+ */
+#include "lockfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <syslog.h>
+
+#include "lockquery.h"
+#include "log.h"
+
+/* ---- the table of fcntl locks ------------------------------------------ */
+
+struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
+				    uint64_t owner)
+{
+	for (struct zkl_link *l = fs->posix_locks.next; l != &fs->posix_locks;
+	     l = l->next) {
+		struct posixlock *p = ZKL_CONTAINER_OF(l, struct posixlock,
+						       link);
+		if (p->ino == ino && p->owner == owner)
+			return p;
+	}
+	return NULL;
+}
+
+void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		const struct lockfile *via)
+{
+	struct zkl_link taken, *l, *next;
+
+	list_init(&taken);
+	pthread_mutex_lock(&fs->lock);
+	for (l = fs->posix_locks.next; l != &fs->posix_locks; l = next) {
+		struct posixlock *p = ZKL_CONTAINER_OF(l, struct posixlock,
+						       link);
+		next = l->next;
+		if (via ? p->via == via : p->ino == ino && p->owner == owner) {
+			list_del(&p->link);
+			list_add_tail(&taken, &p->link);
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	while (!list_empty(&taken)) {
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(taken.next, struct posixlock, link);
+		list_del(&p->link);
+		log_msg(LOG_DEBUG, "fcntl lock of owner %016" PRIx64 " dropped",
+			p->owner);
+		lockreq_release(p->lr);
+		free(p);
+	}
+}
+
+/* ---- grants ------------------------------------------------------------ */
+
+/* A grant for an open file that was closed meanwhile (only unmount can do
+ * that while a lock call is in progress): give it back. */
+static int lock_target_gone_locked(struct waiter *w, struct zkl_lockreq *lr)
+{
+	if (w->lf->state == LF_OPEN)
+		return 0;
+	pthread_mutex_unlock(&w->fs->lock);
+	lockreq_release(lr);
+	fs_reply_err(w->req, EIO);
+	return 1;
+}
+
+static void flock_granted(struct waiter *w, struct zkl_lockreq *lr)
+{
+	struct lockfile *lf = w->lf;
+	struct zkl_lockreq *old;
+
+	pthread_mutex_lock(&w->fs->lock);
+	if (lock_target_gone_locked(w, lr))
+		return;
+	/* Another thread's flock on this file may have won meanwhile: the
+	 * last grant is the file's lock, as the last call would be. */
+	old = lf->held;
+	lf->held = lr;
+	memcpy(lf->identity, w->identity, w->identity_len);
+	lf->identity_len = w->identity_len;
+	pthread_mutex_unlock(&w->fs->lock);
+	if (old)
+		lockreq_release(old);
+	fuse_reply_err(w->req, 0);
+}
+
+static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
+{
+	struct zkl_fs *fs = w->fs;
+	struct posixlock *p, *fresh = calloc(1, sizeof(*fresh));
+	struct zkl_lockreq *old = NULL;
+
+	if (!fresh) {
+		lockreq_release(lr);
+		return fs_reply_err(w->req, ENOLCK);
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (lock_target_gone_locked(w, lr)) {
+		free(fresh);
+		return;
+	}
+	p = posix_find_locked(fs, w->lf->ino, w->owner);
+	if (p) {
+		old = p->lr;
+	} else {
+		p = fresh;
+		fresh = NULL;
+		p->ino = w->lf->ino;
+		p->owner = w->owner;
+		list_add_tail(&fs->posix_locks, &p->link);
+	}
+	p->lr = lr;
+	p->via = w->lf;
+	memcpy(p->identity, w->identity, w->identity_len);
+	p->identity_len = w->identity_len;
+	pthread_mutex_unlock(&fs->lock);
+	free(fresh);
+	if (old)
+		lockreq_release(old);
+	fuse_reply_err(w->req, 0);
+}
+
+static const struct waiter_ops flock_ops = {
+	.what = "flock",
+	.granted = flock_granted,
+};
+
+static const struct waiter_ops posix_ops = {
+	.what = "fcntl",
+	.granted = posix_granted,
+};
+
+/* ---- flock(2) ---------------------------------------------------------- */
+
+void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    int op)
+{
+	struct lockfile *lf = lockfile_of(fi);
+	struct zkl_fs *fs = lf->fs;
+	int how = op & (LOCK_SH | LOCK_EX | LOCK_UN);
+	enum zkl_mode mode = how == LOCK_EX ? ZKL_MODE_WRITE : ZKL_MODE_READ;
+	struct zkl_lockreq *old;
+
+	(void)ino;
+	pthread_mutex_lock(&fs->lock);
+	old = lf->held;
+	if (how != LOCK_UN && old && lockreq_holds(old) &&
+	    lockreq_mode(old) == mode) {
+		/* Already held that way, e.g. flock(1) on write or read. */
+		pthread_mutex_unlock(&fs->lock);
+		return fs_reply_err(req, 0);
+	}
+	/* LOCK_UN, or a conversion: the old lock goes first. */
+	lf->held = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (old)
+		lockreq_release(old);
+	if (how == LOCK_UN)
+		return fs_reply_err(req, 0);
+	waiter_park(req, &flock_ops, lf, mode,
+		    (op & LOCK_NB) ? LOCKREQ_TRY : 0, 0);
+}
+
+/* ---- fcntl(2) ---------------------------------------------------------- */
+
+/* Only whole-file locks: the kernel hands them over as start 0, length 0
+ * (to the end, whatever the end becomes). */
+static int whole_file(const struct flock *lock)
+{
+	return lock->l_start == 0 && lock->l_len == 0;
+}
+
+static enum zkl_mode mode_of_type(short type)
+{
+	return type == F_WRLCK ? ZKL_MODE_WRITE : ZKL_MODE_READ;
+}
+
+void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct flock *lock, int sleep)
+{
+	struct lockfile *lf = lockfile_of(fi);
+	struct zkl_fs *fs = lf->fs;
+	enum zkl_mode mode = mode_of_type(lock->l_type);
+	struct posixlock *p;
+	int err = -1;
+
+	if (!whole_file(lock))
+		return fs_reply_err(req, EINVAL);
+	if (lock->l_type == F_UNLCK) {
+		posix_drop(fs, ino, fi->lock_owner, NULL);
+		return fs_reply_err(req, 0);
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (lf->held && lockreq_holds(lf->held)) {
+		err = lockfile_covers(lf->held, mode) ? 0 : EDEADLK;
+	} else {
+		p = posix_find_locked(fs, ino, fi->lock_owner);
+		if (p && lockreq_holds(p->lr) && lockreq_mode(p->lr) == mode)
+			err = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (err >= 0)
+		return fs_reply_err(req, err);
+	/* A conversion drops the old lock first (see the top). */
+	posix_drop(fs, ino, fi->lock_owner, NULL);
+	waiter_park(req, &posix_ops, lf, mode, sleep ? 0 : LOCKREQ_TRY,
+		    fi->lock_owner);
+}
+
+struct getlk_query {
+	fuse_req_t req;
+	struct zkl_fs *fs;
+	struct flock lock;
+};
+
+/* F_GETLK's l_pid: the blocking holder's pid if it is on this host (the
+ * kernel maps it into the caller's namespace), else 0. */
+static pid_t getlk_local_pid(struct zkl_fs *fs, const char *data, size_t len)
+{
+	char host[256], pid[16];
+
+	if (!data || identity_get(data, len, "host", host, sizeof(host)) < 0 ||
+	    strcmp(host, fs->hostname) != 0 ||
+	    identity_get(data, len, "pid", pid, sizeof(pid)) < 0)
+		return 0;
+	return (pid_t)strtol(pid, NULL, 10);
+}
+
+static void getlk_answered(int err, const struct lockquery_answer *a,
+			   void *arg)
+{
+	struct getlk_query *q = arg;
+
+	if (err < 0) {
+		fs_reply_err(q->req, -err);
+	} else {
+		q->lock.l_type = F_UNLCK;
+		if (a->blocked) {
+			q->lock.l_type = a->mode == ZKL_MODE_WRITE ? F_WRLCK :
+								     F_RDLCK;
+			q->lock.l_pid = getlk_local_pid(q->fs, a->data,
+							a->datalen);
+		}
+		fuse_reply_lock(q->req, &q->lock);
+	}
+	free(q);
+}
+
+void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct flock *lock)
+{
+	struct lockfile *lf = lockfile_of(fi);
+	struct zkl_fs *fs = lf->fs;
+	enum zkl_mode mode = mode_of_type(lock->l_type);
+	char guids[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
+	const char *skip[LOCKQUERY_MAX_SKIP];
+	struct zkl_lockreq *mine[LOCKQUERY_MAX_SKIP];
+	struct getlk_query *q;
+	struct posixlock *p;
+	size_t nskip = 0;
+	int covered, err;
+
+	if (!whole_file(lock))
+		return fs_reply_err(req, EINVAL);
+	/* Our own locks never conflict with our own test. */
+	pthread_mutex_lock(&fs->lock);
+	p = posix_find_locked(fs, ino, fi->lock_owner);
+	mine[0] = lf->held;
+	mine[1] = p ? p->lr : NULL;
+	covered = lockfile_covers(mine[0], mode) ||
+		  lockfile_covers(mine[1], mode);
+	for (size_t k = 0; k < LOCKQUERY_MAX_SKIP; k++) {
+		if (!mine[k])
+			continue;
+		memcpy(guids[nskip], lockreq_guid(mine[k]), sizeof(guids[0]));
+		skip[nskip] = guids[nskip];
+		nskip++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (covered) {
+		lock->l_type = F_UNLCK;
+		return (void)fuse_reply_lock(req, lock);
+	}
+	q = malloc(sizeof(*q));
+	if (!q)
+		return fs_reply_err(req, ENOMEM);
+	q->req = req;
+	q->fs = fs;
+	q->lock = *lock;
+	err = lockquery_start(fs->session, lockfile_zpath(fs, ino), mode, skip,
+			      nskip, getlk_answered, q);
+	if (err < 0) {
+		free(q);
+		fs_reply_err(req, -err);
+	}
+}

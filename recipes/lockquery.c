@@ -1,0 +1,137 @@
+/*
+ * lockquery.c - list the queue, pick the first blocker, read its data
+ * (see lockquery.h).
+ */
+#include "lockquery.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The blocker may go between the listing and the read of its data: list
+ * again this many times before answering without its data. */
+#define LOCKQUERY_ATTEMPTS 3
+
+struct lockquery {
+	struct zkl_session *s;
+	enum zkl_mode mode;
+	size_t nskip;
+	char skip[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
+	int attempts;
+	struct lockquery_answer answer;
+	char *node_path; /* of the blocker, while its data is read */
+	lockquery_fn cb;
+	void *arg;
+	char dir[];
+};
+
+static void lq_finish(struct lockquery *q, int err)
+{
+	q->cb(err, err < 0 ? NULL : &q->answer, q->arg);
+	free(q->node_path);
+	free(q);
+}
+
+static void lq_on_listed(int rc, const struct String_vector *v,
+			 const void *data);
+
+static int lq_send_list(struct lockquery *q)
+{
+	q->attempts++;
+	return zoo_aget_children(q->s->zh, q->dir, 0, lq_on_listed, q);
+}
+
+static void lq_list(struct lockquery *q)
+{
+	int rc = lq_send_list(q);
+
+	if (rc != ZOK)
+		lq_finish(q, session_errno(rc));
+}
+
+static void lq_on_data(int rc, const char *value, int len,
+		       const struct Stat *st, const void *data)
+{
+	struct lockquery *q = (struct lockquery *)data;
+
+	(void)st;
+	if (rc == ZNONODE && q->attempts < LOCKQUERY_ATTEMPTS)
+		return lq_list(q);
+	if (rc != ZOK && rc != ZNONODE)
+		return lq_finish(q, session_errno(rc));
+	if (rc == ZOK && value && len > 0) {
+		q->answer.data = value;
+		q->answer.datalen = (size_t)len;
+	}
+	lq_finish(q, 0);
+}
+
+static void lq_on_listed(int rc, const struct String_vector *v,
+			 const void *data)
+{
+	struct lockquery *q = (struct lockquery *)data;
+	const char *skip[LOCKQUERY_MAX_SKIP];
+	struct zkl_node *nodes;
+	size_t n;
+	ssize_t i;
+
+	if (rc == ZNONODE) /* no resource, so no lock on it */
+		return lq_finish(q, 0);
+	if (rc != ZOK)
+		return lq_finish(q, session_errno(rc));
+	nodes = malloc(((size_t)v->count + 1) * sizeof(*nodes));
+	if (!nodes)
+		return lq_finish(q, -ENOMEM);
+	for (size_t k = 0; k < q->nskip; k++)
+		skip[k] = q->skip[k];
+	n = names_collect(v->data, (size_t)v->count, nodes);
+	i = names_first_blocker(nodes, n, q->mode, skip, q->nskip);
+	if (i < 0) {
+		free(nodes);
+		return lq_finish(q, 0);
+	}
+	free(q->node_path);
+	q->node_path = malloc(strlen(q->dir) + 1 + strlen(nodes[i].name) + 1);
+	if (!q->node_path) {
+		free(nodes);
+		return lq_finish(q, -ENOMEM);
+	}
+	sprintf(q->node_path, "%s/%s", q->dir, nodes[i].name);
+	q->answer.blocked = 1;
+	q->answer.mode = nodes[i].mode;
+	q->answer.node = q->node_path + strlen(q->dir) + 1;
+	free(nodes);
+	rc = zoo_aget(q->s->zh, q->node_path, 0, lq_on_data, q);
+	if (rc != ZOK)
+		lq_finish(q, session_errno(rc));
+}
+
+int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
+		    const char *const *skip, size_t nskip, lockquery_fn cb,
+		    void *arg)
+{
+	struct lockquery *q;
+	int rc;
+
+	if (nskip > LOCKQUERY_MAX_SKIP)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q) + strlen(dir) + 1);
+	if (!q)
+		return -ENOMEM;
+	q->s = s;
+	q->mode = mode;
+	q->nskip = nskip;
+	for (size_t k = 0; k < nskip; k++)
+		memcpy(q->skip[k], skip[k], NAMES_GUID_LEN);
+	q->cb = cb;
+	q->arg = arg;
+	strcpy(q->dir, dir);
+	rc = lq_send_list(q);
+	if (rc != ZOK) {
+		free(q);
+		return session_errno(rc);
+	}
+	return 0;
+}

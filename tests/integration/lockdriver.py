@@ -1,0 +1,84 @@
+"""A process that takes flock(2) and fcntl(2) locks as told on stdin.
+
+One command per line, one answer line per command ("ok [...]" or
+"err ERRNO-NAME"); a blocking command answers when it returns.
+  open NAME PATH [FLAGS]   open PATH as descriptor NAME (FLAGS: r, w, rw)
+  flock NAME ex|sh|un [nb] flock(2) on NAME
+  lockf NAME wr|rd|un [nb] whole-file fcntl lock (F_SETLKW, or F_SETLK with nb)
+  range NAME               fcntl lock of one byte: expected to be refused
+  getlk NAME wr|rd         F_GETLK: answers "ok unlocked" or "ok wr|rd PID"
+  read NAME                answers "ok " + the file's lines joined by '|'
+  close NAME
+  alarm SECS               the next blocking call is interrupted after SECS
+  pid                      answers "ok PID"
+"""
+import errno
+import fcntl
+import os
+import signal
+import struct
+import sys
+
+FLOCK_FMT = "hhqqi4x"  # struct flock on Linux x86-64 / arm64
+OPEN_FLAGS = {"r": os.O_RDONLY, "w": os.O_WRONLY, "rw": os.O_RDWR}
+
+
+def on_alarm(*_):
+    # Python retries an interrupted call unless the handler raises.
+    raise InterruptedError(errno.EINTR, "interrupted by SIGALRM")
+
+
+def run(fds, words):
+    cmd, args = words[0], words[1:]
+    if cmd == "open":
+        fds[args[0]] = os.open(args[1], OPEN_FLAGS[args[2] if len(args) > 2 else "rw"])
+        return "ok"
+    if cmd == "flock":
+        op = {"ex": fcntl.LOCK_EX, "sh": fcntl.LOCK_SH, "un": fcntl.LOCK_UN}[args[1]]
+        fcntl.flock(fds[args[0]], op | (fcntl.LOCK_NB if "nb" in args else 0))
+        return "ok"
+    if cmd == "lockf":
+        op = {"wr": fcntl.LOCK_EX, "rd": fcntl.LOCK_SH, "un": fcntl.LOCK_UN}[args[1]]
+        fcntl.lockf(fds[args[0]], op | (fcntl.LOCK_NB if "nb" in args else 0))
+        return "ok"
+    if cmd == "range":
+        fcntl.lockf(fds[args[0]], fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        return "ok"
+    if cmd == "getlk":
+        kind = fcntl.F_WRLCK if args[1] == "wr" else fcntl.F_RDLCK
+        query = struct.pack(FLOCK_FMT, kind, os.SEEK_SET, 0, 0, 0)
+        typ, _, _, _, pid = struct.unpack(
+            FLOCK_FMT, fcntl.fcntl(fds[args[0]], fcntl.F_GETLK, query))
+        if typ == fcntl.F_UNLCK:
+            return "ok unlocked"
+        return f"ok {'wr' if typ == fcntl.F_WRLCK else 'rd'} {pid}"
+    if cmd == "read":
+        return "ok " + os.read(fds[args[0]], 4096).decode().rstrip("\n").replace("\n", "|")
+    if cmd == "close":
+        os.close(fds.pop(args[0]))
+        return "ok"
+    if cmd == "alarm":
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.alarm(int(args[0]))
+        return "ok"
+    if cmd == "pid":
+        return f"ok {os.getpid()}"
+    return "err EINVAL"
+
+
+def main():
+    fds = {}
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        try:
+            answer = run(fds, words)
+        except OSError as e:
+            answer = "err " + errno.errorcode.get(e.errno, str(e.errno))
+        if words[0] != "alarm":
+            signal.alarm(0)  # an alarm is for the next call only
+        print(answer, flush=True)
+
+
+main()

@@ -1,0 +1,250 @@
+"""flock(2) and fcntl(2) on the lock files (SPEC section 6): flock(1)'s
+idioms become distributed locks, across two mounts (two sessions)."""
+import os
+import signal
+import subprocess
+import time
+
+from harness import Driver, Locker, lock_nodes, wait_until
+from test_core import still_waiting
+
+
+def flock_cmd(*args, timeout=20):
+    """Run flock(1); returns (status, seconds taken)."""
+    start = time.monotonic()
+    status = subprocess.run(["flock", *args], timeout=timeout).returncode
+    return status, time.monotonic() - start
+
+
+def test_flock_n_fails_while_another_mount_holds_write(m1, m2):
+    assert flock_cmd("-n", m1.path("r", "lock"), "true")[0] == 0, "free lock refused"
+    holder = Locker(m2.path("r", "write"))
+    holder.granted()
+    assert flock_cmd("-n", m1.path("r", "lock"), "true")[0] == 1
+    assert flock_cmd("-n", "-s", m1.path("r", "lock"), "true")[0] == 1
+    holder.close()
+    assert flock_cmd("-n", m1.path("r", "lock"), "true")[0] == 0
+
+
+def test_flock_w_times_out_and_leaves_nothing(zk, base, m1, m2):
+    holder = Locker(m2.path("r", "write"))
+    holder.granted()
+    held = lock_nodes(zk, base)
+    status, took = flock_cmd("-w", "2", m1.path("r", "lock"), "true")
+    assert status == 1, f"flock -w 2 under contention exited {status}"
+    assert 1.5 <= took <= 3, f"flock -w 2 took {took:.2f} s"
+    assert lock_nodes(zk, base) == held, "the timed-out waiter left its node"
+    holder.close()
+
+
+def test_shared_flocks_share_across_mounts_and_exclusive_waits(m1, m2):
+    a, b = Driver(), Driver()
+    a.ok(f"open f {m1.path('r', 'lock')}")
+    b.ok(f"open f {m2.path('r', 'lock')}")
+    a.ok("flock f sh")
+    b.ok("flock f sh")
+    assert flock_cmd("-n", "-x", m1.path("r", "lock"), "true")[0] == 1
+    x = subprocess.Popen(["flock", "-x", m2.path("r", "lock"), "true"])
+    time.sleep(0.3)
+    assert x.poll() is None, "flock -x granted while two shared holders"
+    a.ok("flock f un")
+    time.sleep(0.3)
+    assert x.poll() is None, "flock -x granted while one shared holder"
+    b.ok("close f")
+    assert x.wait(15) == 0
+
+
+def test_bash_exec_then_flock_fd_then_unlock(m1, m2):
+    script = ('exec 9>"$1"; flock 9 && echo locked; read _; '
+              'flock -u 9 && echo unlocked; read _; exit 0')
+    sh = subprocess.Popen(["bash", "-c", script, "bash", m1.path("r", "lock")],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True, bufsize=1)
+    try:
+        assert sh.stdout.readline().strip() == "locked"
+        assert flock_cmd("-n", m2.path("r", "lock"), "true")[0] == 1
+        other = Locker(m2.path("r", "write"))
+        assert still_waiting(other), "open(write) granted while bash held flock"
+        sh.stdin.write("\n")
+        sh.stdin.flush()
+        assert sh.stdout.readline().strip() == "unlocked"
+        other.granted()  # while bash still has the file open
+        other.close()
+    finally:
+        sh.stdin.close()
+        assert sh.wait(15) == 0
+
+
+def test_flock_on_write_file_holds_what_open_took(m1, m2):
+    # flock(1) opens write (taking the lock), then flocks it: no self-wait.
+    assert flock_cmd(m1.path("r", "write"), "true", timeout=15)[0] == 0
+    assert flock_cmd("-s", m1.path("r", "read"), "true", timeout=15)[0] == 0
+
+
+def test_fcntl_excludes_open_write_and_getlk_names_the_holder(m1, m2):
+    holder = Locker(m2.path("r", "write"))
+    holder.granted()
+    d = Driver()
+    d.ok(f"open f {m1.path('r', 'lock')}")
+    assert d.ok("getlk f wr") == f"wr {holder.proc.pid}"
+    assert d.ok("getlk f rd") == f"wr {holder.proc.pid}"
+    assert d.do("lockf f wr nb") == "err EAGAIN"
+    d.send("lockf f wr")
+    time.sleep(0.3)
+    assert d.poll() is None, "F_SETLKW granted while open(write) held"
+    holder.close()
+    assert d.answer() == "ok"
+    token = d.ok("read f").split("|")[0]
+    assert int(token) > 0, "read() through the fcntl owner gives no fencing token"
+    # Now the driver holds: another mount's open waits, its getlk sees us.
+    e = Driver()
+    e.ok(f"open f {m2.path('r', 'lock')}")
+    assert e.ok("getlk f rd") == f"wr {d.pid}"
+    w = Locker(m2.path("r", "write"))
+    assert still_waiting(w)
+    # POSIX: closing any descriptor of the file drops the process's lock.
+    d.ok(f"open other {m1.path('r', 'lock')}")
+    d.ok("close other")
+    w.granted()
+    assert e.ok("getlk f wr") == f"wr {w.proc.pid}"
+    w.close()
+    assert e.ok("getlk f wr") == "unlocked"
+
+
+def test_fcntl_lock_is_dropped_at_exit_and_by_unlock(m1, m2):
+    d = Driver()
+    d.ok(f"open f {m1.path('r', 'lock')}")
+    d.ok("lockf f rd")
+    e = Driver()
+    e.ok(f"open f {m2.path('r', 'lock')}")
+    e.ok("lockf f rd nb")  # readers share
+    assert e.do("lockf f wr nb") == "err EAGAIN"  # converting drops e's read lock
+    d.ok("lockf f un")
+    e.ok("lockf f wr nb")
+    e.kill()  # exit without closing: the kernel flushes
+    d.ok("lockf f wr nb")
+    d.ok("lockf f un")
+
+
+def test_fcntl_refuses_byte_ranges_and_answers_from_held_lock(m1):
+    d = Driver()
+    d.ok(f"open f {m1.path('r', 'lock')}")
+    assert d.do("range f") == "err EINVAL"
+    d.ok(f"open w {m1.path('r', 'write')}")
+    d.ok("lockf w wr nb")  # covered by the lock open() took
+    assert d.ok("getlk w wr") == "unlocked"
+    d.ok("close w")
+    d.ok(f"open rd {m1.path('r', 'read')} r")
+    assert d.do("lockf rd rd nb") == "ok"
+    d.ok("close rd")
+
+
+def test_killed_while_blocked_in_flock_leaves_nothing(zk, base, m1, m2):
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    waiter = subprocess.Popen(["flock", m2.path("r", "lock"), "true"])
+    wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10, "flock's node to queue")
+    waiter.kill()
+    waiter.wait(10)
+    wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
+               "the killed flock's node to go")
+    holder.close()
+    assert flock_cmd("-n", m2.path("r", "lock"), "true")[0] == 0
+
+
+def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
+    a, b = Driver(), Driver()
+    a.ok(f"open f {m1.path('r', 'lock')}")
+    b.ok(f"open f {m2.path('r', 'lock')}")
+    a.ok("flock f sh")
+    b.ok("flock f sh")
+    # Upgrading drops the shared lock first, then queues: two holders
+    # upgrading at once do not deadlock; one wins, then the other.
+    a.send("flock f ex")
+    time.sleep(0.3)
+    assert a.poll() is None, "upgrade granted while another shared holder"
+    b.send("flock f ex")
+    assert a.answer() == "ok"
+    assert b.poll() is None
+    # Downgrading drops the exclusive lock and queues a shared one: b,
+    # queued already, gets its exclusive lock first.
+    a.send("flock f sh")
+    assert b.answer() == "ok"
+    time.sleep(0.3)
+    assert a.poll() is None, "a's shared lock granted while b held exclusive"
+    b.ok("flock f sh")  # b downgrades too: both share
+    assert a.answer() == "ok"
+    a.ok("flock f un")
+    # A failed try at converting loses the old lock, as flock(2) does.
+    a.ok("flock f sh")
+    c = Driver()
+    c.ok(f"open f {m1.path('r', 'lock')}")
+    c.ok("flock f sh nb")
+    assert a.do("flock f ex nb") == "err EAGAIN"
+    assert len(lock_nodes(zk, base)) == 2, "a's shared lock survived a failed upgrade"
+    for d in (a, b, c):
+        d.exit()
+
+
+def test_open_flock_and_fcntl_are_one_fifo_queue(m1, m2):
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    f = Driver()
+    f.ok(f"open f {m2.path('r', 'lock')}")
+    f.send("flock f ex")
+    time.sleep(0.2)
+    p = Driver()
+    p.ok(f"open f {m1.path('r', 'lock')}")
+    p.send("lockf f wr")
+    time.sleep(0.2)
+    o = Locker(m2.path("r", "write"))
+    assert f.poll() is None and p.poll() is None and still_waiting(o, 0.2)
+    holder.close()
+    assert f.answer() == "ok"
+    assert p.poll() is None and o.poll_result() is None
+    f.ok("flock f un")
+    assert p.answer() == "ok"
+    assert still_waiting(o, 0.2)
+    p.ok("lockf f un")
+    o.granted()
+    o.close()
+
+
+def test_stopped_and_continued_flock_waiter_keeps_its_place(zk, base, m1, m2):
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    first = Driver()
+    first.ok(f"open f {m2.path('r', 'lock')}")
+    first.send("flock f ex")
+    wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10, "first waiter to queue")
+    queued = lock_nodes(zk, base)
+    second = Driver()
+    second.ok(f"open f {m1.path('r', 'lock')}")
+    second.send("flock f ex")
+    wait_until(lambda: len(lock_nodes(zk, base)) == 3, 10, "second waiter to queue")
+    os.kill(first.pid, signal.SIGSTOP)
+    time.sleep(0.2)
+    os.kill(first.pid, signal.SIGCONT)
+    time.sleep(0.2)
+    assert set(queued) <= set(lock_nodes(zk, base)), "the stopped waiter lost its node"
+    holder.close()
+    assert first.answer() == "ok", "the stopped waiter lost its place"
+    assert second.poll() is None
+    first.ok("flock f un")
+    assert second.answer() == "ok"
+    second.ok("flock f un")
+
+
+def test_interrupted_flock_returns_eintr_and_leaves_nothing(zk, base, m1, m2):
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    d = Driver()
+    d.ok(f"open f {m2.path('r', 'lock')}")
+    d.ok("alarm 1")
+    assert d.do("flock f ex", timeout=10) == "err EINTR"
+    assert len(lock_nodes(zk, base)) == 1
+    holder.close()
+    d.ok("flock f ex nb")
+    assert d.ok("read f").split("|")[3] == "mode write"
+    d.ok("flock f un")
+    assert d.ok("read f") == "", "read() after LOCK_UN still shows a lock"
