@@ -5,6 +5,7 @@ One command per line, one answer line per command ("ok [...]" or
   open NAME PATH [FLAGS]   open PATH as descriptor NAME (FLAGS: r, w, rw)
   flock NAME ex|sh|un [nb] flock(2) on NAME
   lockf NAME wr|rd|un [nb] whole-file fcntl lock (F_SETLKW, or F_SETLK with nb)
+  ofd NAME wr|rd|un        whole-file open file description lock (F_OFD_SETLKW)
   range NAME               fcntl lock of one byte: expected to be refused
   getlk NAME wr|rd         F_GETLK: answers "ok unlocked" or "ok wr|rd PID"
   read NAME                answers "ok " + the file's lines joined by '|'
@@ -40,6 +41,11 @@ def run(fds, words):
     if cmd == "lockf":
         op = {"wr": fcntl.LOCK_EX, "rd": fcntl.LOCK_SH, "un": fcntl.LOCK_UN}[args[1]]
         fcntl.lockf(fds[args[0]], op | (fcntl.LOCK_NB if "nb" in args else 0))
+        return "ok"
+    if cmd == "ofd":
+        kind = {"wr": fcntl.F_WRLCK, "rd": fcntl.F_RDLCK, "un": fcntl.F_UNLCK}[args[1]]
+        fcntl.fcntl(fds[args[0]], fcntl.F_OFD_SETLKW,
+                    struct.pack(FLOCK_FMT, kind, os.SEEK_SET, 0, 0, 0))
         return "ok"
     if cmd == "range":
         fcntl.lockf(fds[args[0]], fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)

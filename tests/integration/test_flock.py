@@ -126,6 +126,19 @@ def test_fcntl_lock_is_dropped_at_exit_and_by_unlock(m1, m2):
     d.ok("lockf f un")
 
 
+def test_ofd_lock_lives_with_its_open_file_description(m1, m2):
+    d = Driver()
+    d.ok(f"open f {m1.path('r', 'lock')}")
+    d.ok("ofd f wr")
+    w = Locker(m2.path("r", "write"))
+    d.ok(f"open g {m1.path('r', 'lock')}")
+    d.ok("close g")  # not the POSIX rule: another descriptor's close keeps it
+    assert still_waiting(w), "closing another descriptor dropped an OFD lock"
+    d.ok("close f")
+    w.granted()
+    w.close()
+
+
 def test_fcntl_refuses_byte_ranges_and_answers_from_held_lock(m1):
     d = Driver()
     d.ok(f"open f {m1.path('r', 'lock')}")
