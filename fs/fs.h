@@ -19,6 +19,7 @@ struct zkl_fs {
 	struct tree tree;
 	uid_t uid;
 	gid_t gid;
+	int on_lost_signal; /* 0: a lost lock is only logged */
 	char hostname[256];
 
 	/* Guards the lists below, `stopping`, and the state and lock of
@@ -65,6 +66,9 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock);
 void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock, int sleep);
+/* session_lost_fn: log a lost lock, signal its holder (lost.c). */
+void fs_lock_lost(const char *node, const void *data, size_t len, void *arg);
+
 /* At unmount: fail every waiting open, let go of every held lock. */
 void lockfile_shutdown_all(struct zkl_fs *fs);
 

@@ -41,6 +41,7 @@ struct lockfile {
 	struct zkl_lockreq *held; /* the description's lock, or NULL */
 	size_t identity_len;      /* of whoever took `held` */
 	char identity[IDENTITY_MAX];
+	off_t read_base;          /* file offset where read()'s text starts */
 
 	/* The OPEN or CREATE, until it is answered. */
 	struct fuse_file_info fi;

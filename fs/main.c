@@ -191,6 +191,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_opts;
 	}
+	fs.on_lost_signal = o.on_lost_signal;
+	session_set_lost_hook(fs.session, fs_lock_lost, &fs);
 	if (tree_init(&fs.tree, o.base) < 0) {
 		fprintf(stderr, "zklockfs: out of memory\n");
 		goto out_session;

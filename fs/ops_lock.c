@@ -183,6 +183,12 @@ static struct zkl_lockreq *lockfile_lock_of_locked(struct lockfile *lf,
 	return p->lr;
 }
 
+/*
+ * The text of a lock file: the fencing token, then key/value lines, built
+ * afresh for each read.  The kernel keeps a file position even on a
+ * non-seekable file, so each pass that reads to end of file starts the
+ * text over: `cat` twice shows it twice, and shows what holds now.
+ */
 void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
@@ -194,29 +200,36 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int64_t token, session;
 	enum zkl_mode mode = ZKL_MODE_READ;
 	size_t identity_len;
-	int err = -ENOENT, n;
+	off_t base;
+	int err = -ENOENT, n = 0;
 
 	(void)ino;
 	pthread_mutex_lock(&fs->lock);
+	base = off >= lf->read_base ? lf->read_base : off;
 	lr = lockfile_lock_of_locked(lf, fi, &identity, &identity_len);
 	if (lr) {
 		err = lockreq_describe(lr, &token, path, sizeof(path),
 				       &session);
 		mode = lockreq_mode(lr);
 	}
+	if (err == 0)
+		n = snprintf(text, sizeof(text),
+			     "%" PRId64 "\nnode %s\nsession 0x%" PRIx64
+			     "\nmode %s\n",
+			     token, path, (uint64_t)session,
+			     names_mode_str(mode));
+	if (err == -ENOENT || (err == 0 && off - base >= n))
+		lf->read_base = off; /* end of file: the next read starts over */
 	pthread_mutex_unlock(&fs->lock);
 	if (err == -ENOENT) /* holds nothing (lock file, LOCK_UN): empty */
 		return (void)fuse_reply_buf(req, NULL, 0);
 	if (err < 0)
 		return fs_reply_err(req, -err);
-	n = snprintf(text, sizeof(text),
-		     "%" PRId64 "\nnode %s\nsession 0x%" PRIx64 "\nmode %s\n",
-		     token, path, (uint64_t)session, names_mode_str(mode));
-	if (n < 0 || off >= n)
+	if (n < 0 || off - base >= n)
 		return (void)fuse_reply_buf(req, NULL, 0);
-	if ((size_t)(n - off) < size)
-		size = (size_t)(n - off);
-	fuse_reply_buf(req, text + off, size);
+	if ((size_t)(n - (off - base)) < size)
+		size = (size_t)(n - (off - base));
+	fuse_reply_buf(req, text + (off - base), size);
 }
 
 struct lockfile_write_ctx {

@@ -4,6 +4,7 @@
 #include "opts.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ enum {
 static const struct fuse_opt opts_table[] = {
 	OPTS_OPT("session_timeout=%d", session_timeout),
 	OPTS_OPT("connect_timeout=%d", connect_timeout),
+	OPTS_OPT("on_lost=%s", on_lost),
 	FUSE_OPT_KEY("-h", OPTS_KEY_HELP),
 	FUSE_OPT_KEY("--help", OPTS_KEY_HELP),
 	FUSE_OPT_KEY("-V", OPTS_KEY_VERSION),
@@ -103,6 +105,38 @@ static int opts_proc(void *data, const char *arg, int key,
 	}
 }
 
+int opts_parse_on_lost(const char *value, int *sig)
+{
+	const char *name;
+	char *end;
+	long num;
+
+	if (strcmp(value, "log") == 0) {
+		*sig = 0;
+		return 0;
+	}
+	if (strcmp(value, "signal") == 0) {
+		*sig = SIGTERM;
+		return 0;
+	}
+	if (strncmp(value, "signal:", 7) != 0 || !value[7])
+		return -EINVAL;
+	name = value + 7;
+	num = strtol(name, &end, 10);
+	if (*end == '\0')
+		return num > 0 && num < NSIG ? (*sig = (int)num, 0) : -EINVAL;
+	if (strncmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (int i = 1; i < NSIG; i++) {
+		const char *abbrev = sigabbrev_np(i);
+		if (abbrev && strcmp(abbrev, name) == 0) {
+			*sig = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 int opts_split_connect(const char *connect, char **hosts, char **base,
 		       char *err, size_t errlen)
 {
@@ -168,6 +202,12 @@ int opts_parse(int argc, char **argv, struct opts *o,
 				      "take 1 to 3600 seconds");
 		return -EINVAL;
 	}
+	if (o->on_lost && opts_parse_on_lost(o->on_lost, &o->on_lost_signal)) {
+		snprintf(err, errlen, "on_lost=%s: expected log, signal or "
+				      "signal:SIG (e.g. signal:KILL)",
+			 o->on_lost);
+		return -EINVAL;
+	}
 	return opts_split_connect(o->connect, &o->hosts, &o->base, err,
 				  errlen);
 }
@@ -176,7 +216,8 @@ void opts_free(struct opts *o)
 {
 	free(o->hosts);
 	free(o->base);
-	o->hosts = o->base = NULL;
+	free(o->on_lost);
+	o->hosts = o->base = o->on_lost = NULL;
 }
 
 void opts_print_help(const char *progname)
@@ -199,6 +240,11 @@ void opts_print_help(const char *progname)
 	       "    -o session_timeout=SECS  ZooKeeper session timeout (default %d)\n"
 	       "    -o connect_timeout=SECS  give up if no server answers at start\n"
 	       "                             (default %d)\n"
+	       "    -o on_lost=log|signal[:SIG]\n"
+	       "                             when a held lock is lost with its\n"
+	       "                             session: only log it (default), or\n"
+	       "                             also send SIG (default TERM) to the\n"
+	       "                             holder's process group\n"
 	       "    -o allow_other           let other users use the mount\n"
 	       "    -o default_permissions   let the kernel check file modes\n"
 	       "    -o ro                    refused: locks need writing\n",

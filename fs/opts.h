@@ -24,7 +24,14 @@ struct opts {
 	int show_version;
 	int session_timeout; /* seconds */
 	int connect_timeout; /* seconds */
+	char *on_lost;       /* as given: "log", "signal" or "signal:SIG" */
+	int on_lost_signal;  /* 0: only log a lost lock */
 };
+
+/* Parse the value of -o on_lost: "log" (0) or "signal[:SIG]" (SIGTERM
+ * unless SIG, a name with or without "SIG" or a number, says otherwise).
+ * Returns 0 and sets *sig, or -EINVAL. */
+int opts_parse_on_lost(const char *value, int *sig);
 
 /* Split CONNECT into hosts and base path.  Returns 0 or -EINVAL with a
  * message in err. */

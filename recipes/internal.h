@@ -14,9 +14,12 @@
 struct zkl_lockreq;
 
 struct zkl_session {
-	zhandle_t *zh;
 	char *base;
-	int64_t client_id;
+	char *hosts;
+	int session_timeout_ms;
+	pthread_t keeper; /* replaces an expired handle (session.c) */
+	session_lost_fn lost_hook;
+	void *lost_arg;
 
 	/* Guards everything below, and every field of every lock request of
 	 * this session (its state, references and list links).  It is never
@@ -25,7 +28,14 @@ struct zkl_session {
 	 * only queues. */
 	pthread_mutex_t lock;
 	pthread_cond_t state_changed;
+	zhandle_t *zh;      /* replaced when the session expires: read it,
+			     * and call zoo_a*() on it, with the lock held */
+	int64_t client_id;
 	enum zkl_conn_state state;
+	int expired;        /* zh's session expired: the keeper replaces it */
+	int draining;       /* the old handle is closing: resume nothing yet */
+	int closing;        /* session_close: the keeper stops */
+	int dead;           /* authentication failed: no new session helps */
 	struct zkl_link resume;  /* lock requests to resume on (re)connect */
 	struct zkl_link live;    /* every started, not yet freed request */
 	struct watchtab watches;
@@ -42,8 +52,19 @@ void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* The watched node changed or went: look at the queue again.  Consumes the
  * reference held by the watch registration. */
 void lockreq_kick_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
-/* The session is gone: waiters fail, holders are lost. */
-void lockreq_session_expired_locked(struct zkl_lockreq *lr,
+/* A held lock lost with its session, to be reported (session_lost_fn). */
+struct zkl_lost {
+	struct zkl_link link;
+	char *node;
+	size_t len;
+	char data[];
+};
+
+/* The session is gone: a holder is lost (an entry is appended to `lost`);
+ * a waiter is queued again, from scratch, on the next session (requeue)
+ * or fails with -ENOTCONN (no next session); the rest is forgotten. */
+void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
+				    struct zkl_link *lost,
 				    struct zkl_link *notify);
 /* Called without the lock: run the owner callbacks collected in notify. */
 void lockreq_notify_all(struct zkl_link *notify);

@@ -39,8 +39,13 @@ static void lq_on_listed(int rc, const struct String_vector *v,
 
 static int lq_send_list(struct lockquery *q)
 {
+	int rc;
+
 	q->attempts++;
-	return zoo_aget_children(q->s->zh, q->dir, 0, lq_on_listed, q);
+	pthread_mutex_lock(&q->s->lock); /* s->zh changes at expiry */
+	rc = zoo_aget_children(q->s->zh, q->dir, 0, lq_on_listed, q);
+	pthread_mutex_unlock(&q->s->lock);
+	return rc;
 }
 
 static void lq_list(struct lockquery *q)
@@ -103,7 +108,9 @@ static void lq_on_listed(int rc, const struct String_vector *v,
 	q->answer.mode = nodes[i].mode;
 	q->answer.node = q->node_path + strlen(q->dir) + 1;
 	free(nodes);
+	pthread_mutex_lock(&q->s->lock);
 	rc = zoo_aget(q->s->zh, q->node_path, 0, lq_on_data, q);
+	pthread_mutex_unlock(&q->s->lock);
 	if (rc != ZOK)
 		lq_finish(q, session_errno(rc));
 }

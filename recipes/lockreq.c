@@ -576,9 +576,38 @@ static void lr_on_deleted(int rc, const void *data)
 
 /* ---- hooks called by the session -------------------------------------- */
 
+/* Queue anew on a new session: a fresh GUID, so that nothing of an earlier
+ * session (which ZooKeeper deletes anyway) is ever taken for ours. */
+static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	char guid[NAMES_GUID_LEN + 1];
+	int err = names_guid_new(guid);
+
+	if (err < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, err, notify);
+		return;
+	}
+	memcpy(lr->guid, guid, sizeof(guid));
+	memcpy(lr->create_path + strlen(lr->dir) + 1 + 3, guid,
+	       NAMES_GUID_LEN);
+	free(lr->node);
+	lr->node = NULL;
+	lr->create_attempts = 0;
+	lr->pipelined_list = 0;
+	lr->discard_listing = 0;
+	lr_create(lr, notify);
+}
+
 void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	switch (lr->phase) {
+	case PH_NEW:
+		if (lr->outcome == LR_PENDING)
+			lr_restart(lr, notify);
+		else
+			lr->phase = PH_GONE;
+		break;
 	case PH_RECOVERING:
 	case PH_CHECKING:
 		lr->phase = PH_RECOVERING;
@@ -605,16 +634,47 @@ void lockreq_kick_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_put_locked(lr);
 }
 
-void lockreq_session_expired_locked(struct zkl_lockreq *lr,
+static void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
+{
+	struct zkl_lost *item = malloc(sizeof(*item) + lr->datalen);
+
+	if (!item)
+		return; /* the loss still shows as EIO; only the report is lost */
+	item->node = strdup(lr->node ? lr->node : lr->dir);
+	if (!item->node) {
+		free(item);
+		return;
+	}
+	item->len = lr->datalen;
+	memcpy(item->data, lr->data, lr->datalen);
+	list_add_tail(lost, &item->link);
+}
+
+void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
+				    struct zkl_link *lost,
 				    struct zkl_link *notify)
 {
-	if (list_linked(&lr->resume)) {
+	int queued = list_linked(&lr->resume);
+
+	lr_unwatch(lr);
+	/* Replies still to come from the old handle find a phase that does
+	 * not expect them, and are dropped. */
+	if (lr->outcome == LR_PENDING && requeue) {
+		lr->phase = PH_NEW;
+		if (!queued) {
+			lr->refs++;
+			list_add_tail(&lr->s->resume, &lr->resume);
+		}
+		return;
+	}
+	if (queued) {
 		list_del(&lr->resume);
 		lr->refs--;
 	}
-	lr_unwatch(lr);
-	if (lr->outcome == LR_HELD)
+	if (lr->outcome == LR_HELD && !lr->lost) {
 		lr->lost = 1;
+		lr_report_lost(lr, lost);
+	}
 	lr->phase = PH_GONE;
 	lr_finish_locked(lr, -ENOTCONN, notify);
 }
@@ -629,8 +689,13 @@ int lockreq_start(struct zkl_lockreq *lr)
 	pthread_mutex_lock(&s->lock);
 	if (lr->outcome != LR_PENDING) {
 		err = -ECANCELED;
-	} else if (s->state == ZKL_CONN_EXPIRED) {
+	} else if (s->dead) {
 		err = -ENOTCONN;
+	} else if (s->state == ZKL_CONN_EXPIRED || s->draining) {
+		/* Between two sessions: queue on the next one. */
+		list_add_tail(&s->live, &lr->live);
+		lr->refs++;
+		list_add_tail(&s->resume, &lr->resume);
 	} else {
 		list_add_tail(&s->live, &lr->live);
 		err = lr_queue_create(lr);
@@ -698,10 +763,10 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 	ctx->cb = cb;
 	ctx->arg = arg;
 	pthread_mutex_lock(&s->lock);
-	if (lr->outcome != LR_HELD)
-		err = -ENOENT;
-	else if (lr->lost)
+	if (lr->lost)
 		err = -EIO;
+	else if (lr->outcome != LR_HELD)
+		err = -ENOENT;
 	else
 		err = session_errno(zoo_aset(s->zh, lr->node, data, (int)len,
 					     -1, lr_on_set, ctx));

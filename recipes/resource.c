@@ -46,7 +46,9 @@ int resource_list(struct zkl_session *s, const char *path,
 	if (!op)
 		return -ENOMEM;
 	op->cb.list = cb;
+	pthread_mutex_lock(&s->lock); /* s->zh changes when a session expires */
 	rc = zoo_aget_children(s->zh, path, 0, resource_on_listed, op);
+	pthread_mutex_unlock(&s->lock);
 	if (rc != ZOK) {
 		free(op);
 		return session_errno(rc);
@@ -110,7 +112,9 @@ int resource_remove(struct zkl_session *s, const char *path,
 	if (!op)
 		return -ENOMEM;
 	op->cb.done = cb;
+	pthread_mutex_lock(&s->lock);
 	rc = zoo_adelete(s->zh, path, -1, resource_on_removed, op);
+	pthread_mutex_unlock(&s->lock);
 	if (rc != ZOK) {
 		free(op);
 		return session_errno(rc);

@@ -6,6 +6,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,40 +83,90 @@ static void session_resume_all_locked(struct zkl_session *s,
 	}
 }
 
-static void session_on_state(struct zkl_session *s, int zstate)
+/* Tell the owner of each lock lost with the session, then free the list. */
+static void session_report_lost(struct zkl_session *s, struct zkl_link *lost)
 {
-	struct zkl_link notify;
+	while (!list_empty(lost)) {
+		struct zkl_lost *item =
+			ZKL_CONTAINER_OF(lost->next, struct zkl_lost, link);
+		list_del(&item->link);
+		if (s->lost_hook)
+			s->lost_hook(item->node, item->data, item->len,
+				     s->lost_arg);
+		free(item->node);
+		free(item);
+	}
+}
+
+static void session_connected_locked(struct zkl_session *s,
+				     struct zkl_link *notify)
+{
+	const clientid_t *cid = zoo_client_id(s->zh);
+
+	s->state = ZKL_CONN_CONNECTED;
+	s->client_id = cid ? cid->client_id : 0;
+	if (!s->draining)
+		session_resume_all_locked(s, notify);
+}
+
+/* The session is over: holders are lost, waiters wait for the next
+ * session (or fail, if there cannot be one). */
+static void session_expired_locked(struct zkl_session *s, int renew,
+				   struct zkl_link *lost,
+				   struct zkl_link *notify)
+{
+	struct zkl_link gone;
+
+	s->state = ZKL_CONN_EXPIRED;
+	s->expired = renew;
+	s->dead = !renew;
+	/* The server forgot our nodes and watches: every request of this
+	 * session learns it now, not from a watch that will never come. */
+	for (struct zkl_link *l = s->live.next; l != &s->live;) {
+		struct zkl_link *next = l->next;
+		lockreq_session_expired_locked(lockreq_from_live_link(l), renew,
+					       lost, notify);
+		l = next;
+	}
+	watchtab_take_all(&s->watches, &gone);
+	while (!list_empty(&gone))
+		list_del(gone.next);
+}
+
+static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
+{
+	struct zkl_link notify, lost;
 
 	list_init(&notify);
+	list_init(&lost);
 	pthread_mutex_lock(&s->lock);
-	if (zstate == ZOO_CONNECTED_STATE) {
-		const clientid_t *cid = zoo_client_id(s->zh);
-		s->state = ZKL_CONN_CONNECTED;
-		s->client_id = cid ? cid->client_id : 0;
-		session_resume_all_locked(s, &notify);
+	if (zh != s->zh) {
+		/* an expired handle being closed */
+	} else if (zstate == ZOO_CONNECTED_STATE) {
+		session_connected_locked(s, &notify);
+		log_msg(LOG_INFO, "ZooKeeper session 0x%" PRIx64 " connected",
+			(uint64_t)s->client_id);
 	} else if (zstate == ZOO_CONNECTING_STATE ||
 		   zstate == ZOO_ASSOCIATING_STATE) {
-		if (s->state == ZKL_CONN_CONNECTED)
+		if (s->state == ZKL_CONN_CONNECTED) {
 			s->state = ZKL_CONN_CONNECTING;
-	} else if (zstate == ZOO_EXPIRED_SESSION_STATE ||
-		   zstate == ZOO_AUTH_FAILED_STATE) {
-		struct zkl_link gone;
-		s->state = ZKL_CONN_EXPIRED;
-		/* The server forgot our nodes and watches: every request of
-		 * this session learns it now, not from a watch that will
-		 * never come. */
-		for (struct zkl_link *l = s->live.next; l != &s->live;) {
-			struct zkl_link *next = l->next;
-			lockreq_session_expired_locked(
-				lockreq_from_live_link(l), &notify);
-			l = next;
+			log_msg(LOG_INFO, "ZooKeeper connection lost; session "
+				"0x%" PRIx64 " may still live: locks are kept "
+				"while reconnecting", (uint64_t)s->client_id);
 		}
-		watchtab_take_all(&s->watches, &gone);
-		while (!list_empty(&gone))
-			list_del(gone.next);
+	} else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
+		log_msg(LOG_WARNING, "ZooKeeper session 0x%" PRIx64 " expired: "
+			"every lock it held is lost; waiters queue again on a "
+			"new session", (uint64_t)s->client_id);
+		session_expired_locked(s, 1, &lost, &notify);
+	} else if (zstate == ZOO_AUTH_FAILED_STATE) {
+		log_msg(LOG_ERR, "ZooKeeper authentication failed: every lock "
+			"is lost and no new lock can be taken");
+		session_expired_locked(s, 0, &lost, &notify);
 	}
 	pthread_cond_broadcast(&s->state_changed);
 	pthread_mutex_unlock(&s->lock);
+	session_report_lost(s, &lost);
 	lockreq_notify_all(&notify);
 }
 
@@ -123,10 +174,9 @@ static void session_on_state(struct zkl_session *s, int zstate)
 static void session_watcher(zhandle_t *zh, int type, int state,
 			    const char *path, void *ctx)
 {
-	(void)zh;
 	(void)path;
 	if (type == ZOO_SESSION_EVENT)
-		session_on_state(ctx, state);
+		session_on_state(ctx, zh, state);
 }
 
 static void session_wake_path_locked(struct zkl_session *s, const char *path,
@@ -224,8 +274,8 @@ void session_resume_when_connected_locked(struct zkl_session *s,
 					  struct zkl_link *link,
 					  struct zkl_link *notify)
 {
-	if (s->state == ZKL_CONN_EXPIRED || zoo_state(s->zh) ==
-						    ZOO_CONNECTED_STATE) {
+	if (s->dead || (s->state == ZKL_CONN_CONNECTED && !s->draining &&
+			zoo_state(s->zh) == ZOO_CONNECTED_STATE)) {
 		lockreq_resume_locked(lr, notify);
 		return;
 	}
@@ -303,7 +353,93 @@ static void session_free(struct zkl_session *s)
 	pthread_cond_destroy(&s->state_changed);
 	pthread_mutex_destroy(&s->lock);
 	free(s->base);
+	free(s->hosts);
 	free(s);
+}
+
+static zhandle_t *session_new_handle(struct zkl_session *s)
+{
+	zhandle_t *zh = zookeeper_init2(s->hosts, session_watcher,
+					s->session_timeout_ms, NULL, s, 0,
+					session_client_log);
+
+	/* Addresses are resolved once: saves a resolver call per request. */
+	if (zh)
+		zoo_set_servers_resolution_delay(zh, -1);
+	return zh;
+}
+
+/* Wait until `closing`, at most ms milliseconds.  s->lock held. */
+static void session_nap_locked(struct zkl_session *s, int ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	if (!s->closing)
+		pthread_cond_timedwait(&s->state_changed, &s->lock, &t);
+}
+
+/*
+ * The keeper: when the session expires, open a new one in its place.
+ * The old handle is closed first, outside our lock, which delivers (or
+ * drops) every reply still due from it; only then are the waiters queued
+ * on the new session, so no reply of the old one is ever taken for a
+ * reply of the new.
+ */
+static void *session_keeper(void *arg)
+{
+	struct zkl_session *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		zhandle_t *old, *fresh;
+		struct zkl_link notify;
+
+		while (!s->closing && !s->expired)
+			pthread_cond_wait(&s->state_changed, &s->lock);
+		if (s->closing)
+			break;
+		fresh = session_new_handle(s);
+		if (!fresh) {
+			log_msg(LOG_ERR, "cannot open a new ZooKeeper session: "
+				"%s; retrying", strerror(errno));
+			session_nap_locked(s, 1000);
+			continue;
+		}
+		/* Its watcher waits for our lock, then sees the new handle. */
+		old = s->zh;
+		s->zh = fresh;
+		s->expired = 0;
+		s->draining = 1;
+		s->state = ZKL_CONN_CONNECTING;
+		pthread_mutex_unlock(&s->lock);
+		zookeeper_close(old);
+		list_init(&notify);
+		pthread_mutex_lock(&s->lock);
+		s->draining = 0;
+		if (s->state == ZKL_CONN_CONNECTED)
+			session_resume_all_locked(s, &notify);
+		pthread_mutex_unlock(&s->lock);
+		lockreq_notify_all(&notify);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn,
+			   void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->lost_hook = fn;
+	s->lost_arg = arg;
+	pthread_mutex_unlock(&s->lock);
 }
 
 static int session_wait_connected(struct zkl_session *s, int timeout_ms)
@@ -336,13 +472,17 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	int rc;
 
 	if (!s || !(s->base = strdup(opts->base)) ||
+	    !(s->hosts = strdup(opts->hosts)) ||
 	    watchtab_init(&s->watches) < 0) {
 		snprintf(err, errlen, "out of memory");
-		if (s)
+		if (s) {
 			free(s->base);
+			free(s->hosts);
+		}
 		free(s);
 		return -ENOMEM;
 	}
+	s->session_timeout_ms = opts->session_timeout_ms;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->state_changed, NULL);
 	list_init(&s->resume);
@@ -351,9 +491,9 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	if (opts->zk_log_level)
 		zoo_set_debug_level((ZooLogLevel)opts->zk_log_level);
 
-	s->zh = zookeeper_init2(opts->hosts, session_watcher,
-				opts->session_timeout_ms, NULL, s, 0,
-				session_client_log);
+	pthread_mutex_lock(&s->lock);
+	s->zh = session_new_handle(s);
+	pthread_mutex_unlock(&s->lock);
 	if (!s->zh) {
 		rc = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "cannot use ZooKeeper servers '%s': %s",
@@ -361,9 +501,6 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		session_free(s);
 		return rc;
 	}
-	/* Addresses are resolved once: saves a resolver call per request. */
-	zoo_set_servers_resolution_delay(s->zh, -1);
-
 	rc = session_wait_connected(s, opts->connect_timeout_ms);
 	if (rc < 0) {
 		snprintf(err, errlen,
@@ -374,6 +511,10 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		return rc;
 	}
 	rc = session_create_base(s, err, errlen);
+	if (rc == 0 && (rc = -pthread_create(&s->keeper, NULL, session_keeper,
+					     s)) < 0)
+		snprintf(err, errlen, "cannot start a thread: %s",
+			 strerror(-rc));
 	if (rc < 0) {
 		zookeeper_close(s->zh);
 		session_free(s);
@@ -385,6 +526,11 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 
 void session_close(struct zkl_session *s)
 {
+	pthread_mutex_lock(&s->lock);
+	s->closing = 1;
+	pthread_cond_broadcast(&s->state_changed);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->keeper, NULL);
 	zookeeper_close(s->zh);
 	session_free(s);
 }

@@ -23,16 +23,26 @@ struct zkl_session_opts {
 };
 
 enum zkl_conn_state {
-	ZKL_CONN_CONNECTING,
+	ZKL_CONN_CONNECTING, /* no server yet, or the connection broke */
 	ZKL_CONN_CONNECTED,
-	ZKL_CONN_EXPIRED,
+	ZKL_CONN_EXPIRED,    /* the session ended; a new one is on its way */
 };
+
+/* A held lock was lost with its session: `node` (its path) and `data` (the
+ * content it was created with).  Called once per lost lock, on ZooKeeper's
+ * completion thread, without any lock of ours held. */
+typedef void (*session_lost_fn)(const char *node, const void *data,
+				size_t len, void *arg);
 
 /* Connect and create the base path.  Blocks the calling thread (startup
  * only).  On failure returns -errno (-ETIMEDOUT when no server answered in
  * time) and writes a message for the user into err.  *out is set on 0. */
 int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		 char *err, size_t errlen);
+
+/* Who to tell about lost locks.  Set it before the first lock request. */
+void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn,
+			   void *arg);
 
 /* Close the ZooKeeper handle (deleting this session's ephemeral nodes) and
  * free the session.  Every lock request must have been released before. */

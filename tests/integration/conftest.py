@@ -50,7 +50,7 @@ class Mounts:
         for m in self.started:
             status = m.stop()
             log = m.log()
-            if status not in (0, None):
+            if status not in (0, None) and not m.killed:
                 problems.append(f"{m.mountpoint}: exit status {status}\n{log}")
             if "Sanitizer" in log or "runtime error" in log:
                 problems.append(f"{m.mountpoint}: sanitizer report\n{log}")

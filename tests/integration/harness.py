@@ -70,7 +70,7 @@ class ZooKeeper:
                     "minSessionTimeout=1000\nmaxSessionTimeout=60000\n"
                     "admin.enableServer=false\n4lw.commands.whitelist=*\n"
                     "maxClientCnxns=0\n")
-        self.log = open(os.path.join(self.dir, "server.log"), "w")
+        self.log = open(os.path.join(self.dir, "server.log"), "a")
         self.proc = subprocess.Popen(
             ["java", "-Xmx256m", "-cp", ZK_CLASSPATH, ZK_MAIN, cfg],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -83,6 +83,14 @@ class ZooKeeper:
     @property
     def connect(self):
         return f"127.0.0.1:{self.port}"
+
+    def restart(self):
+        """Stop the server and start it again on the same port and data:
+        sessions survive if it is back within their timeout."""
+        self.proc.terminate()
+        self.proc.wait(20)
+        self.log.close()
+        self.start()
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -116,6 +124,7 @@ class Mount:
         self.logpath = self.mountpoint + ".log"
         self.extra_args = list(extra_args)
         self.proc = None
+        self.killed = False
 
     def start(self):
         self.logfile = open(self.logpath, "w")
@@ -132,6 +141,13 @@ class Mount:
 
     def path(self, *parts):
         return os.path.join(self.mountpoint, *parts)
+
+    def kill(self):
+        """kill -9 the daemon, as a crash would; the mount stays until
+        stop() unmounts it."""
+        self.killed = True
+        self.proc.kill()
+        self.proc.wait(10)
 
     def log(self):
         with open(self.logpath) as f:
@@ -170,10 +186,12 @@ class Locker:
 
     def __init__(self, path, flags="w", extra=()):
         self.path = path
+        # A process group of its own, as a shell job would have: what
+        # on_lost=signal sends to (never the test runner's group).
         self.proc = subprocess.Popen(
             [sys.executable, LOCKER, path, flags, *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            bufsize=1)
+            bufsize=1, start_new_session=True)
         self.result = None
         Locker.alive.add(self)
 
@@ -197,6 +215,12 @@ class Locker:
     def command(self, line):
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def next_line(self, timeout, what):
+        """The child's next output line, within timeout seconds."""
+        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert r, f"no {what} within {timeout} s"
         return self.proc.stdout.readline().strip()
 
     def close(self):
@@ -245,7 +269,8 @@ class Driver:
     def __init__(self):
         self.proc = subprocess.Popen(
             [sys.executable, DRIVER], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True, bufsize=1)
+            stdout=subprocess.PIPE, text=True, bufsize=1,
+            start_new_session=True)
         self.pending = None
         Locker.alive.add(self)
         self.pid = self.proc.pid

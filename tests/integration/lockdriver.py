@@ -59,7 +59,7 @@ def run(fds, words):
             return "ok unlocked"
         return f"ok {'wr' if typ == fcntl.F_WRLCK else 'rd'} {pid}"
     if cmd == "read":
-        return "ok " + os.read(fds[args[0]], 4096).decode().rstrip("\n").replace("\n", "|")
+        return "ok " + read_all(fds[args[0]]).rstrip("\n").replace("\n", "|")
     if cmd == "close":
         os.close(fds.pop(args[0]))
         return "ok"
@@ -70,6 +70,16 @@ def run(fds, words):
     if cmd == "pid":
         return f"ok {os.getpid()}"
     return "err EINVAL"
+
+
+def read_all(fd):
+    """Read to end of file, as cat does: each pass gets the whole text."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return b"".join(chunks).decode()
+        chunks.append(chunk)
 
 
 def main():

@@ -1,16 +1,26 @@
 """Open a lock file and report, then obey commands on stdin.
 
-usage: locker.py PATH FLAGS [--alarm SECS]
+usage: locker.py PATH FLAGS [--alarm SECS] [--trap SIGNAME]
 FLAGS: w (O_WRONLY), r (O_RDONLY), rw (O_RDWR), plus 'n' for O_NONBLOCK,
        't' for O_TRUNC|O_CREAT.
 Prints "ok" once open() returns, or "err <ERRNO-NAME>".
 Commands: read -> prints the file's lines joined by '|'; note TEXT -> writes TEXT;
-close -> closes and exits.
+close -> closes and exits.  --trap: on that signal, print "signal SIGNAME".
 """
 import errno
 import os
 import signal
 import sys
+
+
+def read_all(fd):
+    """Read to end of file, as cat does: each pass gets the whole text."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return b"".join(chunks).decode()
+        chunks.append(chunk)
 
 
 def main():
@@ -20,6 +30,10 @@ def main():
         mode |= os.O_NONBLOCK
     if "t" in flags:
         mode |= os.O_TRUNC | os.O_CREAT
+    if "--trap" in sys.argv:
+        name = sys.argv[sys.argv.index("--trap") + 1]
+        signal.signal(getattr(signal, name),
+                      lambda *_: print("signal", name, flush=True))
     if "--alarm" in sys.argv:
         secs = int(sys.argv[sys.argv.index("--alarm") + 1])
         def on_alarm(*_):
@@ -40,7 +54,7 @@ def main():
             break
         if cmd == "read":
             try:
-                data = os.read(fd, 4096).decode()
+                data = read_all(fd)
                 print(data.rstrip("\n").replace("\n", "|"), flush=True)
             except OSError as e:
                 print("err", errno.errorcode.get(e.errno, e.errno), flush=True)

@@ -109,4 +109,6 @@ def test_read_gives_token_node_session_mode(zk, base, m1):
     data, stat = zk.get(info["node"])
     assert stat.czxid == int(fields[0]), "token is not the node's czxid"
     assert b"pid " in data and b"cmd python3" in data, data
+    assert h.command("read").split("|") == fields, \
+        "a second read to end of file does not give the text again"
     h.close()

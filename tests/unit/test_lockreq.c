@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fake_zk.h"
+#include "internal.h"
 #include "lockreq.h"
 
 #define OTHER "_c_0123abcd-0000-4000-8000-00000000000f-write-0000000001"
@@ -276,38 +277,117 @@ Test(lockreq, delete_lost_to_connection_loss_is_repeated)
 	cr_assert_eq(fake_pending(), 0);
 }
 
-Test(lockreq, session_expiry_fails_waiters_and_marks_holders_lost)
+/* A holder and a waiter behind it; returns the holder, sets *waiter. */
+static struct zkl_lockreq *holder_and_waiter(struct zkl_lockreq **waiter,
+					     char *held_name)
 {
 	struct zkl_lockreq *held = start(ZKL_MODE_READ, 0);
-	struct zkl_lockreq *waiter;
-	struct zkl_link notify;
-	int64_t token, sid;
-	char path[256], held_name[256];
 
 	created(1);
 	listed_with(my_name, NULL);
 	strcpy(held_name, my_name);
-	waiter = start(ZKL_MODE_WRITE, 0);
+	*waiter = start(ZKL_MODE_WRITE, 0);
 	created(2);
 	listed_with(held_name, my_name);
-	fake_complete_get(ZOK);
+	fake_complete_get(ZOK); /* the watch is set */
 	cr_assert_eq(done_calls, 1);
+	return held;
+}
+
+/* What the session does when ZooKeeper says the session expired. */
+static void expire(int requeue, struct zkl_link *lost)
+{
+	struct zkl_link notify;
 
 	list_init(&notify);
+	list_init(lost);
 	pthread_mutex_lock(&s->lock);
 	s->state = ZKL_CONN_EXPIRED;
 	for (struct zkl_link *l = s->live.next, *n; l != &s->live; l = n) {
 		n = l->next;
 		lockreq_session_expired_locked(lockreq_from_live_link(l),
-					       &notify);
+					       requeue, lost, &notify);
 	}
 	pthread_mutex_unlock(&s->lock);
 	lockreq_notify_all(&notify);
+}
+
+static void free_lost(struct zkl_link *lost)
+{
+	while (!list_empty(lost)) {
+		struct zkl_lost *item =
+			ZKL_CONTAINER_OF(lost->next, struct zkl_lost, link);
+		list_del(&item->link);
+		free(item->node);
+		free(item);
+	}
+}
+
+Test(lockreq, session_expiry_without_renewal_fails_waiters)
+{
+	struct zkl_lockreq *held, *waiter;
+	struct zkl_link lost;
+	int64_t token, sid;
+	char path[256], held_name[256];
+
+	held = holder_and_waiter(&waiter, held_name);
+	expire(0, &lost);
 	cr_assert_eq(done_calls, 2);
 	cr_assert_eq(done_err, -ENOTCONN);
 	cr_assert_eq(lockreq_describe(held, &token, path, sizeof(path), &sid),
 		     -EIO, "a lost lock reads as EIO");
+	cr_assert_eq(lockreq_holds(held), 0);
+	cr_assert(!list_empty(&lost) && lost.next->next == &lost,
+		  "exactly the holder is reported lost");
+	free_lost(&lost);
 	lockreq_release(held);
 	lockreq_release(waiter);
 	cr_assert_eq(fake_pending(), 0, "nothing to delete: the nodes died");
+}
+
+Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
+{
+	struct zkl_lockreq *held, *waiter;
+	struct zkl_lost *item;
+	struct zkl_link lost, notify;
+	char held_name[256], old_guid[NAMES_GUID_LEN + 1];
+
+	held = holder_and_waiter(&waiter, held_name);
+	strcpy(old_guid, lockreq_guid(waiter));
+	expire(1, &lost);
+	cr_assert_eq(done_calls, 1, "the waiter is not told anything");
+	item = ZKL_CONTAINER_OF(lost.next, struct zkl_lost, link);
+	cr_assert(strstr(item->node, held_name), "lost: %s", item->node);
+	cr_assert_eq(item->len, 2);
+	cr_assert_eq(memcmp(item->data, "id", 2), 0, "with the holder's data");
+	cr_assert_eq(item->link.next, &lost, "only the holder is lost");
+	free_lost(&lost);
+	cr_assert_eq(fake_pending(), 0, "nothing is sent on the dead session");
+
+	/* A new session connects: the waiter queues anew, under a new GUID
+	 * so that nothing of the old session is ever taken for its own. */
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	s->state = ZKL_CONN_CONNECTED;
+	s->client_id = 78;
+	while (!list_empty(&s->resume)) {
+		struct zkl_link *l = s->resume.next;
+		list_del(l);
+		lockreq_resume_locked(lockreq_from_resume_link(l), &notify);
+	}
+	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+	cr_assert_eq(fake_pending(), 2, "create and listing, pipelined");
+	cr_assert(strcmp(lockreq_guid(waiter), old_guid) != 0);
+	cr_assert(strstr(fake_peek(FAKE_CREATE)->path, lockreq_guid(waiter)));
+	created(3);
+	listed_with(my_name, NULL);
+	cr_assert_eq(done_calls, 2);
+	cr_assert_eq(done_err, 0, "granted on the new session");
+	cr_assert_eq(lockreq_holds(held), 0, "the lost lock stays lost");
+	lockreq_release(held);
+	cr_assert_eq(fake_pending(), 0, "the lost node died with its session");
+	lockreq_release(waiter);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
 }

@@ -1,6 +1,7 @@
 /* Command line parsing. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,4 +84,36 @@ Test(opts, help_and_version_need_nothing_else)
 	cr_assert(o.show_help);
 	cr_assert_eq(parse(&o, err, 2, version), 0);
 	cr_assert(o.show_version);
+}
+
+Test(opts, on_lost_takes_log_or_a_signal)
+{
+	int sig = -1;
+
+	cr_assert_eq(opts_parse_on_lost("log", &sig), 0);
+	cr_assert_eq(sig, 0);
+	cr_assert_eq(opts_parse_on_lost("signal", &sig), 0);
+	cr_assert_eq(sig, SIGTERM, "SIGTERM by default");
+	cr_assert_eq(opts_parse_on_lost("signal:KILL", &sig), 0);
+	cr_assert_eq(sig, SIGKILL);
+	cr_assert_eq(opts_parse_on_lost("signal:SIGUSR1", &sig), 0);
+	cr_assert_eq(sig, SIGUSR1);
+	cr_assert_eq(opts_parse_on_lost("signal:1", &sig), 0);
+	cr_assert_eq(sig, SIGHUP);
+	cr_assert_eq(opts_parse_on_lost("signal:", &sig), -EINVAL);
+	cr_assert_eq(opts_parse_on_lost("signal:NOPE", &sig), -EINVAL);
+	cr_assert_eq(opts_parse_on_lost("signal:0", &sig), -EINVAL);
+	cr_assert_eq(opts_parse_on_lost("signal:999", &sig), -EINVAL);
+	cr_assert_eq(opts_parse_on_lost("kill", &sig), -EINVAL);
+}
+
+Test(opts, bad_on_lost_is_refused_with_its_value)
+{
+	struct opts o;
+	char err[256];
+	char *argv[] = { "zklockfs", "-o", "on_lost=explode", "h:1", "/m" };
+
+	cr_assert_eq(parse(&o, err, 5, argv), -EINVAL);
+	cr_assert(strstr(err, "on_lost=explode"), "%s", err);
+	opts_free(&o);
 }

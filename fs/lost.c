@@ -1,0 +1,81 @@
+/*
+ * lost.c - a held lock was lost with the mount's ZooKeeper session.
+ *
+ * The descriptor already answers EIO (lockreq knows it is lost).  Here we
+ * say so in the log, naming the holder, and with -o on_lost=signal tell
+ * the holder itself: shell scripts do not poll their lock descriptors.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "identity.h"
+#include "log.h"
+
+/* Is `pid` still the process that took the lock?  Its command name must
+ * match: a pid reused since must not be signalled. */
+static int lost_holder_alive(pid_t pid, const char *cmd)
+{
+	char path[64], comm[64];
+	FILE *f;
+	int same = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(comm, sizeof(comm), f)) {
+		comm[strcspn(comm, "\n")] = '\0';
+		same = strcmp(comm, cmd) == 0;
+	}
+	fclose(f);
+	return same;
+}
+
+/* Signal the holder's process group, or the holder alone if it shares
+ * ours (a daemon started from the same shell must not signal itself). */
+static void lost_signal_holder(pid_t pid, int sig)
+{
+	pid_t pgid = getpgid(pid);
+	int rc;
+
+	if (pgid > 1 && pgid != getpgrp()) {
+		rc = kill(-pgid, sig);
+		log_msg(LOG_WARNING, "sent %s to process group %d: %s",
+			sigabbrev_np(sig), (int)pgid,
+			rc < 0 ? strerror(errno) : "ok");
+	} else {
+		rc = kill(pid, sig);
+		log_msg(LOG_WARNING, "sent %s to pid %d: %s",
+			sigabbrev_np(sig), (int)pid,
+			rc < 0 ? strerror(errno) : "ok");
+	}
+}
+
+void fs_lock_lost(const char *node, const void *data, size_t len, void *arg)
+{
+	struct zkl_fs *fs = arg;
+	char pid_text[16] = "?", cmd[64] = "?";
+	pid_t pid;
+
+	identity_get(data, len, "pid", pid_text, sizeof(pid_text));
+	identity_get(data, len, "cmd", cmd, sizeof(cmd));
+	log_msg(LOG_WARNING, "lost lock %s held by pid %s (%s): its ZooKeeper "
+		"session expired; reads and writes of its descriptor now fail "
+		"with EIO", node, pid_text, cmd);
+	pid = (pid_t)strtol(pid_text, NULL, 10);
+	if (!fs->on_lost_signal || pid <= 1)
+		return;
+	if (!lost_holder_alive(pid, cmd)) {
+		log_msg(LOG_INFO, "pid %d (%s) is gone: nobody to signal",
+			(int)pid, cmd);
+		return;
+	}
+	lost_signal_holder(pid, fs->on_lost_signal);
+}

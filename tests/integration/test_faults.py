@@ -1,0 +1,95 @@
+"""Lost locks and faults (SPEC section 5): a session that expires under a
+holder, a ZooKeeper restart, a daemon killed with -9."""
+import os
+import signal
+
+import pytest
+
+from harness import Locker, lock_nodes, wait_until
+from test_core import still_waiting
+
+
+def session_of(locker):
+    fields = dict(line.split(" ", 1) for line in locker.command("read").split("|")[1:])
+    return fields["session"]
+
+
+@pytest.fixture
+def paused(mounts):
+    """Mounts whose daemon a test may SIGSTOP: resumed whatever happens."""
+    stopped = []
+    yield stopped
+    for m in stopped:
+        if m.proc.poll() is None:
+            os.kill(m.proc.pid, signal.SIGCONT)
+
+
+def test_expired_session_loses_holder_and_requeues_waiter(zk, base, mounts, paused):
+    m1 = mounts.new("-o", "on_lost=signal:USR1")
+    m2 = mounts.new()
+    holder = Locker(m1.path("a", "write"), "rw", extra=["--trap", "SIGUSR1"])
+    holder.granted()
+    other = Locker(m2.path("b", "write"))
+    other.granted()
+    waiter = Locker(m1.path("b", "write"), "rw")  # queued on m1's session
+    wait_until(lambda: len(lock_nodes(zk, base + "/b")) == 2, 10, "m1's waiter to queue")
+    rival = Locker(m2.path("a", "write"))
+    assert still_waiting(rival)
+
+    paused.append(m1)
+    os.kill(m1.proc.pid, signal.SIGSTOP)  # no heartbeats: the session expires
+    rival.granted(timeout=20)  # ZooKeeper freed the lock
+    os.kill(m1.proc.pid, signal.SIGCONT)
+
+    # The holder is told, and its descriptor answers EIO from now on.
+    assert holder.next_line(20, "on_lost signal to the holder") == "signal SIGUSR1"
+    assert holder.command("read") == "err EIO"
+    assert holder.command("note x") == "err EIO"
+    assert "lost lock" in m1.log() and f"pid {holder.proc.pid}" in m1.log()
+    # The waiter noticed nothing: it queued again on the new session.
+    assert waiter.poll_result() is None
+    other.close()
+    waiter.granted()
+    assert "session" in waiter.command("read")
+    # A lost lock is never silently taken back: rival still holds alone.
+    assert [n for n in lock_nodes(zk, base + "/a")] == lock_nodes(zk, base + "/a")[:1]
+    holder.close()
+    rival.close()
+    waiter.close()
+
+
+def test_zookeeper_restart_within_session_timeout_keeps_locks(zookeeper, zk, base, mounts):
+    m1 = mounts.new("-o", "session_timeout=20")
+    m2 = mounts.new("-o", "session_timeout=20")
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    waiter = Locker(m2.path("r", "write"))
+    wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10, "the waiter to queue")
+    before = sorted(lock_nodes(zk, base))
+    token = holder.command("read").split("|")[0]
+
+    zookeeper.restart()
+
+    assert holder.command("read").split("|")[0] == token, \
+        "the holder lost its lock\n" + m1.log()
+    assert still_waiting(waiter), "the waiter was granted while the holder held"
+    wait_until(lambda: zk.connected, 20, "the test's client to reconnect")
+    assert sorted(lock_nodes(zk, base)) == before, "nodes were lost or duplicated"
+    holder.close()
+    waiter.granted()
+    assert len(lock_nodes(zk, base)) == 1
+    waiter.close()
+
+
+def test_daemon_killed_frees_locks_after_session_timeout(zk, base, mounts):
+    m1 = mounts.new()
+    m2 = mounts.new()
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    waiter = Locker(m2.path("r", "write"))
+    assert still_waiting(waiter)
+    m1.kill()
+    waiter.granted(timeout=20)  # after the dead session's timeout
+    assert holder.command("read") == "err ENOTCONN"
+    waiter.close()
+    holder.close()
