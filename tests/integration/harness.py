@@ -55,34 +55,67 @@ def four_letter(port, word):
 
 
 class ZooKeeper:
-    """A standalone ZooKeeper from the Debian package, data in a temp dir."""
+    """A ZooKeeper server from the Debian package, data in a temp dir:
+    standalone, or member `myid` of an ensemble whose `peers` are
+    (client, quorum, election) port triples on loopback."""
 
-    def __init__(self):
+    def __init__(self, myid=None, peers=None):
         self.dir = tempfile.mkdtemp(prefix="zklockfs-zk-")
-        self.port = free_port()
+        self.myid = myid
+        self.peers = peers or []
+        self.port = peers[myid - 1][0] if peers else free_port()
         self.proc = None
 
-    def start(self):
+    def _config(self):
+        cfg = (f"tickTime=500\ndataDir={self.dir}/data\n"
+               f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+               "minSessionTimeout=1000\nmaxSessionTimeout=60000\n"
+               "admin.enableServer=false\n4lw.commands.whitelist=*\n"
+               "maxClientCnxns=0\n")
+        if self.myid:
+            os.makedirs(f"{self.dir}/data", exist_ok=True)
+            with open(f"{self.dir}/data/myid", "w") as f:
+                f.write(f"{self.myid}\n")
+            cfg += "initLimit=10\nsyncLimit=5\n"
+            for i, (_, quorum, election) in enumerate(self.peers, 1):
+                cfg += f"server.{i}=127.0.0.1:{quorum}:{election}\n"
+        return cfg
+
+    def launch(self):
         cfg = os.path.join(self.dir, "zoo.cfg")
         with open(cfg, "w") as f:
-            f.write(f"tickTime=500\ndataDir={self.dir}/data\n"
-                    f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-                    "minSessionTimeout=1000\nmaxSessionTimeout=60000\n"
-                    "admin.enableServer=false\n4lw.commands.whitelist=*\n"
-                    "maxClientCnxns=0\n")
+            f.write(self._config())
         self.log = open(os.path.join(self.dir, "server.log"), "a")
         self.proc = subprocess.Popen(
             ["java", "-Xmx256m", "-cp", ZK_CLASSPATH, ZK_MAIN, cfg],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(lambda: self.proc.poll() is not None
-                   or four_letter(self.port, "ruok") == "imok",
-                   60, f"ZooKeeper to answer on 127.0.0.1:{self.port}")
+
+    def mode(self):
+        """"leader", "follower", "standalone", or None if not serving."""
+        for line in four_letter(self.port, "srvr").splitlines():
+            if line.startswith("Mode: "):
+                return line[6:].strip()
+        return None
+
+    def wait_serving(self, timeout=60):
+        wait_until(lambda: self.proc.poll() is not None or self.mode(),
+                   timeout, f"ZooKeeper to serve on 127.0.0.1:{self.port}")
         assert self.proc.poll() is None, "ZooKeeper exited at start: " + \
             open(os.path.join(self.dir, "server.log")).read()[-2000:]
+
+    def start(self):
+        self.launch()
+        self.wait_serving()
 
     @property
     def connect(self):
         return f"127.0.0.1:{self.port}"
+
+    def kill(self):
+        """kill -9, as a crash would."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
 
     def restart(self):
         """Stop the server and start it again on the same port and data:
@@ -101,6 +134,32 @@ class ZooKeeper:
                 self.proc.kill()
                 self.proc.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Ensemble:
+    """n ZooKeeper servers on loopback forming one ensemble."""
+
+    def __init__(self, n=3):
+        peers = [(free_port(), free_port(), free_port()) for _ in range(n)]
+        self.servers = [ZooKeeper(i, peers) for i in range(1, n + 1)]
+
+    def start(self):
+        for z in self.servers:
+            z.launch()
+        for z in self.servers:
+            z.wait_serving(90)
+        return self
+
+    @property
+    def connect(self):
+        return ",".join(z.connect for z in self.servers)
+
+    def leader(self):
+        return next(z for z in self.servers if z.mode() == "leader")
+
+    def stop(self):
+        for z in self.servers:
+            z.stop()
 
 
 def zklockfs_binary():
@@ -257,6 +316,40 @@ def lock_nodes(zk, path):
 
 def errno_name(code):
     return errno.errorcode.get(code, str(code))
+
+
+class Mounts:
+    def __init__(self, connect):
+        self.connect = connect
+        self.started = []
+
+    def new(self, *extra):
+        m = Mount(self.connect, extra).start()
+        self.started.append(m)
+        return m
+
+    def finish(self, zk, base):
+        """End of a test: kill what is left of its processes, check that
+        nothing of ours is left in ZooKeeper (while the mounts, and so
+        their sessions, still live), then unmount and check the daemons
+        exited cleanly."""
+        for locker in list(Locker.alive):
+            locker.kill()
+        wait_until(lambda: not lock_nodes(zk, base), 15,
+                   f"no lock znode left under {base} "
+                   f"(left: {lock_nodes(zk, base)})")
+        self.stop_all()
+
+    def stop_all(self):
+        problems = []
+        for m in self.started:
+            status = m.stop()
+            log = m.log()
+            if status not in (0, None) and not m.killed:
+                problems.append(f"{m.mountpoint}: exit status {status}\n{log}")
+            if "Sanitizer" in log or "runtime error" in log:
+                problems.append(f"{m.mountpoint}: sanitizer report\n{log}")
+        assert not problems, "\n".join(problems)
 
 
 DRIVER = os.path.join(HERE, "lockdriver.py")
