@@ -1,6 +1,7 @@
 """A 3-node ZooKeeper ensemble on loopback: the leader dies while two
 mounts loop on one lock."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,7 +66,7 @@ def test_leader_killed_while_two_mounts_loop_on_one_lock(ensemble, ens_zk, base)
             mounts[1] = ms.new("-o", "session_timeout=10")
         assert any(on_server(leader, m) for m in mounts), \
             "no mount's session landed on the leader"
-        marker = tempfile.mktemp(prefix="zklockfs-cs-")
+        marker = tempfile.mkdtemp(prefix="zklockfs-cs-")
         log = tempfile.mktemp(prefix="zklockfs-cs-log-")
         rounds, per_mount = 10, 10
         workers = [subprocess.Popen([sys.executable, INVARIANT_WORKER,
@@ -84,6 +85,7 @@ def test_leader_killed_while_two_mounts_loop_on_one_lock(ensemble, ens_zk, base)
                     w.kill()
         lines = entries(log)
         os.unlink(log)
+        shutil.rmtree(marker)
         assert all(w.returncode == 0 for w in workers), \
             [w.returncode for w in workers]
         assert "OVERLAP" not in lines, "two writers were in the section at once"
