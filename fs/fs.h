@@ -17,8 +17,10 @@
 struct zkl_fs {
 	struct zkl_session *session;
 	struct tree tree;
-	uid_t uid;
+	uid_t uid;           /* owner of every file and directory */
 	gid_t gid;
+	mode_t file_mode;    /* permission bits of the lock files */
+	mode_t dir_mode;     /* ... and of the resource directories */
 	int on_lost_signal; /* 0: a lost lock is only logged */
 	char hostname[256];
 

@@ -174,8 +174,10 @@ int main(int argc, char **argv)
 	list_init(&fs.lockfiles);
 	list_init(&fs.waiters);
 	list_init(&fs.posix_locks);
-	fs.uid = getuid();
-	fs.gid = getgid();
+	fs.uid = o.has_uid ? (uid_t)o.uid : getuid();
+	fs.gid = o.has_gid ? (gid_t)o.gid : getgid();
+	fs.file_mode = o.has_umask ? 0666 & ~o.umask : 0666;
+	fs.dir_mode = o.has_umask ? 0777 & ~o.umask : 0755;
 	if (gethostname(fs.hostname, sizeof(fs.hostname) - 1) < 0)
 		strcpy(fs.hostname, "?");
 

@@ -31,10 +31,10 @@ void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st)
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	if (tree_kind_of(ino) == TREE_DIR) {
-		st->st_mode = S_IFDIR | 0755;
+		st->st_mode = S_IFDIR | fs->dir_mode;
 		st->st_nlink = 2;
 	} else {
-		st->st_mode = S_IFREG | 0666;
+		st->st_mode = S_IFREG | fs->file_mode;
 		st->st_nlink = 1;
 	}
 }

@@ -24,6 +24,12 @@ static const struct fuse_opt opts_table[] = {
 	OPTS_OPT("session_timeout=%d", session_timeout),
 	OPTS_OPT("connect_timeout=%d", connect_timeout),
 	OPTS_OPT("on_lost=%s", on_lost),
+	OPTS_OPT("uid=%u", uid),
+	OPTS_OPT("uid=", has_uid),
+	OPTS_OPT("gid=%u", gid),
+	OPTS_OPT("gid=", has_gid),
+	OPTS_OPT("umask=%o", umask),
+	OPTS_OPT("umask=", has_umask),
 	FUSE_OPT_KEY("-h", OPTS_KEY_HELP),
 	FUSE_OPT_KEY("--help", OPTS_KEY_HELP),
 	FUSE_OPT_KEY("-V", OPTS_KEY_VERSION),
@@ -202,6 +208,11 @@ int opts_parse(int argc, char **argv, struct opts *o,
 				      "take 1 to 3600 seconds");
 		return -EINVAL;
 	}
+	if (o->has_umask && o->umask > 0777) {
+		snprintf(err, errlen, "umask=%o: expected octal mode bits "
+				      "(e.g. umask=007)", o->umask);
+		return -EINVAL;
+	}
 	if (o->on_lost && opts_parse_on_lost(o->on_lost, &o->on_lost_signal)) {
 		snprintf(err, errlen, "on_lost=%s: expected log, signal or "
 				      "signal:SIG (e.g. signal:KILL)",
@@ -245,6 +256,11 @@ void opts_print_help(const char *progname)
 	       "                             session: only log it (default), or\n"
 	       "                             also send SIG (default TERM) to the\n"
 	       "                             holder's process group\n"
+	       "    -o uid=N,gid=N           owner of the files (default: the\n"
+	       "                             daemon's user and group)\n"
+	       "    -o umask=OCTAL           mode bits to take away from the files\n"
+	       "                             (0666) and directories (0777); the\n"
+	       "                             default leaves 0666 and 0755\n"
 	       "    -o allow_other           let other users use the mount\n"
 	       "    -o default_permissions   let the kernel check file modes\n"
 	       "    -o ro                    refused: locks need writing\n",

@@ -117,3 +117,21 @@ Test(opts, bad_on_lost_is_refused_with_its_value)
 	cr_assert(strstr(err, "on_lost=explode"), "%s", err);
 	opts_free(&o);
 }
+
+Test(opts, owner_and_umask_of_the_files)
+{
+	struct opts o;
+	char err[256];
+	char *argv[] = { "zklockfs", "-o", "gid=100,umask=007,allow_other",
+			 "h:1", "/m" };
+	char *bad[] = { "zklockfs", "-o", "umask=7777", "h:1", "/m" };
+
+	cr_assert_eq(parse(&o, err, 5, argv), 0, "%s", err);
+	cr_assert(o.has_gid && o.gid == 100);
+	cr_assert(o.has_umask && o.umask == 07);
+	cr_assert(!o.has_uid, "uid not given");
+	opts_free(&o);
+	cr_assert_eq(parse(&o, err, 5, bad), -EINVAL);
+	cr_assert(strstr(err, "umask"), "%s", err);
+	opts_free(&o);
+}
