@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "fs.h"
+#include "authfile.h"
 #include "log.h"
 #include "opts.h"
 
@@ -141,8 +142,8 @@ int main(int argc, char **argv)
 	struct fuse_session *se = NULL;
 	struct zkl_fs fs;
 	struct opts o;
-	char err[512];
-	int report_fd = -1, rc = 1;
+	char err[512], auth[256];
+	int report_fd = -1, rc = 1, opened;
 
 	if (opts_parse(argc, argv, &o, &args, err, sizeof(err)) < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
@@ -181,6 +182,11 @@ int main(int argc, char **argv)
 	if (gethostname(fs.hostname, sizeof(fs.hostname) - 1) < 0)
 		strcpy(fs.hostname, "?");
 
+	if (o.auth_file && authfile_read(o.auth_file, auth, sizeof(auth), err,
+					 sizeof(err)) < 0) {
+		fprintf(stderr, "zklockfs: %s\n", err);
+		goto out_opts;
+	}
 	struct zkl_session_opts so = {
 		.hosts = o.hosts,
 		.base = o.base,
@@ -188,8 +194,11 @@ int main(int argc, char **argv)
 		.connect_timeout_ms = o.connect_timeout * 1000,
 		.zk_log_level = o.debug ? ZOO_LOG_LEVEL_INFO :
 					  ZOO_LOG_LEVEL_ERROR,
+		.digest_auth = o.auth_file ? auth : NULL,
 	};
-	if (session_open(&so, &fs.session, err, sizeof(err)) < 0) {
+	opened = session_open(&so, &fs.session, err, sizeof(err));
+	memset(auth, 0, sizeof(auth)); /* the session keeps its own copy */
+	if (opened < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_opts;
 	}

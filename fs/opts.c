@@ -24,6 +24,7 @@ static const struct fuse_opt opts_table[] = {
 	OPTS_OPT("session_timeout=%d", session_timeout),
 	OPTS_OPT("connect_timeout=%d", connect_timeout),
 	OPTS_OPT("on_lost=%s", on_lost),
+	OPTS_OPT("auth_file=%s", auth_file),
 	OPTS_OPT("uid=%u", uid),
 	OPTS_OPT("uid=", has_uid),
 	OPTS_OPT("gid=%u", gid),
@@ -228,7 +229,8 @@ void opts_free(struct opts *o)
 	free(o->hosts);
 	free(o->base);
 	free(o->on_lost);
-	o->hosts = o->base = o->on_lost = NULL;
+	free(o->auth_file);
+	o->hosts = o->base = o->on_lost = o->auth_file = NULL;
 }
 
 void opts_print_help(const char *progname)
@@ -256,6 +258,9 @@ void opts_print_help(const char *progname)
 	       "                             session: only log it (default), or\n"
 	       "                             also send SIG (default TERM) to the\n"
 	       "                             holder's process group\n"
+	       "    -o auth_file=PATH        authenticate to ZooKeeper as the\n"
+	       "                             user:password in PATH (digest) and\n"
+	       "                             give the nodes created to it alone\n"
 	       "    -o uid=N,gid=N           owner of the files (default: the\n"
 	       "                             daemon's user and group)\n"
 	       "    -o umask=OCTAL           mode bits to take away from the files\n"

@@ -25,6 +25,7 @@ struct opts {
 	int session_timeout; /* seconds */
 	int connect_timeout; /* seconds */
 	char *on_lost;       /* as given: "log", "signal" or "signal:SIG" */
+	char *auth_file;     /* digest credentials "user:password", or NULL */
 	unsigned uid, gid;   /* owner of every file, if has_uid / has_gid */
 	unsigned umask;      /* mode bits taken away, if has_umask */
 	int has_uid, has_gid, has_umask;

@@ -16,6 +16,8 @@ struct zkl_lockreq;
 struct zkl_session {
 	char *base;
 	char *hosts;
+	char *auth;              /* "user:password" for digest auth, or NULL */
+	struct ACL_vector *acl;  /* of every node we create */
 	int session_timeout_ms;
 	pthread_t keeper; /* replaces an expired handle (session.c) */
 	session_lost_fn lost_hook;

@@ -209,7 +209,7 @@ static int lr_queue_create(struct zkl_lockreq *lr)
 
 	lr->refs++;
 	rc = zoo_acreate2(zh, lr->create_path, lr->data, (int)lr->datalen,
-			  &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+			  lr->s->acl, ZOO_EPHEMERAL_SEQUENTIAL,
 			  lr_on_created, lr);
 	if (rc != ZOK) {
 		lr->refs--;

@@ -86,7 +86,7 @@ int resource_create(struct zkl_session *s, const char *path,
 	}
 	if (rc == 0)
 		rc = session_errno(zoo_acreate(s->zh, path, NULL, -1,
-					       &ZOO_OPEN_ACL_UNSAFE,
+					       s->acl,
 					       ZOO_PERSISTENT,
 					       resource_on_created, op));
 	pthread_mutex_unlock(&s->lock);

@@ -303,7 +303,7 @@ int session_create_parents_locked(struct zkl_session *s, const char *dir)
 			continue;
 		path[i] = '\0';
 		int rc = zoo_acreate(s->zh, path, NULL, -1,
-				     &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
+				     s->acl, ZOO_PERSISTENT,
 				     session_ignore_create, NULL);
 		if (rc != ZOK)
 			return session_errno(rc);
@@ -328,7 +328,7 @@ static int session_create_base(struct zkl_session *s, char *err, size_t errlen)
 			continue;
 		path[i] = '\0';
 		int rc = zoo_create(s->zh, path, NULL, -1,
-				    &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, NULL,
+				    s->acl, ZOO_PERSISTENT, NULL,
 				    0);
 		if (rc != ZOK && rc != ZNODEEXISTS) {
 			snprintf(err, errlen, "cannot create %s: %s", path,
@@ -354,6 +354,9 @@ static void session_free(struct zkl_session *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s->base);
 	free(s->hosts);
+	if (s->auth)
+		memset(s->auth, 0, strlen(s->auth));
+	free(s->auth);
 	free(s);
 }
 
@@ -363,9 +366,17 @@ static zhandle_t *session_new_handle(struct zkl_session *s)
 					s->session_timeout_ms, NULL, s, 0,
 					session_client_log);
 
+	if (!zh)
+		return NULL;
 	/* Addresses are resolved once: saves a resolver call per request. */
-	if (zh)
-		zoo_set_servers_resolution_delay(zh, -1);
+	zoo_set_servers_resolution_delay(zh, -1);
+	/* Sent ahead of every request of the handle, on every connection. */
+	if (s->auth && zoo_add_auth(zh, "digest", s->auth, (int)strlen(s->auth),
+				    NULL, NULL) != ZOK) {
+		zookeeper_close(zh);
+		errno = EINVAL;
+		return NULL;
+	}
 	return zh;
 }
 
@@ -483,6 +494,16 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		return -ENOMEM;
 	}
 	s->session_timeout_ms = opts->session_timeout_ms;
+	s->acl = &ZOO_OPEN_ACL_UNSAFE;
+	if (opts->digest_auth) {
+		s->auth = strdup(opts->digest_auth);
+		s->acl = &ZOO_CREATOR_ALL_ACL;
+		if (!s->auth) {
+			snprintf(err, errlen, "out of memory");
+			session_free(s);
+			return -ENOMEM;
+		}
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->state_changed, NULL);
 	list_init(&s->resume);

@@ -20,6 +20,10 @@ struct zkl_session_opts {
 	int session_timeout_ms;  /* requested session timeout */
 	int connect_timeout_ms;  /* give up on the first connection after this */
 	int zk_log_level;        /* ZOO_LOG_LEVEL_*; 0 keeps the client's */
+	/* "user:password": authenticate with ZooKeeper's digest scheme and
+	 * give every node we create to that identity alone.  NULL: no
+	 * authentication, nodes open to all. */
+	const char *digest_auth;
 };
 
 enum zkl_conn_state {

@@ -1,8 +1,14 @@
 """Who may take locks: file owner and mode from -o uid=,gid=,umask= with
-allow_other and default_permissions."""
+allow_other and default_permissions; who may touch the lock nodes:
+ZooKeeper digest authentication (-o auth_file=)."""
 import os
 import subprocess
 import sys
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+from harness import Locker, Mounts, lock_nodes
 
 OUTSIDER = 65534  # nobody
 GROUP = 100       # users
@@ -33,3 +39,40 @@ def test_only_the_chosen_group_may_take_locks(mounts):
     assert os.stat(m.path("r")).st_mode & 0o777 == 0o770
     assert open_as(m.path("r", "write"), []) == "EACCES"
     assert open_as(m.path("r", "write"), [GROUP]) == "ok"
+
+
+def test_digest_auth_guards_the_nodes(zookeeper, base, tmp_path):
+    secret = tmp_path / "zk-secret"
+    secret.write_text("locker:s3cret\n")
+    secret.chmod(0o644)
+    refused = subprocess.run([os.environ["ZKLOCKFS_BIN"], "-f", "-o", f"auth_file={secret}",
+                              zookeeper.connect + base, str(tmp_path)],
+                             capture_output=True, text=True, timeout=30)
+    assert refused.returncode != 0 and "readable by every user" in refused.stderr, refused
+    secret.chmod(0o600)
+
+    authed = KazooClient(hosts=zookeeper.connect, auth_data=[("digest", "locker:s3cret")])
+    stranger = KazooClient(hosts=zookeeper.connect)
+    authed.start(timeout=30)
+    stranger.start(timeout=30)
+    ms = Mounts(zookeeper.connect + base)
+    try:
+        m1 = ms.new("-o", f"auth_file={secret}")
+        m2 = ms.new("-o", f"auth_file={secret}")
+        holder = Locker(m1.path("r", "write"))
+        holder.granted()
+        waiter = Locker(m2.path("r", "write"))  # same identity: same queue
+        [node] = lock_nodes(authed, base)[:1]
+        try:
+            stranger.delete(node)
+            raise AssertionError("a client without the credentials deleted a held lock node")
+        except NoAuthError:
+            pass
+        assert authed.exists(node), "the held node is gone"
+        holder.close()
+        waiter.granted()
+        waiter.close()
+    finally:
+        ms.finish(authed, base)
+        authed.stop()
+        stranger.stop()
