@@ -5,6 +5,7 @@ FLAGS: w (O_WRONLY), r (O_RDONLY), rw (O_RDWR), plus 'n' for O_NONBLOCK,
        't' for O_TRUNC|O_CREAT.
 Prints "ok" once open() returns, or "err <ERRNO-NAME>".
 Commands: read -> prints the file's lines joined by '|'; note TEXT -> writes TEXT;
+fsync -> fsync(2), prints ok or the error;
 close -> closes and exits.  --trap: on that signal, print "signal SIGNAME".
 """
 import errno
@@ -56,6 +57,12 @@ def main():
             try:
                 data = read_all(fd)
                 print(data.rstrip("\n").replace("\n", "|"), flush=True)
+            except OSError as e:
+                print("err", errno.errorcode.get(e.errno, e.errno), flush=True)
+        elif cmd == "fsync":
+            try:
+                os.fsync(fd)
+                print("ok", flush=True)
             except OSError as e:
                 print("err", errno.errorcode.get(e.errno, e.errno), flush=True)
         elif cmd.startswith("note "):

@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from harness import Locker, lock_nodes, wait_until
+from harness import Driver, Locker, lock_nodes, wait_until
 from test_core import still_waiting
 
 
@@ -45,12 +45,14 @@ def test_expired_session_loses_holder_and_requeues_waiter(zk, base, mounts, paus
     assert holder.next_line(20, "on_lost signal to the holder") == "signal SIGUSR1"
     assert holder.command("read") == "err EIO"
     assert holder.command("note x") == "err EIO"
+    assert holder.command("fsync") == "err EIO"
     assert "lost lock" in m1.log() and f"pid {holder.proc.pid}" in m1.log()
     # The waiter noticed nothing: it queued again on the new session.
     assert waiter.poll_result() is None
     other.close()
     waiter.granted()
     assert "session" in waiter.command("read")
+    assert waiter.command("fsync") == "ok"
     # A lost lock is never silently taken back: rival still holds alone.
     assert [n for n in lock_nodes(zk, base + "/a")] == lock_nodes(zk, base + "/a")[:1]
     holder.close()
@@ -92,4 +94,26 @@ def test_daemon_killed_frees_locks_after_session_timeout(zk, base, mounts):
     waiter.granted(timeout=20)  # after the dead session's timeout
     assert holder.command("read") == "err ENOTCONN"
     waiter.close()
+    holder.close()
+
+
+def test_unmount_fails_parked_requests_and_leaves_nothing(zk, base, mounts):
+    m1 = mounts.new()
+    m2 = mounts.new()
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    opener = Locker(m2.path("r", "write"))
+    flocker = Driver()
+    flocker.ok(f"open f {m2.path('r', 'lock')}")
+    flocker.send("flock f ex")
+    fcntler = Driver()
+    fcntler.ok(f"open f {m2.path('r', 'lock')}")
+    fcntler.send("lockf f wr")
+    wait_until(lambda: len(lock_nodes(zk, base)) == 4, 10, "three waiters to queue")
+    assert m2.stop() == 0, m2.log()
+    assert opener.wait_result() == "err EIO"
+    assert flocker.answer() == "err EIO"
+    assert fcntler.answer() == "err EIO"
+    wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
+               "the unmounted daemon's nodes to go")
     holder.close()
