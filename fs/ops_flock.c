@@ -68,14 +68,10 @@ void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 
 /* A grant for an open file that was closed meanwhile (only unmount can do
  * that while a lock call is in progress): give it back. */
-static int lock_target_gone_locked(struct waiter *w, struct zkl_lockreq *lr)
+static void lock_grant_refused(struct waiter *w, struct zkl_lockreq *lr)
 {
-	if (w->lf->state == LF_OPEN)
-		return 0;
-	pthread_mutex_unlock(&w->fs->lock);
 	lockreq_release(lr);
 	fs_reply_err(w->req, EIO);
-	return 1;
 }
 
 static void flock_granted(struct waiter *w, struct zkl_lockreq *lr)
@@ -84,8 +80,10 @@ static void flock_granted(struct waiter *w, struct zkl_lockreq *lr)
 	struct zkl_lockreq *old;
 
 	pthread_mutex_lock(&w->fs->lock);
-	if (lock_target_gone_locked(w, lr))
-		return;
+	if (lf->state != LF_OPEN) {
+		pthread_mutex_unlock(&w->fs->lock);
+		return lock_grant_refused(w, lr);
+	}
 	/* Another thread's flock on this file may have won meanwhile: the
 	 * last grant is the file's lock, as the last call would be. */
 	old = lf->held;
@@ -109,9 +107,10 @@ static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 		return fs_reply_err(w->req, ENOLCK);
 	}
 	pthread_mutex_lock(&fs->lock);
-	if (lock_target_gone_locked(w, lr)) {
+	if (w->lf->state != LF_OPEN) {
+		pthread_mutex_unlock(&fs->lock);
 		free(fresh);
-		return;
+		return lock_grant_refused(w, lr);
 	}
 	p = posix_find_locked(fs, w->lf->ino, w->owner);
 	if (p) {

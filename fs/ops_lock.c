@@ -163,24 +163,22 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 /* The lock that read() and write() through lf speak of: the open file's
  * own, else the caller's fcntl lock on the file (the kernel names the
- * caller's lock owner in reads and writes).  fs->lock held. */
+ * caller's lock owner in reads and writes), and its taker's identity if
+ * `identity` is not NULL.  fs->lock held. */
 static struct zkl_lockreq *lockfile_lock_of_locked(struct lockfile *lf,
 						   const struct fuse_file_info *fi,
 						   const char **identity,
 						   size_t *identity_len)
 {
-	struct posixlock *p;
+	struct posixlock *p = NULL;
 
-	*identity = lf->identity;
-	*identity_len = lf->identity_len;
-	if (lf->held)
-		return lf->held;
-	p = posix_find_locked(lf->fs, lf->ino, fi->lock_owner);
-	if (!p)
-		return NULL;
-	*identity = p->identity;
-	*identity_len = p->identity_len;
-	return p->lr;
+	if (!lf->held)
+		p = posix_find_locked(lf->fs, lf->ino, fi->lock_owner);
+	if (identity) {
+		*identity = p ? p->identity : lf->identity;
+		*identity_len = p ? p->identity_len : lf->identity_len;
+	}
+	return lf->held ? lf->held : p ? p->lr : NULL;
 }
 
 /*
@@ -195,18 +193,16 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
 	char text[1200], path[1024];
-	const char *identity;
 	struct zkl_lockreq *lr;
 	int64_t token, session;
 	enum zkl_mode mode = ZKL_MODE_READ;
-	size_t identity_len;
 	off_t base;
 	int err = -ENOENT, n = 0;
 
 	(void)ino;
 	pthread_mutex_lock(&fs->lock);
 	base = off >= lf->read_base ? lf->read_base : off;
-	lr = lockfile_lock_of_locked(lf, fi, &identity, &identity_len);
+	lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
 	if (lr) {
 		err = lockreq_describe(lr, &token, path, sizeof(path),
 				       &session);

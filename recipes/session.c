@@ -380,8 +380,9 @@ static zhandle_t *session_new_handle(struct zkl_session *s)
 	return zh;
 }
 
-/* Wait until `closing`, at most ms milliseconds.  s->lock held. */
-static void session_nap_locked(struct zkl_session *s, int ms)
+/* The CLOCK_REALTIME time ms milliseconds from now, for
+ * pthread_cond_timedwait. */
+static struct timespec session_deadline(int ms)
 {
 	struct timespec t;
 
@@ -392,6 +393,14 @@ static void session_nap_locked(struct zkl_session *s, int ms)
 		t.tv_sec++;
 		t.tv_nsec -= 1000000000L;
 	}
+	return t;
+}
+
+/* Wait until `closing`, at most ms milliseconds.  s->lock held. */
+static void session_nap_locked(struct zkl_session *s, int ms)
+{
+	struct timespec t = session_deadline(ms);
+
 	if (!s->closing)
 		pthread_cond_timedwait(&s->state_changed, &s->lock, &t);
 }
@@ -455,16 +464,9 @@ void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn,
 
 static int session_wait_connected(struct zkl_session *s, int timeout_ms)
 {
-	struct timespec deadline;
+	struct timespec deadline = session_deadline(timeout_ms);
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&s->lock);
 	while (s->state == ZKL_CONN_CONNECTING && rc == 0)
 		rc = pthread_cond_timedwait(&s->state_changed, &s->lock,

@@ -5,10 +5,9 @@ import sys
 import uuid
 
 import pytest
-from kazoo.client import KazooClient
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Mounts, ZooKeeper  # noqa: E402
+from harness import Mounts, ZooKeeper, kazoo_client  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -23,11 +22,8 @@ def zookeeper():
 
 @pytest.fixture(scope="session")
 def zk(zookeeper):
-    client = KazooClient(hosts=zookeeper.connect)
-    client.start(timeout=30)
-    yield client
-    client.stop()
-    client.close()
+    with kazoo_client(zookeeper.connect) as client:
+        yield client
 
 
 @pytest.fixture

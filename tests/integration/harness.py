@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
@@ -298,6 +299,19 @@ class Locker:
             self.proc.send_signal(sig)
         self.proc.wait(15)
         Locker.alive.discard(self)
+
+
+@contextmanager
+def kazoo_client(hosts, auth=None):
+    """A started kazoo client for the test's own look at ZooKeeper."""
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts=hosts, auth_data=auth)
+    client.start(timeout=30)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 def lock_nodes(zk, path):

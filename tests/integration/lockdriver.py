@@ -20,6 +20,8 @@ import signal
 import struct
 import sys
 
+from readall import read_all
+
 FLOCK_FMT = "hhqqi4x"  # struct flock on Linux x86-64 / arm64
 OPEN_FLAGS = {"r": os.O_RDONLY, "w": os.O_WRONLY, "rw": os.O_RDWR}
 
@@ -70,16 +72,6 @@ def run(fds, words):
     if cmd == "pid":
         return f"ok {os.getpid()}"
     return "err EINVAL"
-
-
-def read_all(fd):
-    """Read to end of file, as cat does: each pass gets the whole text."""
-    chunks = []
-    while True:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return b"".join(chunks).decode()
-        chunks.append(chunk)
 
 
 def main():

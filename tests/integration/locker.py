@@ -13,15 +13,7 @@ import os
 import signal
 import sys
 
-
-def read_all(fd):
-    """Read to end of file, as cat does: each pass gets the whole text."""
-    chunks = []
-    while True:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return b"".join(chunks).decode()
-        chunks.append(chunk)
+from readall import read_all
 
 
 def main():

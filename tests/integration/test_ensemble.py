@@ -7,9 +7,8 @@ import sys
 import tempfile
 
 import pytest
-from kazoo.client import KazooClient
 
-from harness import Ensemble, Mounts, four_letter, wait_until
+from harness import Ensemble, Mounts, four_letter, kazoo_client, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INVARIANT_WORKER = os.path.join(HERE, "invariant_worker.py")
@@ -26,11 +25,8 @@ def ensemble():
 
 @pytest.fixture
 def ens_zk(ensemble):
-    client = KazooClient(hosts=ensemble.connect)
-    client.start(timeout=30)
-    yield client
-    client.stop()
-    client.close()
+    with kazoo_client(ensemble.connect) as client:
+        yield client
 
 
 def session_id(mount):

@@ -9,6 +9,17 @@ from harness import Driver, Locker, lock_nodes, wait_until
 from test_core import still_waiting
 
 
+def driver_on(path):
+    """A lock driver with `path` open as its descriptor f."""
+    d = Driver()
+    d.ok(f"open f {path}")
+    return d
+
+
+def queued(zk, base, n, what):
+    wait_until(lambda: len(lock_nodes(zk, base)) == n, 10, what)
+
+
 def flock_cmd(*args, timeout=20):
     """Run flock(1); returns (status, seconds taken)."""
     start = time.monotonic()
@@ -38,9 +49,7 @@ def test_flock_w_times_out_and_leaves_nothing(zk, base, m1, m2):
 
 
 def test_shared_flocks_share_across_mounts_and_exclusive_waits(m1, m2):
-    a, b = Driver(), Driver()
-    a.ok(f"open f {m1.path('r', 'lock')}")
-    b.ok(f"open f {m2.path('r', 'lock')}")
+    a, b = driver_on(m1.path('r', 'lock')), driver_on(m2.path('r', 'lock'))
     a.ok("flock f sh")
     b.ok("flock f sh")
     assert flock_cmd("-n", "-x", m1.path("r", "lock"), "true")[0] == 1
@@ -84,8 +93,7 @@ def test_flock_on_write_file_holds_what_open_took(m1, m2):
 def test_fcntl_excludes_open_write_and_getlk_names_the_holder(m1, m2):
     holder = Locker(m2.path("r", "write"))
     holder.granted()
-    d = Driver()
-    d.ok(f"open f {m1.path('r', 'lock')}")
+    d = driver_on(m1.path('r', 'lock'))
     assert d.ok("getlk f wr") == f"wr {holder.proc.pid}"
     assert d.ok("getlk f rd") == f"wr {holder.proc.pid}"
     assert d.do("lockf f wr nb") == "err EAGAIN"
@@ -97,8 +105,7 @@ def test_fcntl_excludes_open_write_and_getlk_names_the_holder(m1, m2):
     token = d.ok("read f").split("|")[0]
     assert int(token) > 0, "read() through the fcntl owner gives no fencing token"
     # Now the driver holds: another mount's open waits, its getlk sees us.
-    e = Driver()
-    e.ok(f"open f {m2.path('r', 'lock')}")
+    e = driver_on(m2.path('r', 'lock'))
     assert e.ok("getlk f rd") == f"wr {d.pid}"
     w = Locker(m2.path("r", "write"))
     assert still_waiting(w)
@@ -112,11 +119,9 @@ def test_fcntl_excludes_open_write_and_getlk_names_the_holder(m1, m2):
 
 
 def test_fcntl_lock_is_dropped_at_exit_and_by_unlock(m1, m2):
-    d = Driver()
-    d.ok(f"open f {m1.path('r', 'lock')}")
+    d = driver_on(m1.path('r', 'lock'))
     d.ok("lockf f rd")
-    e = Driver()
-    e.ok(f"open f {m2.path('r', 'lock')}")
+    e = driver_on(m2.path('r', 'lock'))
     e.ok("lockf f rd nb")  # readers share
     assert e.do("lockf f wr nb") == "err EAGAIN"  # converting drops e's read lock
     d.ok("lockf f un")
@@ -127,8 +132,7 @@ def test_fcntl_lock_is_dropped_at_exit_and_by_unlock(m1, m2):
 
 
 def test_ofd_lock_lives_with_its_open_file_description(m1, m2):
-    d = Driver()
-    d.ok(f"open f {m1.path('r', 'lock')}")
+    d = driver_on(m1.path('r', 'lock'))
     d.ok("ofd f wr")
     w = Locker(m2.path("r", "write"))
     d.ok(f"open g {m1.path('r', 'lock')}")
@@ -140,8 +144,7 @@ def test_ofd_lock_lives_with_its_open_file_description(m1, m2):
 
 
 def test_fcntl_refuses_byte_ranges_and_answers_from_held_lock(m1):
-    d = Driver()
-    d.ok(f"open f {m1.path('r', 'lock')}")
+    d = driver_on(m1.path('r', 'lock'))
     assert d.do("range f") == "err EINVAL"
     d.ok(f"open w {m1.path('r', 'write')}")
     d.ok("lockf w wr nb")  # covered by the lock open() took
@@ -156,7 +159,7 @@ def test_killed_while_blocked_in_flock_leaves_nothing(zk, base, m1, m2):
     holder = Locker(m1.path("r", "write"))
     holder.granted()
     waiter = subprocess.Popen(["flock", m2.path("r", "lock"), "true"])
-    wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10, "flock's node to queue")
+    queued(zk, base, 2, "flock's node to queue")
     waiter.kill()
     waiter.wait(10)
     wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
@@ -166,9 +169,7 @@ def test_killed_while_blocked_in_flock_leaves_nothing(zk, base, m1, m2):
 
 
 def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
-    a, b = Driver(), Driver()
-    a.ok(f"open f {m1.path('r', 'lock')}")
-    b.ok(f"open f {m2.path('r', 'lock')}")
+    a, b = driver_on(m1.path('r', 'lock')), driver_on(m2.path('r', 'lock'))
     a.ok("flock f sh")
     b.ok("flock f sh")
     # Upgrading drops the shared lock first, then queues: two holders
@@ -190,8 +191,7 @@ def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
     a.ok("flock f un")
     # A failed try at converting loses the old lock, as flock(2) does.
     a.ok("flock f sh")
-    c = Driver()
-    c.ok(f"open f {m1.path('r', 'lock')}")
+    c = driver_on(m1.path('r', 'lock'))
     c.ok("flock f sh nb")
     assert a.do("flock f ex nb") == "err EAGAIN"
     assert len(lock_nodes(zk, base)) == 2, "a's shared lock survived a failed upgrade"
@@ -199,19 +199,18 @@ def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
         d.exit()
 
 
-def test_open_flock_and_fcntl_are_one_fifo_queue(m1, m2):
+def test_open_flock_and_fcntl_are_one_fifo_queue(zk, base, m1, m2):
     holder = Locker(m1.path("r", "write"))
     holder.granted()
-    f = Driver()
-    f.ok(f"open f {m2.path('r', 'lock')}")
+    f = driver_on(m2.path('r', 'lock'))
     f.send("flock f ex")
-    time.sleep(0.2)
-    p = Driver()
-    p.ok(f"open f {m1.path('r', 'lock')}")
+    queued(zk, base, 2, "the flock to queue")
+    p = driver_on(m1.path('r', 'lock'))
     p.send("lockf f wr")
-    time.sleep(0.2)
+    queued(zk, base, 3, "the fcntl lock to queue")
     o = Locker(m2.path("r", "write"))
-    assert f.poll() is None and p.poll() is None and still_waiting(o, 0.2)
+    queued(zk, base, 4, "the open to queue")
+    assert f.poll() is None and p.poll() is None and o.poll_result() is None
     holder.close()
     assert f.answer() == "ok"
     assert p.poll() is None and o.poll_result() is None
@@ -226,20 +225,18 @@ def test_open_flock_and_fcntl_are_one_fifo_queue(m1, m2):
 def test_stopped_and_continued_flock_waiter_keeps_its_place(zk, base, m1, m2):
     holder = Locker(m1.path("r", "write"))
     holder.granted()
-    first = Driver()
-    first.ok(f"open f {m2.path('r', 'lock')}")
+    first = driver_on(m2.path('r', 'lock'))
     first.send("flock f ex")
-    wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10, "first waiter to queue")
-    queued = lock_nodes(zk, base)
-    second = Driver()
-    second.ok(f"open f {m1.path('r', 'lock')}")
+    queued(zk, base, 2, "first waiter to queue")
+    first_nodes = lock_nodes(zk, base)
+    second = driver_on(m1.path('r', 'lock'))
     second.send("flock f ex")
-    wait_until(lambda: len(lock_nodes(zk, base)) == 3, 10, "second waiter to queue")
+    queued(zk, base, 3, "second waiter to queue")
     os.kill(first.pid, signal.SIGSTOP)
     time.sleep(0.2)
     os.kill(first.pid, signal.SIGCONT)
     time.sleep(0.2)
-    assert set(queued) <= set(lock_nodes(zk, base)), "the stopped waiter lost its node"
+    assert set(first_nodes) <= set(lock_nodes(zk, base)), "the stopped waiter lost its node"
     holder.close()
     assert first.answer() == "ok", "the stopped waiter lost its place"
     assert second.poll() is None
@@ -251,8 +248,7 @@ def test_stopped_and_continued_flock_waiter_keeps_its_place(zk, base, m1, m2):
 def test_interrupted_flock_returns_eintr_and_leaves_nothing(zk, base, m1, m2):
     holder = Locker(m1.path("r", "write"))
     holder.granted()
-    d = Driver()
-    d.ok(f"open f {m2.path('r', 'lock')}")
+    d = driver_on(m2.path('r', 'lock'))
     d.ok("alarm 1")
     assert d.do("flock f ex", timeout=10) == "err EINTR"
     assert len(lock_nodes(zk, base)) == 1

@@ -5,10 +5,9 @@ import os
 import subprocess
 import sys
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
-from harness import Locker, Mounts, lock_nodes
+from harness import Locker, Mounts, kazoo_client, lock_nodes
 
 OUTSIDER = 65534  # nobody
 GROUP = 100       # users
@@ -51,28 +50,24 @@ def test_digest_auth_guards_the_nodes(zookeeper, base, tmp_path):
     assert refused.returncode != 0 and "readable by every user" in refused.stderr, refused
     secret.chmod(0o600)
 
-    authed = KazooClient(hosts=zookeeper.connect, auth_data=[("digest", "locker:s3cret")])
-    stranger = KazooClient(hosts=zookeeper.connect)
-    authed.start(timeout=30)
-    stranger.start(timeout=30)
-    ms = Mounts(zookeeper.connect + base)
-    try:
-        m1 = ms.new("-o", f"auth_file={secret}")
-        m2 = ms.new("-o", f"auth_file={secret}")
-        holder = Locker(m1.path("r", "write"))
-        holder.granted()
-        waiter = Locker(m2.path("r", "write"))  # same identity: same queue
-        [node] = lock_nodes(authed, base)[:1]
+    with kazoo_client(zookeeper.connect, [("digest", "locker:s3cret")]) as authed, \
+            kazoo_client(zookeeper.connect) as stranger:
+        ms = Mounts(zookeeper.connect + base)
         try:
-            stranger.delete(node)
-            raise AssertionError("a client without the credentials deleted a held lock node")
-        except NoAuthError:
-            pass
-        assert authed.exists(node), "the held node is gone"
-        holder.close()
-        waiter.granted()
-        waiter.close()
-    finally:
-        ms.finish(authed, base)
-        authed.stop()
-        stranger.stop()
+            m1 = ms.new("-o", f"auth_file={secret}")
+            m2 = ms.new("-o", f"auth_file={secret}")
+            holder = Locker(m1.path("r", "write"))
+            holder.granted()
+            waiter = Locker(m2.path("r", "write"))  # same identity: same queue
+            [node] = lock_nodes(authed, base)[:1]
+            try:
+                stranger.delete(node)
+                raise AssertionError("a client without the credentials deleted a held lock node")
+            except NoAuthError:
+                pass
+            assert authed.exists(node), "the held node is gone"
+            holder.close()
+            waiter.granted()
+            waiter.close()
+        finally:
+            ms.finish(authed, base)
