@@ -2,7 +2,10 @@
 section leaves a marker file named after its mode and pid in a directory
 local to this machine; a writer entering must find no live marker, a
 reader no live writer's.  A marker of a dead process (killed inside its
-section: its death released the lock) does not count."""
+section: its death released the lock) does not count, nor one of a process
+the test is killing: between closing its descriptors (which frees the lock
+for the next holder) and becoming a zombie, a dying process still looks
+alive in /proc, and on a loaded machine that window can outlast a grant."""
 import os
 
 
@@ -17,13 +20,20 @@ def alive(pid):
     return state not in ("Z", "X")
 
 
+def mark_killed(directory, pid):
+    """Call just before SIGKILL: pid's section ends with the kill."""
+    open(os.path.join(directory, f"K.{pid}"), "w").close()
+
+
 def conflicts(directory, mode):
     """Markers of live processes that a section of `mode` ('W' or 'R')
     must not coexist with, besides our own."""
     found = []
-    for name in os.listdir(directory):
+    names = os.listdir(directory)
+    for name in names:
         kind, _, pid = name.partition(".")
-        if not pid.isdigit() or int(pid) == os.getpid():
+        if kind not in ("W", "R") or not pid.isdigit() or int(pid) == os.getpid() \
+                or f"K.{pid}" in names:
             continue
         if (mode == "W" or kind == "W") and alive(int(pid)):
             found.append(name)

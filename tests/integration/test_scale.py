@@ -9,6 +9,7 @@ import tempfile
 import time
 
 from harness import HERE, Locker, lock_nodes, wait_until
+from sections import mark_killed
 
 N_WAITERS = 200
 
@@ -60,6 +61,7 @@ def test_no_two_writers_overlap_across_mounts_with_kills(zk, base, m1, m2):
         time.sleep(rng.uniform(0.05, 0.3))
         victim = rng.randrange(len(procs))
         if procs[victim].poll() is None and kills < 8:
+            mark_killed(marker, procs[victim].pid)
             procs[victim].send_signal(signal.SIGKILL)
             procs[victim].wait(10)
             kills += 1

@@ -10,11 +10,12 @@ Longer on demand:  ZKLOCKFS_TORTURE_SECONDS=600 meson test -C build integration
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
+
+from sections import mark_killed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "torture_worker.py")
@@ -40,40 +41,47 @@ def test_torture(mounts):
              os.path.join(sections, "cs"), log, str(end), str(rng.randrange(1 << 30))])
 
     def kill(slot):
+        mark_killed(os.path.join(sections, "cs"), workers[slot].pid)
         workers[slot].kill()
         workers[slot].wait(10)
 
-    for slot in range(3 * WORKERS_PER_MOUNT):
-        spawn(slot)
-    kills = restarts = 0
-    next_restart = time.time() + 4
-    while time.time() < end - 1:
-        time.sleep(rng.uniform(0.05, 0.3))
-        if time.time() >= next_restart:
-            # Restart a daemon: its workers die first, as they would with
-            # their host; otherwise they would hold on past the lock.
-            i = rng.randrange(3)
-            for slot in range(i * WORKERS_PER_MOUNT, (i + 1) * WORKERS_PER_MOUNT):
-                kill(slot)
-            status = ms[i].stop()
-            assert status == 0, f"seed {seed}: daemon exited {status}\n{ms[i].log()}"
-            ms[i] = mounts.new()
-            for slot in range(i * WORKERS_PER_MOUNT, (i + 1) * WORKERS_PER_MOUNT):
-                spawn(slot)
-            restarts += 1
-            next_restart = time.time() + rng.uniform(3, 6)
-        else:
-            slot = rng.choice(list(workers))
-            if workers[slot].poll() is None:
-                kill(slot)  # holder or waiter, whatever it is doing now
-                kills += 1
-                spawn(slot)
-    for slot, w in workers.items():
-        try:
-            w.wait(60)
-        except subprocess.TimeoutExpired:
-            w.kill()
-            raise AssertionError(f"seed {seed}: worker {slot} did not finish")
+    try:
+        for slot in range(3 * WORKERS_PER_MOUNT):
+            spawn(slot)
+        kills = restarts = 0
+        next_restart = time.time() + 4
+        while time.time() < end - 1:
+            time.sleep(rng.uniform(0.05, 0.3))
+            if time.time() >= next_restart:
+                # Restart a daemon: its workers die first, as they would with
+                # their host; otherwise they would hold on past the lock.
+                i = rng.randrange(3)
+                for slot in range(i * WORKERS_PER_MOUNT, (i + 1) * WORKERS_PER_MOUNT):
+                    kill(slot)
+                status = ms[i].stop()
+                assert status == 0, f"seed {seed}: daemon exited {status}\n{ms[i].log()}"
+                ms[i] = mounts.new()
+                for slot in range(i * WORKERS_PER_MOUNT, (i + 1) * WORKERS_PER_MOUNT):
+                    spawn(slot)
+                restarts += 1
+                next_restart = time.time() + rng.uniform(3, 6)
+            else:
+                slot = rng.choice(list(workers))
+                if workers[slot].poll() is None:
+                    kill(slot)  # holder or waiter, whatever it is doing now
+                    kills += 1
+                    spawn(slot)
+        for slot, w in workers.items():
+            try:
+                w.wait(60)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                raise AssertionError(f"seed {seed}: worker {slot} did not finish")
+    finally:
+        for w in workers.values():  # a failed check leaves none behind
+            if w.poll() is None:
+                w.kill()
+                w.wait(10)
     with open(log) as f:
         lines = f.read().splitlines()
     shutil.rmtree(sections)
