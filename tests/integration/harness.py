@@ -349,10 +349,12 @@ class Mounts:
         exited cleanly."""
         for locker in list(Locker.alive):
             locker.kill()
-        wait_until(lambda: not lock_nodes(zk, base), 15,
-                   f"no lock znode left under {base} "
-                   f"(left: {lock_nodes(zk, base)})")
-        self.stop_all()
+        try:
+            wait_until(lambda: not lock_nodes(zk, base), 15,
+                       f"no lock znode left under {base} "
+                       f"(left: {lock_nodes(zk, base)})")
+        finally:
+            self.stop_all()  # unmount even when the check failed
 
     def stop_all(self):
         problems = []
