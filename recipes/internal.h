@@ -8,7 +8,9 @@
 #include <zookeeper/zookeeper.h>
 
 #include "list.h"
+#include "queue.h"
 #include "session.h"
+#include "strtab.h"
 #include "watchtab.h"
 
 struct zkl_lockreq;
@@ -41,6 +43,7 @@ struct zkl_session {
 	struct zkl_link resume;  /* lock requests to resume on (re)connect */
 	struct zkl_link live;    /* every started, not yet freed request */
 	struct watchtab watches;
+	struct strtab queues;    /* of struct zkl_queue, by resource path */
 };
 
 /*
@@ -51,9 +54,16 @@ struct zkl_session {
 /* The connection is back: redo the step that failed.  Consumes the
  * reference taken by session_resume_when_connected_locked. */
 void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
-/* The watched node changed or went: look at the queue again.  Consumes the
- * reference held by the watch registration. */
-void lockreq_kick_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* The watched node changed or went: look at the queue again.  `gone` is
+ * the watched node's path when it is known to be deleted, else NULL.
+ * Consumes the reference held by the watch registration. */
+void lockreq_kick_locked(struct zkl_lockreq *lr, const char *gone,
+			 struct zkl_link *notify);
+/* The listing w lined up for (queue_want_listing_locked) came back with
+ * ZooKeeper code rc; on ZOK the queue's view is that listing.  Consumes
+ * the reference taken for the line. */
+void lockreq_listed_locked(struct zkl_queue_wait *w, int rc,
+			   struct zkl_link *notify);
 /* A held lock lost with its session, to be reported (session_lost_fn). */
 struct zkl_lost {
 	struct zkl_link link;

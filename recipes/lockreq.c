@@ -12,6 +12,10 @@
  * Completions arrive in the order the requests were sent (one session, one
  * completion thread), which is what lets a handler recognise a stale reply
  * by the phase alone.
+ *
+ * The queue itself is seen through the session's shared view of the
+ * resource (queue.h): a request lines up for a listing after its create,
+ * and a waiter whose watched node is deleted re-reads that view.
  */
 #include "lockreq.h"
 #include "internal.h"
@@ -29,7 +33,7 @@ enum lr_outcome { LR_PENDING, LR_HELD, LR_FINISHED };
 
 enum lr_phase {
 	PH_NEW,        /* not started */
-	PH_CREATING,   /* create (and the pipelined listing) in flight */
+	PH_CREATING,   /* create in flight (a listing lined up behind it) */
 	PH_RECOVERING, /* a create's reply was lost: looking for our GUID */
 	PH_CHECKING,   /* found a node with our GUID: is it this session's? */
 	PH_LISTING,    /* node known, listing the queue */
@@ -45,30 +49,39 @@ enum lr_phase {
 
 struct zkl_lockreq {
 	struct zkl_session *s;
+	struct zkl_queue *q;    /* the resource's queue, once started */
+	struct zkl_queue_wait qwait; /* in q->waiting for a listing */
 	struct zkl_link live;   /* in s->live once started */
 	struct zkl_link resume; /* in s->resume while waiting to reconnect */
 	struct zkl_link notify; /* in a notify list until done() has run */
 	struct zkl_watch watch; /* in s->watches while PH_WATCHING */
-	int refs;               /* owner + queued ops + watch + resume + notify */
+	int refs;               /* owner + queued ops + watch + resume + notify
+				 * + line for a listing */
 	enum lr_outcome outcome;
 	enum lr_phase phase;
 	int notify_err;
 	unsigned try_only : 1;
-	unsigned pipelined_list : 1;   /* a listing follows the create */
-	unsigned discard_listing : 1;  /* ... and its reply is to be ignored */
 	unsigned lost : 1;
+	unsigned maybe_stray : 1; /* a create's reply was lost: a duplicate
+				   * node of ours may turn up */
 	int create_attempts;
 	enum zkl_mode mode;
 	char guid[NAMES_GUID_LEN + 1];
-	char *dir;
-	char *node; /* full path of our node once known */
-	char *data;
-	size_t datalen;
 	int64_t czxid;
 	lockreq_done_fn done;
 	void *arg;
+	/* All in the one allocation of the request, after create_path: */
+	char *dir;
+	char *node;    /* full path of our node once known, else "" */
+	size_t nodesize;
+	char *data;
+	size_t datalen;
 	char create_path[]; /* dir + "/_c_<guid>-<mode>-" */
 };
+
+/* The room a node path needs beyond the create path: the sequence
+ * ZooKeeper appends ("%010d" of an int32, sign included) and a NUL. */
+#define LR_SEQ_ROOM 12
 
 struct zkl_lockreq *lockreq_from_resume_link(struct zkl_link *link)
 {
@@ -95,12 +108,36 @@ const char *lockreq_guid(const struct zkl_lockreq *lr)
 	return lr->guid;
 }
 
+/* s->lock held if the request was started. */
 static void lr_free(struct zkl_lockreq *lr)
 {
-	free(lr->dir);
-	free(lr->node);
-	free(lr->data);
+	if (lr->q)
+		queue_put_locked(lr->q);
 	free(lr);
+}
+
+static int lr_has_node(const struct zkl_lockreq *lr)
+{
+	return lr->node[0] != '\0';
+}
+
+/* The child name of our node (after "<dir>/"). */
+static const char *lr_node_name(const struct zkl_lockreq *lr)
+{
+	return lr->node + strlen(lr->dir) + 1;
+}
+
+static int lr_set_node(struct zkl_lockreq *lr, const char *dir,
+		       const char *name)
+{
+	int n = name ? snprintf(lr->node, lr->nodesize, "%s/%s", dir, name)
+		     : snprintf(lr->node, lr->nodesize, "%s", dir);
+
+	if (n < 0 || (size_t)n >= lr->nodesize) {
+		lr->node[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
 }
 
 static void lr_put_locked(struct zkl_lockreq *lr)
@@ -128,7 +165,7 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	char prefix[NAMES_GUID_LEN + 16];
 	char guid[NAMES_GUID_LEN + 1];
 	struct zkl_lockreq *lr;
-	size_t dirlen = strlen(dir);
+	size_t dirlen = strlen(dir), pathlen;
 	int rc = names_guid_new(guid);
 
 	if (rc < 0)
@@ -136,18 +173,20 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	rc = names_format_prefix(prefix, sizeof(prefix), guid, mode);
 	if (rc < 0)
 		return rc;
-	lr = calloc(1, sizeof(*lr) + dirlen + 1 + (size_t)rc + 1);
+	/* One allocation: nothing to free piecemeal, one malloc per lock. */
+	pathlen = dirlen + 1 + (size_t)rc;
+	lr = calloc(1, sizeof(*lr) + (pathlen + 1) + (pathlen + LR_SEQ_ROOM) +
+		       (dirlen + 1) + datalen);
 	if (!lr)
 		return -ENOMEM;
-	lr->dir = strdup(dir);
-	lr->data = malloc(datalen ? datalen : 1);
-	if (!lr->dir || !lr->data) {
-		lr_free(lr);
-		return -ENOMEM;
-	}
+	sprintf(lr->create_path, "%s/%s", dir, prefix);
+	lr->node = lr->create_path + pathlen + 1;
+	lr->nodesize = pathlen + LR_SEQ_ROOM;
+	lr->dir = lr->node + lr->nodesize;
+	memcpy(lr->dir, dir, dirlen + 1);
+	lr->data = lr->dir + dirlen + 1;
 	memcpy(lr->data, data, datalen);
 	lr->datalen = datalen;
-	sprintf(lr->create_path, "%s/%s", dir, prefix);
 	memcpy(lr->guid, guid, sizeof(guid));
 	lr->s = s;
 	lr->mode = mode;
@@ -161,6 +200,7 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	list_init(&lr->resume);
 	list_init(&lr->notify);
 	list_init(&lr->watch.link);
+	list_init(&lr->qwait.link);
 	*out = lr;
 	return 0;
 }
@@ -195,35 +235,43 @@ void lockreq_notify_all(struct zkl_link *notify)
 
 static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			  const void *data);
-static void lr_on_listed(int rc, const struct String_vector *children,
-			 const void *data);
 static void lr_on_checked(int rc, const struct Stat *st, const void *data);
 static void lr_on_deleted(int rc, const void *data);
 static void lr_finish_locked(struct zkl_lockreq *lr, int err,
 			     struct zkl_link *notify);
 
+/* Line up for the next listing of the queue (queue.h); the reply comes
+ * to lockreq_listed_locked.  Returns 0 or -errno. */
+static int lr_line_up(struct zkl_lockreq *lr)
+{
+	int linked = list_linked(&lr->qwait.link);
+	int err = queue_want_listing_locked(lr->q, &lr->qwait);
+
+	if (err == 0 && !linked)
+		lr->refs++;
+	else if (err < 0 && linked)
+		lr->refs--; /* never the last: the caller holds one */
+	return err;
+}
+
 static int lr_queue_create(struct zkl_lockreq *lr)
 {
-	zhandle_t *zh = lr->s->zh;
 	int rc;
 
 	lr->refs++;
-	rc = zoo_acreate2(zh, lr->create_path, lr->data, (int)lr->datalen,
-			  lr->s->acl, ZOO_EPHEMERAL_SEQUENTIAL,
-			  lr_on_created, lr);
+	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
+			  (int)lr->datalen, lr->s->acl,
+			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, lr);
 	if (rc != ZOK) {
 		lr->refs--;
 		return session_errno(rc);
 	}
 	lr->create_attempts++;
 	lr->phase = PH_CREATING;
-	/* Pipelined: the session orders our requests, so this listing
-	 * already contains the node created just before it. */
-	lr->refs++;
-	rc = zoo_aget_children(zh, lr->dir, 0, lr_on_listed, lr);
-	lr->pipelined_list = rc == ZOK;
-	if (rc != ZOK)
-		lr->refs--;
+	/* Pipelined: the session orders our requests, so a listing sent now
+	 * already contains the node created just before it.  If this fails,
+	 * the create's reply lines up again. */
+	lr_line_up(lr);
 	return 0;
 }
 
@@ -238,17 +286,14 @@ static void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 }
 
 /* List the queue: phase stays as the caller set it (LISTING or
- * RECOVERING), which tells lr_on_listed what to do with the answer. */
+ * RECOVERING), which tells lockreq_listed_locked what to do with it. */
 static void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	int rc;
+	int err = lr_line_up(lr);
 
-	lr->refs++;
-	rc = zoo_aget_children(lr->s->zh, lr->dir, 0, lr_on_listed, lr);
-	if (rc != ZOK) {
-		lr->refs--;
+	if (err < 0) {
 		lr->phase = PH_GONE;
-		lr_finish_locked(lr, session_errno(rc), notify);
+		lr_finish_locked(lr, err, notify);
 	}
 }
 
@@ -352,26 +397,23 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 	if (lr->phase != PH_CREATING) {
 		/* The session expired under us: nothing to do. */
 	} else if (rc == ZOK) {
-		lr->node = strdup(name);
 		lr->czxid = st->czxid;
-		if (!lr->node) {
-			lr->discard_listing = lr->pipelined_list;
+		if (lr_set_node(lr, name, NULL) < 0) {
 			lr->phase = PH_GONE;
-			lr_finish_locked(lr, -ENOMEM, &notify);
+			lr_finish_locked(lr, -ENAMETOOLONG, &notify);
 			/* the node dies with the session; nothing better */
 		} else if (lr->outcome == LR_FINISHED) {
-			lr->discard_listing = lr->pipelined_list;
 			lr_delete(lr);
 		} else {
 			lr->phase = PH_LISTING;
-			if (!lr->pipelined_list)
+			if (!list_linked(&lr->qwait.link))
 				lr_list(lr, &notify);
 		}
 	} else {
-		lr->discard_listing = lr->pipelined_list;
 		if (lr_is_connection_loss(rc)) {
 			/* Created or not?  Only a listing can tell. */
 			lr->phase = PH_RECOVERING;
+			lr->maybe_stray = 1;
 			lr_defer(lr, &notify);
 		} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
 			   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
@@ -403,20 +445,31 @@ static void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
 		zoo_adelete(lr->s->zh, path, -1, lr_ignore_void, NULL);
 }
 
-/* Our node is in the listing: held, or watch the one node ahead. */
-static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_node *nodes,
-			size_t n, struct zkl_link *notify)
+/* Delete every node with our GUID but ours: O(n), so only after a lost
+ * create reply, the one way such a node comes about. */
+static void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me)
 {
-	const char *self = lr->node + strlen(lr->dir) + 1;
-	ssize_t me = names_find(nodes, n, self);
-	ssize_t ahead;
-	char path[1024];
-	int err;
+	const struct zkl_node *nodes = lr->q->nodes;
+	size_t n = lr->q->n;
 
 	for (ssize_t i = names_find_guid(nodes, n, 0, lr->guid); i >= 0;
 	     i = names_find_guid(nodes, n, (size_t)i + 1, lr->guid))
 		if (i != me)
 			lr_delete_stray(lr, nodes[i].name);
+}
+
+/* Look at the queue (the session's view of it): held, or watch the one
+ * node ahead. */
+static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct zkl_queue *q = lr->q;
+	ssize_t me = queue_find(q, lr_node_name(lr));
+	ssize_t ahead;
+	char path[1024];
+	int err;
+
+	if (lr->maybe_stray)
+		lr_delete_strays(lr, me);
 	if (me < 0) {
 		/* Deleted by someone else while we queued. */
 		log_msg(LOG_WARNING, "lock node %s vanished while queued",
@@ -425,7 +478,7 @@ static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_node *nodes,
 		lr_finish_locked(lr, -EIO, notify);
 		return;
 	}
-	ahead = names_pick_watch(nodes, n, (size_t)me);
+	ahead = queue_pick_watch(q, (size_t)me);
 	if (ahead < 0) {
 		lr->phase = PH_IDLE;
 		lr_tell_locked(lr, 0, notify);
@@ -436,7 +489,7 @@ static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_node *nodes,
 		lr_finish_locked(lr, -EAGAIN, notify);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/%s", lr->dir, nodes[ahead].name);
+	snprintf(path, sizeof(path), "%s/%s", lr->dir, q->nodes[ahead].name);
 	lr->phase = PH_WATCHING;
 	lr->refs++;
 	err = session_watch_locked(lr->s, path, &lr->watch);
@@ -448,69 +501,48 @@ static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_node *nodes,
 }
 
 /* After a lost create reply: is there a node with our GUID? */
-static void lr_recover(struct zkl_lockreq *lr, struct zkl_node *nodes,
-		       size_t n, struct zkl_link *notify)
+static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	ssize_t found = names_find_guid(nodes, n, 0, lr->guid);
-	char path[1024];
+	ssize_t found = names_find_guid(lr->q->nodes, lr->q->n, 0, lr->guid);
 
 	if (found < 0) {
+		lr->node[0] = '\0';
 		if (lr->outcome == LR_FINISHED)
 			lr->phase = PH_GONE;
 		else
 			lr_create(lr, notify);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/%s", lr->dir, nodes[found].name);
-	free(lr->node);
-	lr->node = strdup(path);
-	if (!lr->node) {
+	if (lr_set_node(lr, lr->dir, lr->q->nodes[found].name) < 0) {
 		lr->phase = PH_GONE;
-		lr_finish_locked(lr, -ENOMEM, notify);
+		lr_finish_locked(lr, -ENAMETOOLONG, notify);
 		return;
 	}
 	lr_check_owner(lr, notify);
 }
 
-static void lr_on_listed(int rc, const struct String_vector *children,
-			 const void *data)
+void lockreq_listed_locked(struct zkl_queue_wait *w, int rc,
+			   struct zkl_link *notify)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
-	struct zkl_session *s = lr->s;
-	struct zkl_node *nodes = NULL;
-	struct zkl_link notify;
-	size_t n = 0;
+	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq,
+						  qwait);
 
-	list_init(&notify);
-	if (rc == ZOK && children->count > 0) {
-		nodes = malloc(sizeof(*nodes) * (size_t)children->count);
-		if (nodes)
-			n = names_collect(children->data,
-					  (size_t)children->count, nodes);
-		else
-			rc = ZSYSTEMERROR;
-	}
-	pthread_mutex_lock(&s->lock);
-	if (lr->discard_listing) {
-		lr->discard_listing = 0;
-	} else if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
-		/* stale: the request moved on (cancelled, expired) */
+	if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
+		/* stale: the request moved on (cancelled, expired, or its
+		 * create failed and it lined up again) */
 	} else if (lr_is_connection_loss(rc)) {
-		lr_defer(lr, &notify);
+		lr_defer(lr, notify);
 	} else if (rc == ZOK && lr->phase == PH_LISTING) {
-		lr_evaluate(lr, nodes, n, &notify);
+		lr_evaluate(lr, notify);
 	} else if ((rc == ZOK || rc == ZNONODE) &&
 		   lr->phase == PH_RECOVERING) {
-		lr_recover(lr, nodes, n, &notify);
+		lr_recover(lr, notify);
 	} else {
 		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
 		lr_finish_locked(lr, rc == ZNONODE ? -EIO : session_errno(rc),
-				 &notify);
+				 notify);
 	}
 	lr_put_locked(lr);
-	pthread_mutex_unlock(&s->lock);
-	free(nodes);
-	lockreq_notify_all(&notify);
 }
 
 static void lr_on_checked(int rc, const struct Stat *st, const void *data)
@@ -540,8 +572,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 			       "%s carries our GUID but another session "
 			       "(0x%" PRIx64 ") owns it",
 			       lr->node, (uint64_t)st->ephemeralOwner);
-		free(lr->node);
-		lr->node = NULL;
+		lr->node[0] = '\0';
 		if (lr->outcome == LR_FINISHED)
 			lr->phase = PH_GONE;
 		else
@@ -591,11 +622,9 @@ static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 	memcpy(lr->guid, guid, sizeof(guid));
 	memcpy(lr->create_path + strlen(lr->dir) + 1 + 3, guid,
 	       NAMES_GUID_LEN);
-	free(lr->node);
-	lr->node = NULL;
+	lr->node[0] = '\0';
 	lr->create_attempts = 0;
-	lr->pipelined_list = 0;
-	lr->discard_listing = 0;
+	lr->maybe_stray = 0;
 	lr_create(lr, notify);
 }
 
@@ -625,11 +654,21 @@ void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_put_locked(lr);
 }
 
-void lockreq_kick_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+void lockreq_kick_locked(struct zkl_lockreq *lr, const char *gone,
+			 struct zkl_link *notify)
 {
+	size_t dirlen = strlen(lr->dir);
+
 	if (lr->phase == PH_WATCHING) {
 		lr->phase = PH_LISTING;
-		lr_list(lr, notify);
+		if (gone && strncmp(gone, lr->dir, dirlen) == 0 &&
+		    gone[dirlen] == '/') {
+			/* No listing needed: see queue.h. */
+			queue_mark_gone(lr->q, gone + dirlen + 1);
+			lr_evaluate(lr, notify);
+		} else {
+			lr_list(lr, notify); /* changed, or we cannot tell */
+		}
 	}
 	lr_put_locked(lr);
 }
@@ -640,7 +679,7 @@ static void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
 
 	if (!item)
 		return; /* the loss still shows as EIO; only the report is lost */
-	item->node = strdup(lr->node ? lr->node : lr->dir);
+	item->node = strdup(lr_has_node(lr) ? lr->node : lr->dir);
 	if (!item->node) {
 		free(item);
 		return;
@@ -657,6 +696,8 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 	int queued = list_linked(&lr->resume);
 
 	lr_unwatch(lr);
+	if (queue_leave_line_locked(&lr->qwait))
+		lr->refs--; /* never the last: the session's list holds one */
 	/* Replies still to come from the old handle find a phase that does
 	 * not expect them, and are dropped. */
 	if (lr->outcome == LR_PENDING && requeue) {
@@ -691,6 +732,8 @@ int lockreq_start(struct zkl_lockreq *lr)
 		err = -ECANCELED;
 	} else if (s->dead) {
 		err = -ENOTCONN;
+	} else if (!lr->q && !(lr->q = queue_get_locked(s, lr->dir))) {
+		err = -ENOMEM;
 	} else if (s->state == ZKL_CONN_EXPIRED || s->draining) {
 		/* Between two sessions: queue on the next one. */
 		list_add_tail(&s->live, &lr->live);

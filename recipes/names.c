@@ -126,6 +126,11 @@ static int names_cmp(const void *pa, const void *pb)
 	return names_seq_before(a->seq, b->seq) ? -1 : 1;
 }
 
+void names_sort(struct zkl_node *nodes, size_t n)
+{
+	qsort(nodes, n, sizeof(*nodes), names_cmp);
+}
+
 size_t names_collect(char *const *names, size_t n, struct zkl_node *out)
 {
 	size_t count = 0;
@@ -133,15 +138,27 @@ size_t names_collect(char *const *names, size_t n, struct zkl_node *out)
 	for (size_t i = 0; i < n; i++)
 		if (names_parse(names[i], &out[count]) == 0)
 			count++;
-	qsort(out, count, sizeof(*out), names_cmp);
+	names_sort(out, count);
 	return count;
 }
 
 ssize_t names_find(const struct zkl_node *sorted, size_t n, const char *name)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(sorted[i].name, name) == 0)
-			return (ssize_t)i;
+	struct zkl_node key;
+	size_t lo = 0, hi = n;
+
+	if (names_parse(name, &key) < 0)
+		return -1;
+	/* First index whose node does not sort before key. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (names_cmp(&sorted[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && strcmp(sorted[lo].name, name) == 0)
+		return (ssize_t)lo;
 	return -1;
 }
 
@@ -154,15 +171,17 @@ ssize_t names_find_guid(const struct zkl_node *sorted, size_t n, size_t from,
 	return -1;
 }
 
-ssize_t names_pick_watch(const struct zkl_node *sorted, size_t n, size_t self)
+ssize_t names_pick_watch(const struct zkl_node *sorted,
+			 const unsigned char *gone, size_t lo, size_t self)
 {
-	if (self >= n || self == 0)
-		return -1;
-	if (sorted[self].mode == ZKL_MODE_WRITE)
-		return (ssize_t)self - 1;
-	for (size_t i = self; i-- > 0;)
-		if (sorted[i].mode == ZKL_MODE_WRITE)
+	int writer = sorted[self].mode == ZKL_MODE_WRITE;
+
+	for (size_t i = self; i-- > lo;) {
+		if (gone && gone[i])
+			continue;
+		if (writer || sorted[i].mode == ZKL_MODE_WRITE)
 			return (ssize_t)i;
+	}
 	return -1;
 }
 

@@ -50,7 +50,11 @@ int names_seq_before(int32_t a, int32_t b);
  * sorted in queue order.  Returns how many were lock nodes. */
 size_t names_collect(char *const *names, size_t n, struct zkl_node *out);
 
-/* Index in sorted[0..n) of the node whose name equals `name`, or -1. */
+/* Sort parsed nodes into queue order. */
+void names_sort(struct zkl_node *nodes, size_t n);
+
+/* Index in sorted[0..n) of the node whose name equals `name`, or -1.
+ * O(log n): a binary search on the sequence number. */
 ssize_t names_find(const struct zkl_node *sorted, size_t n, const char *name);
 
 /* Index of the first node in sorted[0..n) carrying `guid`, starting the
@@ -59,9 +63,12 @@ ssize_t names_find_guid(const struct zkl_node *sorted, size_t n, size_t from,
 			const char *guid);
 
 /* The node sorted[self] must watch before it may hold: a writer watches its
- * immediate predecessor, a reader the nearest writer ahead of it.  Returns
- * that index, or -1 when sorted[self] holds the lock now. */
-ssize_t names_pick_watch(const struct zkl_node *sorted, size_t n, size_t self);
+ * immediate predecessor, a reader the nearest writer ahead of it.  Nodes
+ * before index `lo`, and those with gone[i] set (gone may be NULL), are
+ * known to be deleted and skipped.  Returns that index, or -1 when
+ * sorted[self] holds the lock now. */
+ssize_t names_pick_watch(const struct zkl_node *sorted,
+			 const unsigned char *gone, size_t lo, size_t self);
 
 /* The first node in sorted[0..n) that a new request of `mode`, queued now,
  * would wait for (any node for a writer, the first writer for a reader),

@@ -131,6 +131,7 @@ static void session_expired_locked(struct zkl_session *s, int renew,
 	watchtab_take_all(&s->watches, &gone);
 	while (!list_empty(&gone))
 		list_del(gone.next);
+	queue_session_expired_locked(s);
 }
 
 static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
@@ -179,8 +180,9 @@ static void session_watcher(zhandle_t *zh, int type, int state,
 		session_on_state(ctx, zh, state);
 }
 
+/* Wake the requests watching path; `deleted`: the node is known gone. */
 static void session_wake_path_locked(struct zkl_session *s, const char *path,
-				     struct zkl_link *notify)
+				     int deleted, struct zkl_link *notify)
 {
 	struct zkl_link fired;
 
@@ -189,7 +191,8 @@ static void session_wake_path_locked(struct zkl_session *s, const char *path,
 		struct zkl_watch *w = ZKL_CONTAINER_OF(fired.next,
 						       struct zkl_watch, link);
 		list_del(&w->link);
-		lockreq_kick_locked(lockreq_from_watch(w), notify);
+		lockreq_kick_locked(lockreq_from_watch(w),
+				    deleted ? path : NULL, notify);
 	}
 }
 
@@ -207,7 +210,7 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 		return;
 	list_init(&notify);
 	pthread_mutex_lock(&s->lock);
-	session_wake_path_locked(s, path, &notify);
+	session_wake_path_locked(s, path, type == ZOO_DELETED_EVENT, &notify);
 	pthread_mutex_unlock(&s->lock);
 	lockreq_notify_all(&notify);
 }
@@ -233,7 +236,7 @@ static void session_watch_reply(int rc, const char *value, int len,
 		struct zkl_link notify;
 		list_init(&notify);
 		pthread_mutex_lock(&s->lock);
-		session_wake_path_locked(s, ctx->path, &notify);
+		session_wake_path_locked(s, ctx->path, rc == ZNONODE, &notify);
 		pthread_mutex_unlock(&s->lock);
 		lockreq_notify_all(&notify);
 	}
@@ -350,6 +353,7 @@ static void session_client_log(const char *message)
 static void session_free(struct zkl_session *s)
 {
 	watchtab_destroy(&s->watches);
+	strtab_destroy(&s->queues);
 	pthread_cond_destroy(&s->state_changed);
 	pthread_mutex_destroy(&s->lock);
 	free(s->base);
@@ -486,9 +490,10 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 
 	if (!s || !(s->base = strdup(opts->base)) ||
 	    !(s->hosts = strdup(opts->hosts)) ||
-	    watchtab_init(&s->watches) < 0) {
+	    watchtab_init(&s->watches) < 0 || strtab_init(&s->queues) < 0) {
 		snprintf(err, errlen, "out of memory");
 		if (s) {
+			watchtab_destroy(&s->watches);
 			free(s->base);
 			free(s->hosts);
 		}

@@ -4,133 +4,93 @@
 #include "watchtab.h"
 
 #include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct watchtab_entry {
-	struct watchtab_entry *next; /* bucket chain */
+	struct strtab_item item; /* key: path */
 	struct zkl_link watches;
 	char path[];
 };
 
-#define WATCHTAB_INITIAL_BUCKETS 256
-
-static size_t watchtab_hash(const char *s)
+static struct watchtab_entry *watchtab_entry_of(struct strtab_item *item)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return (size_t)h;
+	return item ? ZKL_CONTAINER_OF(item, struct watchtab_entry, item)
+		    : NULL;
 }
 
 int watchtab_init(struct watchtab *t)
 {
-	t->nbuckets = WATCHTAB_INITIAL_BUCKETS;
-	t->nentries = 0;
-	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
-	return t->buckets ? 0 : -ENOMEM;
+	return strtab_init(&t->paths);
 }
 
-static void watchtab_detach_all(struct watchtab_entry *e)
+/* Move the entry's watches to `fired` (or just unlink them if NULL) and
+ * free the entry, which is no longer in the table.  Returns how many
+ * watches it had. */
+static size_t watchtab_free_entry(struct watchtab_entry *e,
+				  struct zkl_link *fired)
 {
+	size_t n = 0;
+
 	while (!list_empty(&e->watches)) {
 		struct zkl_watch *w = ZKL_CONTAINER_OF(e->watches.next,
 						       struct zkl_watch, link);
 		list_del(&w->link);
 		w->entry = NULL;
+		if (fired)
+			list_add_tail(fired, &w->link);
+		n++;
 	}
+	free(e);
+	return n;
+}
+
+/* Empty the table, moving every watch to fired (or nowhere if NULL). */
+static size_t watchtab_free_all(struct watchtab *t, struct zkl_link *fired)
+{
+	struct strtab_item *it = strtab_detach_all(&t->paths);
+	size_t n = 0;
+
+	while (it) {
+		struct strtab_item *next = it->next;
+		n += watchtab_free_entry(watchtab_entry_of(it), fired);
+		it = next;
+	}
+	return n;
 }
 
 void watchtab_destroy(struct watchtab *t)
 {
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct watchtab_entry *e = t->buckets[i];
-		while (e) {
-			struct watchtab_entry *next = e->next;
-			watchtab_detach_all(e);
-			free(e);
-			e = next;
-		}
-	}
-	free(t->buckets);
-	t->buckets = NULL;
-	t->nbuckets = t->nentries = 0;
-}
-
-static struct watchtab_entry **watchtab_slot(struct watchtab *t,
-					     const char *path)
-{
-	struct watchtab_entry **pe = &t->buckets[watchtab_hash(path) %
-						   t->nbuckets];
-	while (*pe && strcmp((*pe)->path, path) != 0)
-		pe = &(*pe)->next;
-	return pe;
-}
-
-/* Keep chains short as the number of watched paths grows. */
-static void watchtab_grow(struct watchtab *t)
-{
-	size_t n = t->nbuckets * 2;
-	struct watchtab_entry **b = calloc(n, sizeof(*b));
-
-	if (!b)
-		return; /* longer chains, still correct */
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct watchtab_entry *e = t->buckets[i];
-		while (e) {
-			struct watchtab_entry *next = e->next;
-			size_t k = watchtab_hash(e->path) % n;
-			e->next = b[k];
-			b[k] = e;
-			e = next;
-		}
-	}
-	free(t->buckets);
-	t->buckets = b;
-	t->nbuckets = n;
+	watchtab_free_all(t, NULL);
+	strtab_destroy(&t->paths);
 }
 
 int watchtab_add(struct watchtab *t, const char *path, struct zkl_watch *w)
 {
-	struct watchtab_entry **pe = watchtab_slot(t, path);
+	struct watchtab_entry *e =
+		watchtab_entry_of(strtab_find(&t->paths, path));
 	int first = 0;
 
-	if (!*pe) {
+	if (!e) {
 		size_t len = strlen(path) + 1;
-		struct watchtab_entry *e = malloc(sizeof(*e) + len);
+		e = malloc(sizeof(*e) + len);
 		if (!e)
 			return -ENOMEM;
 		memcpy(e->path, path, len);
+		e->item.key = e->path;
 		list_init(&e->watches);
-		e->next = NULL;
-		*pe = e;
+		strtab_insert(&t->paths, &e->item);
 		first = 1;
-		if (++t->nentries > t->nbuckets)
-			watchtab_grow(t);
-		pe = watchtab_slot(t, path);
 	}
-	list_add_tail(&(*pe)->watches, &w->link);
-	w->entry = *pe;
+	list_add_tail(&e->watches, &w->link);
+	w->entry = e;
 	return first;
-}
-
-static void watchtab_unlink_entry(struct watchtab *t, struct watchtab_entry *e)
-{
-	struct watchtab_entry **pe = watchtab_slot(t, e->path);
-
-	*pe = e->next;
-	t->nentries--;
-	free(e);
 }
 
 int watchtab_remove(struct watchtab *t, struct zkl_watch *w)
 {
-	struct watchtab_entry *e = w->entry;
-
 	(void)t;
-	if (!e)
+	if (!w->entry)
 		return 0;
 	list_del(&w->link);
 	w->entry = NULL;
@@ -140,48 +100,21 @@ int watchtab_remove(struct watchtab *t, struct zkl_watch *w)
 	return 1;
 }
 
-static size_t watchtab_move(struct watchtab_entry *e, struct zkl_link *fired)
-{
-	size_t n = 0;
-
-	while (!list_empty(&e->watches)) {
-		struct zkl_watch *w = ZKL_CONTAINER_OF(e->watches.next,
-						       struct zkl_watch, link);
-		list_del(&w->link);
-		w->entry = NULL;
-		list_add_tail(fired, &w->link);
-		n++;
-	}
-	return n;
-}
-
 size_t watchtab_take(struct watchtab *t, const char *path,
 		     struct zkl_link *fired)
 {
-	struct watchtab_entry *e = *watchtab_slot(t, path);
-	size_t n;
+	struct watchtab_entry *e =
+		watchtab_entry_of(strtab_find(&t->paths, path));
 
 	list_init(fired);
 	if (!e)
 		return 0;
-	n = watchtab_move(e, fired);
-	watchtab_unlink_entry(t, e);
-	return n;
+	strtab_remove(&t->paths, &e->item);
+	return watchtab_free_entry(e, fired);
 }
 
 size_t watchtab_take_all(struct watchtab *t, struct zkl_link *fired)
 {
-	size_t n = 0;
-
 	list_init(fired);
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		while (t->buckets[i]) {
-			struct watchtab_entry *e = t->buckets[i];
-			n += watchtab_move(e, fired);
-			t->buckets[i] = e->next;
-			t->nentries--;
-			free(e);
-		}
-	}
-	return n;
+	return watchtab_free_all(t, fired);
 }

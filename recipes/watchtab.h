@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "list.h"
+#include "strtab.h"
 
 struct zkl_watch {
 	struct zkl_link link; /* in its entry's list while registered */
@@ -22,9 +23,7 @@ struct zkl_watch {
 };
 
 struct watchtab {
-	struct watchtab_entry **buckets;
-	size_t nbuckets;
-	size_t nentries;
+	struct strtab paths; /* of struct watchtab_entry */
 };
 
 /* Returns 0 or -ENOMEM. */

@@ -120,13 +120,16 @@ struct zkl_session *fake_session(void)
 	list_init(&s->resume);
 	list_init(&s->live);
 	watchtab_init(&s->watches);
+	strtab_init(&s->queues);
 	return s;
 }
 
 void fake_session_free(struct zkl_session *s)
 {
 	cr_assert(list_empty(&s->live), "a lock request was not freed");
+	cr_assert_eq(s->queues.nitems, 0, "a queue outlived its requests");
 	watchtab_destroy(&s->watches);
+	strtab_destroy(&s->queues);
 	free(s->base);
 	free(s);
 }
@@ -201,9 +204,13 @@ void fake_complete_void(enum fake_op op, int rc)
 		((void_completion_t)c->completion)(rc, c->data);
 }
 
-void fake_fire_watch(const char *path)
+void fake_fire_watch_event(int type, const char *path)
 {
 	cr_assert(watch_fn, "no watch was ever registered");
-	watch_fn(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path,
-		 watch_ctx);
+	watch_fn(NULL, type, ZOO_CONNECTED_STATE, path, watch_ctx);
+}
+
+void fake_fire_watch(const char *path)
+{
+	fake_fire_watch_event(ZOO_DELETED_EVENT, path);
 }

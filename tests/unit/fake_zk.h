@@ -41,6 +41,8 @@ void fake_complete_exists(int rc, int64_t owner, int64_t czxid);
 void fake_complete_get(int rc);
 void fake_complete_void(enum fake_op op, int rc);
 /* Fire the watcher registered by a get on path. */
-void fake_fire_watch(const char *path);
+void fake_fire_watch(const char *path); /* the node was deleted */
+/* Any event type (ZOO_CHANGED_EVENT, ...). */
+void fake_fire_watch_event(int type, const char *path);
 
 #endif

@@ -112,11 +112,11 @@ Test(lockreq, waiter_watches_predecessor_and_is_granted_when_it_goes)
 		  "a writer watches its predecessor");
 	fake_complete_get(ZOK);
 	fake_fire_watch("/b/r/" OTHER);
-	listed_with(my_name, NULL);
-	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_calls, 1, "granted from the listing already had");
 	cr_assert_eq(done_err, 0);
 	lockreq_release(lr);
 	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0, "a handoff costs no listing");
 }
 
 Test(lockreq, watched_node_already_gone_means_look_again)
@@ -126,11 +126,90 @@ Test(lockreq, watched_node_already_gone_means_look_again)
 	created(2);
 	listed_with(OTHER, my_name);
 	fake_complete_get(ZNONODE);
-	listed_with(my_name, NULL);
 	cr_assert_eq(done_calls, 1);
 	cr_assert_eq(done_err, 0);
 	lockreq_release(lr);
 	expect_delete_of_mine();
+}
+
+#define OTHER0 "_c_0123abcd-0000-4000-8000-00000000000e-write-0000000000"
+
+Test(lockreq, when_the_watched_node_goes_the_next_one_ahead_is_watched)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	const char *names[3];
+
+	created(2);
+	names[0] = OTHER0;
+	names[1] = OTHER;
+	names[2] = my_name;
+	fake_complete_children(ZOK, names, 3);
+	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER));
+	fake_complete_get(ZOK);
+	/* OTHER gave up its place; OTHER0 still holds. */
+	fake_fire_watch("/b/r/" OTHER);
+	cr_assert_eq(done_calls, 0, "a node ahead is still there");
+	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER0),
+		  "watches the nearest node left ahead, without a listing");
+	fake_complete_get(ZNONODE);
+	cr_assert_eq(done_calls, 1, "that one had gone too: granted");
+	cr_assert_eq(done_err, 0);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, a_changed_watched_node_means_a_fresh_listing)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(2);
+	listed_with(OTHER, my_name);
+	fake_complete_get(ZOK);
+	fake_fire_watch_event(ZOO_CHANGED_EVENT, "/b/r/" OTHER);
+	cr_assert_eq(done_calls, 0);
+	listed_with(OTHER, my_name);
+	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER), "watches again");
+	fake_complete_get(ZOK);
+	fake_fire_watch("/b/r/" OTHER);
+	cr_assert_eq(done_calls, 1);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+}
+
+Test(lockreq, requests_on_one_resource_share_the_listing_in_flight)
+{
+	struct zkl_lockreq *a = start(ZKL_MODE_READ, 0), *b, *c;
+	char name_a[256];
+	const char *names[3];
+
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "id", 2, on_done,
+				 NULL, &b), 0);
+	cr_assert_eq(lockreq_start(b), 0);
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "id", 2, on_done,
+				 NULL, &c), 0);
+	cr_assert_eq(lockreq_start(c), 0);
+	cr_assert_eq(fake_pending(), 4, "a listing is in flight: b and c "
+		     "send their creates and wait for the next one");
+	created(1);
+	strcpy(name_a, my_name);
+	names[0] = name_a;
+	listed_with(name_a, NULL);
+	cr_assert_eq(done_calls, 1, "a is served by the first listing");
+	created(2);
+	names[1] = strdup(my_name);
+	created(3);
+	names[2] = my_name;
+	cr_assert_eq(fake_pending(), 1, "one listing for b and c together");
+	fake_complete_children(ZOK, names, 3);
+	cr_assert_eq(done_calls, 3, "readers share: both granted");
+	free((void *)names[1]);
+	lockreq_release(a);
+	lockreq_release(b);
+	lockreq_release(c);
+	for (int i = 0; i < 3; i++)
+		fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0);
 }
 
 Test(lockreq, cancel_during_create_deletes_the_node_when_its_name_arrives)

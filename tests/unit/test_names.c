@@ -121,33 +121,73 @@ static size_t build(const char *modes, struct zkl_node *v)
 Test(names, first_node_holds)
 {
 	struct zkl_node v[4];
-	size_t n = build("wrr", v);
 
-	cr_assert_eq(names_pick_watch(v, n, 0), -1);
+	build("wrr", v);
+	cr_assert_eq(names_pick_watch(v, NULL, 0, 0), -1);
 }
 
 Test(names, writer_watches_its_immediate_predecessor)
 {
 	struct zkl_node v[8];
-	size_t n = build("rrrw", v);
 
-	cr_assert_eq(names_pick_watch(v, n, 3), 2);
-	n = build("wrw", v);
-	cr_assert_eq(names_pick_watch(v, n, 2), 1);
+	build("rrrw", v);
+	cr_assert_eq(names_pick_watch(v, NULL, 0, 3), 2);
+	build("wrw", v);
+	cr_assert_eq(names_pick_watch(v, NULL, 0, 2), 1);
 }
 
 Test(names, reader_watches_nearest_writer_ahead)
 {
 	struct zkl_node v[8];
-	size_t n = build("rrwrrr", v);
 
-	cr_assert_eq(names_pick_watch(v, n, 1), -1, "readers share");
-	cr_assert_eq(names_pick_watch(v, n, 3), 2);
-	cr_assert_eq(names_pick_watch(v, n, 5), 2,
+	build("rrwrrr", v);
+	cr_assert_eq(names_pick_watch(v, NULL, 0, 1), -1, "readers share");
+	cr_assert_eq(names_pick_watch(v, NULL, 0, 3), 2);
+	cr_assert_eq(names_pick_watch(v, NULL, 0, 5), 2,
 		     "a reader skips the readers ahead to the writer");
-	n = build("wrwr", v);
-	cr_assert_eq(names_pick_watch(v, n, 3), 2,
+	build("wrwr", v);
+	cr_assert_eq(names_pick_watch(v, NULL, 0, 3), 2,
 		     "a waiting writer ahead blocks a later reader");
+}
+
+Test(names, deleted_nodes_ahead_are_skipped)
+{
+	struct zkl_node v[8];
+	unsigned char gone[8] = { 0 };
+
+	build("wwrww", v);
+	gone[3] = 1;
+	cr_assert_eq(names_pick_watch(v, gone, 0, 4), 2,
+		     "a writer watches the nearest node still there");
+	gone[2] = 1;
+	cr_assert_eq(names_pick_watch(v, gone, 0, 4), 1);
+	cr_assert_eq(names_pick_watch(v, gone, 2, 4), -1,
+		     "nothing before lo counts");
+	memset(gone, 0, sizeof(gone));
+	build("wrwrr", v);
+	gone[2] = 1;
+	cr_assert_eq(names_pick_watch(v, gone, 0, 4), 0,
+		     "a reader skips a deleted writer to the one before");
+	cr_assert_eq(names_pick_watch(v, gone, 1, 4), -1,
+		     "no writer left ahead: the reader holds");
+}
+
+Test(names, find_is_exact_on_name_and_sequence)
+{
+	char *children[] = {
+		"_c_" G1 "-write-0000000003", "_c_" G2 "-read-0000000001",
+		"_c_" G1 "-read-0000000007", "_c_" G2 "-write-0000000005",
+	};
+	struct zkl_node v[4];
+	size_t n = names_collect(children, 4, v);
+
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_eq(strcmp(v[names_find(v, n, children[i])].name,
+				    children[i]), 0);
+	cr_assert_eq(names_find(v, n, "_c_" G2 "-write-0000000003"), -1,
+		     "same sequence, other name");
+	cr_assert_eq(names_find(v, n, "_c_" G1 "-write-0000000004"), -1);
+	cr_assert_eq(names_find(v, 0, children[0]), -1);
 }
 
 Test(names, first_blocker_of_a_request_queued_now)

@@ -1,0 +1,219 @@
+/*
+ * queue.c - a session's shared view of one resource's lock queue (see
+ * queue.h for why it exists).
+ */
+#include "queue.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct zkl_queue *queue_of(struct strtab_item *item)
+{
+	return item ? ZKL_CONTAINER_OF(item, struct zkl_queue, item) : NULL;
+}
+
+struct zkl_queue *queue_get_locked(struct zkl_session *s, const char *dir)
+{
+	struct zkl_queue *q = queue_of(strtab_find(&s->queues, dir));
+	size_t len;
+
+	if (q) {
+		q->refs++;
+		return q;
+	}
+	len = strlen(dir) + 1;
+	q = calloc(1, sizeof(*q) + len);
+	if (!q)
+		return NULL;
+	memcpy(q->dir, dir, len);
+	q->item.key = q->dir;
+	q->s = s;
+	q->refs = 1;
+	list_init(&q->waiting);
+	strtab_insert(&s->queues, &q->item);
+	return q;
+}
+
+/* nodes, gone and the names they point to share one allocation. */
+static void queue_clear_view(struct zkl_queue *q)
+{
+	free(q->nodes);
+	q->nodes = NULL;
+	q->gone = NULL;
+	q->n = q->lo = 0;
+}
+
+void queue_put_locked(struct zkl_queue *q)
+{
+	if (--q->refs > 0)
+		return;
+	strtab_remove(&q->s->queues, &q->item);
+	queue_clear_view(q);
+	free(q);
+}
+
+/* Keep the children that are lock nodes, in queue order.  Returns 0, or
+ * -ENOMEM (the previous view stays: older, but still true of every node
+ * ahead of the waiters that use it). */
+static int queue_replace_view(struct zkl_queue *q,
+			      const struct String_vector *v)
+{
+	size_t count = v->count > 0 ? (size_t)v->count : 0;
+	size_t bytes = 0, n = 0;
+	struct zkl_node *nodes;
+	char *names;
+
+	for (size_t i = 0; i < count; i++)
+		bytes += strlen(v->data[i]) + 1;
+	nodes = malloc(count * (sizeof(*nodes) + 1) + bytes + 1);
+	if (!nodes)
+		return -ENOMEM;
+	names = (char *)(nodes + count) + count;
+	for (size_t i = 0; i < count; i++) {
+		size_t len = strlen(v->data[i]) + 1;
+		memcpy(names, v->data[i], len);
+		if (names_parse(names, &nodes[n]) == 0)
+			n++;
+		names += len;
+	}
+	names_sort(nodes, n);
+	queue_clear_view(q);
+	q->nodes = nodes;
+	q->gone = (unsigned char *)(nodes + count);
+	memset(q->gone, 0, n);
+	q->n = n;
+	return 0;
+}
+
+ssize_t queue_find(const struct zkl_queue *q, const char *name)
+{
+	return names_find(q->nodes, q->n, name);
+}
+
+void queue_mark_gone(struct zkl_queue *q, const char *name)
+{
+	ssize_t i = queue_find(q, name);
+
+	if (i < 0)
+		return;
+	q->gone[i] = 1;
+	while (q->lo < q->n && q->gone[q->lo])
+		q->lo++;
+}
+
+ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self)
+{
+	return names_pick_watch(q->nodes, q->gone, q->lo, self);
+}
+
+static void queue_on_listed(int rc, const struct String_vector *children,
+			    const void *data);
+
+/* Send the next listing; every request in line now is served by it.
+ * Returns ZooKeeper's code. */
+static int queue_send_locked(struct zkl_queue *q)
+{
+	int rc = zoo_aget_children(q->s->zh, q->dir, 0, queue_on_listed, q);
+
+	if (rc != ZOK)
+		return rc;
+	q->refs++;
+	q->sent++;
+	q->in_flight = 1;
+	for (struct zkl_link *l = q->waiting.next; l != &q->waiting;
+	     l = l->next)
+		ZKL_CONTAINER_OF(l, struct zkl_queue_wait, link)->gen = q->sent;
+	return ZOK;
+}
+
+int queue_want_listing_locked(struct zkl_queue *q, struct zkl_queue_wait *w)
+{
+	int rc;
+
+	queue_leave_line_locked(w);
+	list_add_tail(&q->waiting, &w->link);
+	w->gen = q->sent + 1;
+	if (q->in_flight)
+		return 0; /* served by the one sent when this one is back */
+	rc = queue_send_locked(q);
+	if (rc != ZOK)
+		list_del(&w->link);
+	return session_errno(rc);
+}
+
+int queue_leave_line_locked(struct zkl_queue_wait *w)
+{
+	if (!list_linked(&w->link))
+		return 0;
+	list_del(&w->link);
+	return 1;
+}
+
+/* Tell every request in line up to generation gen about listing rc. */
+static void queue_serve_locked(struct zkl_queue *q, uint64_t gen, int rc,
+			       struct zkl_link *notify)
+{
+	struct zkl_link served;
+
+	list_init(&served);
+	while (!list_empty(&q->waiting)) {
+		struct zkl_link *l = q->waiting.next;
+		if (ZKL_CONTAINER_OF(l, struct zkl_queue_wait, link)->gen > gen)
+			break;
+		list_del(l);
+		list_add_tail(&served, l);
+	}
+	/* Each may line up again (at the back) while we go. */
+	while (!list_empty(&served)) {
+		struct zkl_link *l = served.next;
+		list_del(l);
+		lockreq_listed_locked(ZKL_CONTAINER_OF(l, struct zkl_queue_wait,
+						       link), rc, notify);
+	}
+}
+
+static void queue_on_listed(int rc, const struct String_vector *children,
+			    const void *data)
+{
+	struct zkl_queue *q = (struct zkl_queue *)data;
+	struct zkl_session *s = q->s;
+	struct zkl_link notify;
+
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	/* Not in flight: a reply of an expired session's handle. */
+	if (q->in_flight) {
+		q->in_flight = 0;
+		if (rc == ZOK && queue_replace_view(q, children) < 0)
+			rc = ZSYSTEMERROR;
+		else if (rc == ZNONODE)
+			queue_clear_view(q);
+		queue_serve_locked(q, q->sent, rc, &notify);
+		/* Those who lined up while this one was out. */
+		if (!q->in_flight && !list_empty(&q->waiting)) {
+			int zrc = queue_send_locked(q);
+			if (zrc != ZOK)
+				queue_serve_locked(q, q->sent + 1, zrc,
+						   &notify);
+		}
+	}
+	queue_put_locked(q);
+	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+}
+
+static void queue_forget_listing(struct strtab_item *item, void *arg)
+{
+	struct zkl_queue *q = queue_of(item);
+
+	(void)arg;
+	q->in_flight = 0;
+	queue_clear_view(q);
+}
+
+void queue_session_expired_locked(struct zkl_session *s)
+{
+	strtab_each(&s->queues, queue_forget_listing, NULL);
+}

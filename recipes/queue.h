@@ -1,0 +1,88 @@
+/*
+ * queue.h - what one session knows of one resource's queue of lock nodes,
+ * shared by all the session's requests on that resource: the latest
+ * listing of its children, the nodes seen to go since, and the one listing
+ * in flight.
+ *
+ * Why: with N requests of one mount queued on one resource, looking at the
+ * queue with a fresh listing at every handoff costs N names each time
+ * (O(N^2) over the queue), and N openers arriving together would send N
+ * listings.  Instead:
+ *  - a request that needs to see the queue waits for the next listing sent
+ *    after its need arose.  At most one listing per resource is on the wire;
+ *    its reply serves every request that was waiting when it was sent, and
+ *    the next one leaves as soon as it is back;
+ *  - a waiter whose watched node is deleted looks again at the listing the
+ *    session already has, with that node marked gone.  Sequence numbers only
+ *    grow, so every node that can be ahead of the waiter is in any listing
+ *    taken after its own node was created.  It then watches the nearest node
+ *    still there ahead of it; one found gone already (ZNONODE) is marked in
+ *    turn.  A handoff costs one notification, however long the queue.
+ * Each waiter still watches exactly one node: herd-freedom is unchanged.
+ *
+ * Everything here is guarded by the session mutex.
+ */
+#ifndef ZKL_QUEUE_H
+#define ZKL_QUEUE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "list.h"
+#include "names.h"
+#include "strtab.h"
+
+struct zkl_session;
+
+/* A request's place in the line for the next listing. */
+struct zkl_queue_wait {
+	struct zkl_link link; /* in q->waiting, in order of gen */
+	uint64_t gen;         /* the listing that will serve it */
+};
+
+struct zkl_queue {
+	struct strtab_item item; /* in the session's table; key: dir */
+	struct zkl_session *s;
+	int refs;                /* requests + the listing in flight */
+
+	/* The latest listing, in queue order; gone[i] once nodes[i] is known
+	 * to be deleted; every node before lo is gone. */
+	struct zkl_node *nodes;
+	unsigned char *gone;
+	size_t n, lo;
+
+	uint64_t sent;           /* generation of the last listing sent */
+	int in_flight;           /* ... and its reply is still due */
+	struct zkl_link waiting; /* of struct zkl_queue_wait */
+	char dir[];
+};
+
+/* The queue of resource znode `dir`, with a reference for the caller.
+ * Returns NULL when out of memory. */
+struct zkl_queue *queue_get_locked(struct zkl_session *s, const char *dir);
+void queue_put_locked(struct zkl_queue *q);
+
+/* Line up w for a listing that reflects every request the session has
+ * sent so far; lockreq_listed_locked(w, ...) is called when it comes.
+ * If w was in line already it moves to the back.  Returns 0, or -errno if
+ * no listing could be sent (w is not in line then). */
+int queue_want_listing_locked(struct zkl_queue *q, struct zkl_queue_wait *w);
+
+/* Take w out of the line, if it is in it.  Returns 1 if it was. */
+int queue_leave_line_locked(struct zkl_queue_wait *w);
+
+/* Index of the node called `name` (a child name, not a path) in the
+ * latest listing, or -1. */
+ssize_t queue_find(const struct zkl_queue *q, const char *name);
+
+/* Note that the node called `name` has been deleted. */
+void queue_mark_gone(struct zkl_queue *q, const char *name);
+
+/* The node that nodes[self] must watch (names_pick_watch), or -1. */
+ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self);
+
+/* The session expired: its listings describe nothing that is left, and
+ * the reply of a listing in flight, if it comes, is to be ignored. */
+void queue_session_expired_locked(struct zkl_session *s);
+
+#endif
