@@ -63,12 +63,14 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	if (err == 0 && stopping)
 		err = -EIO;
 	if (err == 0) {
+		/* Read before the reply: the holder may release lr at once. */
+		const char *mode = names_mode_str(lockreq_mode(lr));
 		waiter_unlist(w);
-		log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)",
-			names_mode_str(lockreq_mode(lr)),
+		w->ops->granted(w, lr);
+		/* After the reply: the log is not on the holder's path. */
+		log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)", mode,
 			lockfile_zpath(fs, w->lf->ino), (int)w->tid,
 			w->ops->what);
-		w->ops->granted(w, lr);
 	} else {
 		waiter_fail(w, -err);
 	}

@@ -8,7 +8,9 @@ import sys
 import tempfile
 import time
 
-from harness import HERE, Locker, lock_nodes, wait_until
+import threading
+
+from harness import HERE, Locker, four_letter, lock_nodes, wait_until
 from sections import mark_killed
 
 N_WAITERS = 200
@@ -35,6 +37,60 @@ def test_200_blocked_openers_do_not_block_the_mount_and_are_fifo(zk, base, m1, m
                  if o.poll_result() is not None]
         assert not later, f"waiters {later} granted before waiter {i}"
         w.close()
+
+
+def packets_received(server):
+    for line in four_letter(server.port, "mntr").splitlines():
+        key, _, value = line.partition("\t")
+        if key == "zk_packets_received":
+            return int(value)
+    raise AssertionError("ZooKeeper's mntr has no zk_packets_received")
+
+
+def total_watches(server):
+    text = four_letter(server.port, "wchs")
+    found = [int(w.split(":")[1]) for w in text.split()
+             if w.startswith("watches:")]
+    return found[0] if found else 0
+
+
+def test_a_handoff_costs_one_request_however_long_the_queue(
+        zookeeper, zk, base, m1, m2):
+    """100 waiters of one mount queue behind a holder of another.  Each
+    handoff must cost the server one request (the holder's delete): the
+    next waiter learns from its watch and the listing the mount already
+    has, not from a fresh listing of the whole queue (O(N^2) in all)."""
+    n = 100
+    holder = Locker(m2.path("chain", "write"))
+    holder.granted()
+    grants, lock = [], threading.Lock()
+
+    def wait_for_lock():
+        fd = os.open(m1.path("chain", "write"), os.O_RDWR)
+        with lock:
+            grants.append(int(os.read(fd, 64).split()[0]))
+        os.close(fd)
+
+    threads = [threading.Thread(target=wait_for_lock) for _ in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(lambda: total_watches(zookeeper) >= n, 30,
+                   f"{n} waiters to watch their predecessors")
+        before = packets_received(zookeeper)
+        holder.close()
+        for t in threads:
+            t.join(30)
+            assert not t.is_alive(), "a waiter was never granted"
+        after = packets_received(zookeeper)
+    finally:
+        if any(t.is_alive() for t in threads):
+            holder.kill()
+    per_handoff = (after - before) / n
+    # One delete per release; a few session pings may fall inside.
+    assert per_handoff <= 1.3, \
+        f"{per_handoff:.2f} requests per handoff, expected about 1"
+    assert grants == sorted(grants), "not granted in queue order"
 
 
 INVARIANT_WORKER = os.path.join(HERE, "invariant_worker.py")

@@ -1,0 +1,206 @@
+/*
+ * mount_bench.c - the same measurements through a zklockfs mount.
+ *
+ *   zkbench-mount cycle   FILE N                   open(FILE, O_WRONLY) and
+ *                                                  close, N times
+ *   zkbench-mount handoff FILE1 FILE2 HOSTS DIR N  two threads, one per
+ *                                                  mount (two sessions),
+ *                                                  take turns: time from the
+ *                                                  holder's close to the
+ *                                                  waiter's open returning
+ *   zkbench-mount scale   HOSTS DIR N FILE...      hold the first FILE,
+ *                                                  queue N blocked openers
+ *                                                  (the i-th on FILE i mod
+ *                                                  count), print "queued
+ *                                                  SECONDS", wait for a line
+ *                                                  on stdin, let go and
+ *                                                  print "granted SECONDS
+ *                                                  in_order=0|1"
+ *
+ * HOSTS and DIR (the resource's znode) are only used to see how many nodes
+ * are queued before a measurement starts.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats.h"
+#include "zkconn.h"
+
+static int open_lock(const char *file)
+{
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		die("open %s: %m", file);
+	return fd;
+}
+
+static void cycle(const char *file, long n)
+{
+	struct samples s;
+
+	samples_init(&s, (size_t)n);
+	for (long i = 0; i < n; i++) {
+		double t0 = now_us();
+		close(open_lock(file));
+		samples_add(&s, now_us() - t0);
+	}
+	samples_report(&s, (size_t)n / 10);
+	samples_free(&s);
+}
+
+/* ---- handoff ------------------------------------------------------------ */
+
+struct opener {
+	const char *file;
+	pthread_t thread;
+	int fd;
+	double opened_at;
+};
+
+static void *opener_run(void *arg)
+{
+	struct opener *o = arg;
+
+	o->fd = open_lock(o->file);
+	o->opened_at = now_us();
+	return NULL;
+}
+
+static void opener_start(struct opener *o)
+{
+	if (pthread_create(&o->thread, NULL, opener_run, o) != 0)
+		die("cannot start a thread");
+}
+
+static void handoff(const char *file1, const char *file2, const char *hosts,
+		    const char *dir, long n)
+{
+	struct opener o[2] = { { .file = file1 }, { .file = file2 } };
+	zhandle_t *zh = zkconn_open(hosts);
+	struct samples s;
+	int holder = 0;
+
+	o[0].fd = open_lock(file1);
+	samples_init(&s, (size_t)n);
+	for (long i = 0; i < n; i++) {
+		struct opener *h = &o[holder], *w = &o[1 - holder];
+		double t0;
+
+		opener_start(w);
+		zkconn_wait_queue_len(zh, dir, 2, 10);
+		t0 = now_us();
+		close(h->fd);
+		pthread_join(w->thread, NULL);
+		samples_add(&s, w->opened_at - t0);
+		/* The next waiter must not find the old node still there. */
+		zkconn_wait_queue_len(zh, dir, 1, 10);
+		holder = 1 - holder;
+	}
+	close(o[holder].fd);
+	samples_report(&s, (size_t)n / 10);
+	samples_free(&s);
+	zookeeper_close(zh);
+}
+
+/* ---- scale -------------------------------------------------------------- */
+
+struct scale_waiter {
+	pthread_t thread;
+	const char *file;
+	long grant_rank;  /* order in which the grants came */
+	long long token;  /* the fencing token: the node's creation order */
+};
+
+static atomic_long grants;
+
+static void *scale_wait(void *arg)
+{
+	struct scale_waiter *w = arg;
+	char buf[64] = "";
+	int fd = open(w->file, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		die("open %s: %m", w->file);
+	/* Exclusive: nobody else runs this between open and close. */
+	w->grant_rank = atomic_fetch_add(&grants, 1);
+	if (read(fd, buf, sizeof(buf) - 1) <= 0)
+		die("cannot read the fencing token");
+	w->token = atoll(buf);
+	close(fd);
+	return NULL;
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	const struct scale_waiter *x = a, *y = b;
+
+	return (x->grant_rank > y->grant_rank) -
+	       (x->grant_rank < y->grant_rank);
+}
+
+static void scale(const char *hosts, const char *dir, long n,
+		  char **files, int nfiles)
+{
+	struct scale_waiter *w = calloc((size_t)n, sizeof(*w));
+	zhandle_t *zh = zkconn_open(hosts);
+	pthread_attr_t attr;
+	int holder, in_order = 1;
+	char line[16];
+	double t0;
+
+	if (!w)
+		die("out of memory");
+	holder = open_lock(files[0]);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	t0 = now_us();
+	for (long i = 0; i < n; i++) {
+		w[i].file = files[i % nfiles];
+		if (pthread_create(&w[i].thread, &attr, scale_wait, &w[i]) != 0)
+			die("cannot start waiter thread %ld", i);
+	}
+	zkconn_wait_queue_len(zh, dir, (int)n + 1, 600);
+	printf("queued %.3f\n", (now_us() - t0) / 1e6);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		die("stdin closed before the go");
+	t0 = now_us();
+	close(holder);
+	for (long i = 0; i < n; i++)
+		pthread_join(w[i].thread, NULL);
+	printf("granted %.3f", (now_us() - t0) / 1e6);
+	qsort(w, (size_t)n, sizeof(*w), by_rank);
+	for (long i = 1; i < n; i++)
+		if (w[i].token <= w[i - 1].token)
+			in_order = 0;
+	printf(" in_order=%d\n", in_order);
+	free(w);
+	zookeeper_close(zh);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "cycle") == 0)
+		cycle(argv[2], parse_count(argv[3], "N"));
+	else if (argc == 7 && strcmp(argv[1], "handoff") == 0)
+		handoff(argv[2], argv[3], argv[4], argv[5],
+			parse_count(argv[6], "N"));
+	else if (argc >= 6 && strcmp(argv[1], "scale") == 0)
+		scale(argv[2], argv[3], parse_count(argv[4], "N"), argv + 5,
+		      argc - 5);
+	else {
+		fprintf(stderr,
+			"usage: %s cycle FILE N\n"
+			"       %s handoff FILE1 FILE2 HOSTS DIR N\n"
+			"       %s scale HOSTS DIR N FILE...\n",
+			argv[0], argv[0], argv[0]);
+		return 2;
+	}
+	return 0;
+}
