@@ -51,6 +51,7 @@ struct zkl_lockreq {
 	struct zkl_session *s;
 	struct zkl_queue *q;    /* the resource's queue, once started */
 	struct zkl_queue_wait qwait; /* in q->waiting for a listing */
+	struct zkl_queue_leaving leaving; /* in q->leaving while DELETING */
 	struct zkl_link live;   /* in s->live once started */
 	struct zkl_link resume; /* in s->resume while waiting to reconnect */
 	struct zkl_link notify; /* in a notify list until done() has run */
@@ -146,6 +147,7 @@ static void lr_put_locked(struct zkl_lockreq *lr)
 		return;
 	if (list_linked(&lr->live))
 		list_del(&lr->live);
+	queue_leaving_done(&lr->leaving);
 	lr_free(lr);
 }
 
@@ -201,6 +203,7 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	list_init(&lr->notify);
 	list_init(&lr->watch.link);
 	list_init(&lr->qwait.link);
+	list_init(&lr->leaving.link);
 	*out = lr;
 	return 0;
 }
@@ -314,6 +317,8 @@ static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)
 static void lr_delete(struct zkl_lockreq *lr)
 {
 	lr->phase = PH_DELETING;
+	lr->leaving.name = lr_node_name(lr);
+	queue_leaving_add(lr->q, &lr->leaving);
 	lr->refs++;
 	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK) {
 		/* Only a dead handle refuses; its nodes die with it. */
@@ -595,10 +600,12 @@ static void lr_on_deleted(int rc, const void *data)
 	list_init(&notify);
 	pthread_mutex_lock(&s->lock);
 	if (lr->phase == PH_DELETING) {
-		if (lr_is_connection_loss(rc))
+		if (lr_is_connection_loss(rc)) {
 			lr_defer(lr, &notify); /* must not leave it behind */
-		else
+		} else {
 			lr->phase = PH_GONE;
+			queue_leaving_done(&lr->leaving);
+		}
 	}
 	lr_put_locked(lr);
 	pthread_mutex_unlock(&s->lock);
@@ -716,6 +723,7 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 		lr->lost = 1;
 		lr_report_lost(lr, lost);
 	}
+	queue_leaving_done(&lr->leaving);
 	lr->phase = PH_GONE;
 	lr_finish_locked(lr, -ENOTCONN, notify);
 }

@@ -32,6 +32,7 @@ struct zkl_queue *queue_get_locked(struct zkl_session *s, const char *dir)
 	q->s = s;
 	q->refs = 1;
 	list_init(&q->waiting);
+	list_init(&q->leaving);
 	strtab_insert(&s->queues, &q->item);
 	return q;
 }
@@ -84,6 +85,9 @@ static int queue_replace_view(struct zkl_queue *q,
 	q->gone = (unsigned char *)(nodes + count);
 	memset(q->gone, 0, n);
 	q->n = n;
+	for (struct zkl_link *l = q->leaving.next; l != &q->leaving; l = l->next)
+		queue_mark_gone(q, ZKL_CONTAINER_OF(l, struct zkl_queue_leaving,
+						    link)->name);
 	return 0;
 }
 
@@ -101,6 +105,19 @@ void queue_mark_gone(struct zkl_queue *q, const char *name)
 	q->gone[i] = 1;
 	while (q->lo < q->n && q->gone[q->lo])
 		q->lo++;
+}
+
+void queue_leaving_add(struct zkl_queue *q, struct zkl_queue_leaving *l)
+{
+	if (!list_linked(&l->link))
+		list_add_tail(&q->leaving, &l->link);
+	queue_mark_gone(q, l->name);
+}
+
+void queue_leaving_done(struct zkl_queue_leaving *l)
+{
+	if (list_linked(&l->link))
+		list_del(&l->link);
 }
 
 ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self)

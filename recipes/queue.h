@@ -34,6 +34,13 @@
 
 struct zkl_session;
 
+/* A node of this session being deleted: nobody holds it any more, so the
+ * session's requests behind it need not wait for ZooKeeper to say so. */
+struct zkl_queue_leaving {
+	struct zkl_link link; /* in q->leaving */
+	const char *name;     /* child name; stays valid while listed */
+};
+
 /* A request's place in the line for the next listing. */
 struct zkl_queue_wait {
 	struct zkl_link link; /* in q->waiting, in order of gen */
@@ -54,6 +61,7 @@ struct zkl_queue {
 	uint64_t sent;           /* generation of the last listing sent */
 	int in_flight;           /* ... and its reply is still due */
 	struct zkl_link waiting; /* of struct zkl_queue_wait */
+	struct zkl_link leaving; /* of struct zkl_queue_leaving */
 	char dir[];
 };
 
@@ -77,6 +85,16 @@ ssize_t queue_find(const struct zkl_queue *q, const char *name);
 
 /* Note that the node called `name` has been deleted. */
 void queue_mark_gone(struct zkl_queue *q, const char *name);
+
+/* Our node l->name is being deleted: count it as gone in this view and in
+ * every later one, until queue_leaving_done.  Why this is safe: the lock
+ * it stood for is released here and now; other sessions still see the node
+ * until the delete is applied, which only makes them wait longer.  Why it
+ * matters: a close's RELEASE may reach the daemon just after the next open
+ * of the same lock sent its create, and that open would otherwise wait for
+ * the delete to be committed and notified. */
+void queue_leaving_add(struct zkl_queue *q, struct zkl_queue_leaving *l);
+void queue_leaving_done(struct zkl_queue_leaving *l);
 
 /* The node that nodes[self] must watch (names_pick_watch), or -1. */
 ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self);

@@ -60,8 +60,8 @@ class ZooKeeper:
     standalone, or member `myid` of an ensemble whose `peers` are
     (client, quorum, election) port triples on loopback."""
 
-    def __init__(self, myid=None, peers=None):
-        self.dir = tempfile.mkdtemp(prefix="zklockfs-zk-")
+    def __init__(self, myid=None, peers=None, data_parent=None):
+        self.dir = tempfile.mkdtemp(prefix="zklockfs-zk-", dir=data_parent)
         self.myid = myid
         self.peers = peers or []
         self.port = peers[myid - 1][0] if peers else free_port()

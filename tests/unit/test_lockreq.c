@@ -177,6 +177,31 @@ Test(lockreq, a_changed_watched_node_means_a_fresh_listing)
 	expect_delete_of_mine();
 }
 
+Test(lockreq, our_own_node_being_deleted_does_not_block_our_next_request)
+{
+	struct zkl_lockreq *a = start(ZKL_MODE_WRITE, 0), *b;
+	char name_a[256];
+
+	created(1);
+	strcpy(name_a, my_name);
+	listed_with(name_a, NULL);
+	cr_assert_eq(done_calls, 1);
+	/* The next open's create went out before the close's delete... */
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2,
+				 on_done, NULL, &b), 0);
+	cr_assert_eq(lockreq_start(b), 0);
+	lockreq_release(a);
+	created(2);
+	/* ...so the listing still shows the released node ahead. */
+	listed_with(name_a, my_name);
+	cr_assert_eq(done_calls, 2, "granted without waiting for the delete");
+	cr_assert_eq(done_err, 0);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	lockreq_release(b);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
 Test(lockreq, requests_on_one_resource_share_the_listing_in_flight)
 {
 	struct zkl_lockreq *a = start(ZKL_MODE_READ, 0), *b, *c;
