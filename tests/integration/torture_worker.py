@@ -20,8 +20,17 @@ logfd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 res = os.path.join(mount, resource)
 
 
+armed = False  # a timer may cut the wait in take() short
+
+
 def on_timer(*_):
-    raise InterruptedError(errno.EINTR, "timer")
+    # Only while waiting: a timer that fires as the wait ends must not
+    # raise out of the code that disarms it.  (If it fires just after
+    # take() returned, the lock is dropped with its leaked fd at exit.)
+    global armed
+    if armed:
+        armed = False
+        raise InterruptedError(errno.EINTR, "timer")
 
 
 signal.signal(signal.SIGALRM, on_timer)
@@ -59,6 +68,7 @@ KINDS = ["open-w", "open-r", "try-w", "flock-x", "flock-s", "flock-nb",
 while time.time() < end:
     kind = rng.choice(KINDS)
     if rng.random() < 0.2:  # a wait cut short, as timeout(1) would
+        armed = True
         signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.02, 0.3))
     try:
         fd, mode = take(kind)
@@ -68,6 +78,7 @@ while time.time() < end:
         os.write(logfd, f"ERROR {kind}: {e}\n".encode())
         sys.exit(3)
     finally:
+        armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
     with Section(directory, mode, logfd):
         time.sleep(rng.uniform(0, 0.01))
