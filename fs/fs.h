@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "list.h"
 #include "session.h"
@@ -23,6 +24,7 @@ struct zkl_fs {
 	mode_t dir_mode;     /* ... and of the resource directories */
 	int on_lost_signal; /* 0: a lost lock is only logged */
 	char hostname[256];
+	struct timespec started; /* CLOCK_MONOTONIC, at mount */
 
 	/* Guards the lists below, `stopping`, and the state and lock of
 	 * every open lock file.  Taken before the session's mutex when both
@@ -48,7 +50,33 @@ void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st);
  * (an errno outside 1..511 would leave the caller stuck). */
 void fs_reply_err(fuse_req_t req, int err);
 
-/* Lock-file operations (ops_lock.c).  Open of a directory: EISDIR. */
+/* File operations, routed by the kind of file (ops_file.c): lock files
+ * or the read-only text files.  Open of a directory: EISDIR. */
+void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	       const struct fuse_entry_param *create_entry);
+void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	       struct fuse_file_info *fi);
+void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		off_t off, struct fuse_file_info *fi);
+void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		struct fuse_file_info *fi);
+void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void file_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		int op);
+void file_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		struct flock *lock);
+void file_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		struct flock *lock, int sleep);
+
+/* The read-only text files (ops_info.c): .status and holders. */
+void info_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	       const struct fuse_entry_param *create_entry);
+void info_read(fuse_req_t req, size_t size, off_t off,
+	       struct fuse_file_info *fi);
+void info_release(fuse_req_t req, struct fuse_file_info *fi);
+
+/* Lock-file operations (ops_lock.c). */
 void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		   const struct fuse_entry_param *create_entry);
 void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -11,6 +11,8 @@
 
 /* Room for an identity without its note. */
 #define IDENTITY_MAX 512
+/* Largest note a holder may store with write(). */
+#define IDENTITY_NOTE_MAX 1024
 
 /* Describe process `pid` (its command name read from /proc) into buf.
  * Returns the length written, truncated to size - 1. */

@@ -33,6 +33,9 @@ void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st)
 	if (tree_kind_of(ino) == TREE_DIR) {
 		st->st_mode = S_IFDIR | fs->dir_mode;
 		st->st_nlink = 2;
+	} else if (tree_kind_is_info(tree_kind_of(ino))) {
+		st->st_mode = S_IFREG | (fs->file_mode & 0444);
+		st->st_nlink = 1;
 	} else {
 		st->st_mode = S_IFREG | fs->file_mode;
 		st->st_nlink = 1;
@@ -189,6 +192,10 @@ static int fs_dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 	for (int k = TREE_WRITE; !is_root && k <= TREE_LAST_FILE; k++)
 		err |= fs_dir_add(d, req, tree_kind_name((enum tree_kind)k),
 				  tree_ino(&fs->tree, res, (enum tree_kind)k),
+				  S_IFREG, &cap);
+	if (is_root)
+		err |= fs_dir_add(d, req, tree_kind_name(TREE_STATUS),
+				  tree_ino(&fs->tree, res, TREE_STATUS),
 				  S_IFREG, &cap);
 	for (size_t i = 0; i < n && err == 0; i++) {
 		enum tree_kind kind;
@@ -371,7 +378,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	lockfile_open(req, ino, fi, NULL);
+	file_open(req, ino, fi, NULL);
 }
 
 /* CREATE comes only for names lookup called missing, or for O_CREAT of a
@@ -399,7 +406,7 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = fs_entry(fs, parent, name, &e);
 	if (err < 0)
 		return fs_reply_err(req, -err);
-	lockfile_open(req, e.ino, fi, &e);
+	file_open(req, e.ino, fi, &e);
 }
 
 static void fs_refuse_name(fuse_req_t req, fuse_ino_t parent,
@@ -465,14 +472,14 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.link = fs_link,
 	.open = fs_open,
 	.create = fs_create,
-	.read = lockfile_read,
-	.write = lockfile_write,
-	.flush = lockfile_flush,
-	.fsync = lockfile_fsync,
-	.release = lockfile_release,
-	.getlk = lockfile_getlk,
-	.setlk = lockfile_setlk,
-	.flock = lockfile_flock,
+	.read = file_read,
+	.write = file_write,
+	.flush = file_flush,
+	.fsync = file_fsync,
+	.release = file_release,
+	.getlk = file_getlk,
+	.setlk = file_setlk,
+	.flock = file_flock,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
 	.releasedir = fs_releasedir,

@@ -18,9 +18,6 @@
 
 #include "log.h"
 
-/* Largest note a holder may store with write(). */
-#define LOCKFILE_NOTE_MAX 1024
-
 void lockfile_get(struct lockfile *lf)
 {
 	atomic_fetch_add(&lf->refs, 1);
@@ -138,8 +135,6 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	enum tree_kind kind = tree_kind_of(ino);
 	struct lockfile *lf;
 
-	if (kind == TREE_DIR)
-		return fs_reply_err(req, EISDIR);
 	lf = calloc(1, sizeof(*lf));
 	if (!lf)
 		return fs_reply_err(req, ENOMEM);
@@ -255,7 +250,7 @@ void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 {
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
-	char data[IDENTITY_MAX + LOCKFILE_NOTE_MAX + 8];
+	char data[IDENTITY_MAX + IDENTITY_NOTE_MAX + 8];
 	struct lockfile_write_ctx *ctx;
 	const char *identity;
 	struct zkl_lockreq *lr;
@@ -264,7 +259,7 @@ void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 
 	(void)ino;
 	(void)off;
-	if (size > LOCKFILE_NOTE_MAX)
+	if (size > IDENTITY_NOTE_MAX)
 		return fs_reply_err(req, EFBIG);
 	ctx = malloc(sizeof(*ctx));
 	if (!ctx)

@@ -16,6 +16,8 @@ static const char *const tree_file_names[] = {
 	[TREE_WRITE] = "write",
 	[TREE_READ] = "read",
 	[TREE_LOCK] = "lock",
+	[TREE_HOLDERS] = "holders",
+	[TREE_STATUS] = ".status",
 };
 
 #define TREE_NFILES (sizeof(tree_file_names) / sizeof(tree_file_names[0]))
@@ -26,14 +28,20 @@ const char *tree_kind_name(enum tree_kind kind)
 }
 
 /* Names of files other issues add; reserved now so no resource takes them. */
-static const char *const tree_reserved_names[] = { "lease", "holders" };
+static const char *const tree_reserved_names[] = { "lease" };
 
 enum tree_name_class tree_classify(const char *name, int is_root,
 				   enum tree_kind *kind)
 {
 	size_t len = strnlen(name, 256);
 	struct zkl_node node;
+	enum zkl_mode mode;
+	int32_t seq;
 
+	if (is_root && strcmp(name, tree_file_names[TREE_STATUS]) == 0) {
+		*kind = TREE_STATUS;
+		return TREE_NAME_FILE;
+	}
 	if (len == 0 || len > 255 || name[0] == '.')
 		return TREE_NAME_INVALID;
 	for (size_t i = 0; i < len; i++) {
@@ -41,7 +49,7 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 		if (c < 0x20 || c == 0x7f || c == '/')
 			return TREE_NAME_INVALID;
 	}
-	for (size_t k = 1; k < TREE_NFILES; k++) {
+	for (size_t k = 1; k <= TREE_LAST_FILE; k++) {
 		if (strcmp(name, tree_file_names[k]) == 0) {
 			if (is_root)
 				return TREE_NAME_INVALID;
@@ -54,7 +62,8 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 	     k++)
 		if (strcmp(name, tree_reserved_names[k]) == 0)
 			return TREE_NAME_INVALID;
-	if (names_parse(name, &node) == 0)
+	if (names_parse(name, &node) == 0 ||
+	    names_parse_foreign(name, &mode, &seq) == 0)
 		return TREE_NAME_INVALID;
 	return TREE_NAME_RESOURCE;
 }

@@ -20,9 +20,17 @@ enum tree_kind {
 	TREE_WRITE = 1, /* <resource>/write */
 	TREE_READ = 2,  /* <resource>/read */
 	TREE_LOCK = 3,  /* <resource>/lock: opens at once, for flock/fcntl */
-	TREE_LAST_FILE = TREE_LOCK,
+	TREE_HOLDERS = 4, /* <resource>/holders: who holds and waits (text) */
+	TREE_LAST_FILE = TREE_HOLDERS, /* files of every resource: 1..this */
+	TREE_STATUS = 5,  /* MOUNT/.status: the session (text), root only */
 	TREE_KIND_MAX = 15,
 };
+
+/* The read-only text files, as opposed to the lock files. */
+static inline int tree_kind_is_info(enum tree_kind kind)
+{
+	return kind == TREE_HOLDERS || kind == TREE_STATUS;
+}
 
 struct tree_res {
 	struct tree_res *parent;    /* NULL for the root */
@@ -50,13 +58,14 @@ enum tree_name_class {
 };
 
 /* Classify `name` as a child of a resource (is_root = 0) or of the root
- * (is_root = 1: no lock files there).  *kind is set for TREE_NAME_FILE.
+ * (is_root = 1: only .status there).  *kind is set for TREE_NAME_FILE.
  * Resource names: 1-255 bytes, no '/', no control bytes, not starting with
- * '.', not a lock file name, not shaped like a lock node. */
+ * '.', not a file name, not shaped like a lock node (ours or another
+ * tool's). */
 enum tree_name_class tree_classify(const char *name, int is_root,
 				   enum tree_kind *kind);
 
-/* The file name of a kind ("write", ...), or NULL. */
+/* The file name of a kind ("write", ..., ".status"), or NULL. */
 const char *tree_kind_name(enum tree_kind kind);
 
 int tree_init(struct tree *t, const char *base);

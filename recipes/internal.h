@@ -44,6 +44,7 @@ struct zkl_session {
 	struct zkl_link live;    /* every started, not yet freed request */
 	struct watchtab watches;
 	struct strtab queues;    /* of struct zkl_queue, by resource path */
+	uint64_t grants, losses, expirations; /* since session_open */
 };
 
 /*
@@ -78,6 +79,9 @@ struct zkl_lost {
 void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 				    struct zkl_link *lost,
 				    struct zkl_link *notify);
+/* Count lr into *held or *waiting if it is either.  s->lock held. */
+void lockreq_count_locked(const struct zkl_lockreq *lr, uint64_t *held,
+			  uint64_t *waiting);
 /* Called without the lock: run the owner callbacks collected in notify. */
 void lockreq_notify_all(struct zkl_link *notify);
 

@@ -218,6 +218,8 @@ static void lr_tell_locked(struct zkl_lockreq *lr, int err,
 		return;
 	lr->outcome = err ? LR_FINISHED : LR_HELD;
 	lr->notify_err = err;
+	if (!err)
+		lr->s->grants++;
 	lr->refs++;
 	list_add_tail(notify, &lr->notify);
 }
@@ -684,6 +686,7 @@ static void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
 {
 	struct zkl_lost *item = malloc(sizeof(*item) + lr->datalen);
 
+	lr->s->losses++;
 	if (!item)
 		return; /* the loss still shows as EIO; only the report is lost */
 	item->node = strdup(lr_has_node(lr) ? lr->node : lr->dir);
@@ -726,6 +729,15 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 	queue_leaving_done(&lr->leaving);
 	lr->phase = PH_GONE;
 	lr_finish_locked(lr, -ENOTCONN, notify);
+}
+
+void lockreq_count_locked(const struct zkl_lockreq *lr, uint64_t *held,
+			  uint64_t *waiting)
+{
+	if (lr->outcome == LR_HELD && !lr->lost)
+		++*held;
+	else if (lr->outcome == LR_PENDING)
+		++*waiting;
 }
 
 /* ---- the owner's calls ------------------------------------------------ */

@@ -112,6 +112,56 @@ int names_parse(const char *name, struct zkl_node *out)
 	return 0;
 }
 
+static const struct {
+	const char *marker;
+	enum zkl_mode mode;
+	int anywhere; /* else only at the start of the name or after '-' */
+} names_foreign_markers[] = {
+	{ "__WRIT__", ZKL_MODE_WRITE, 1 }, { "__READ__", ZKL_MODE_READ, 1 },
+	{ "__rlock__", ZKL_MODE_READ, 1 }, { "__lock__", ZKL_MODE_WRITE, 1 },
+	{ "-lock-", ZKL_MODE_WRITE, 1 },   { "write-", ZKL_MODE_WRITE, 0 },
+	{ "read-", ZKL_MODE_READ, 0 },
+};
+
+/* Does a known marker end at name[sfx]?  Sets *mode. */
+static int names_foreign_marker(const char *name, size_t sfx,
+				enum zkl_mode *mode)
+{
+	for (size_t i = 0; i < sizeof(names_foreign_markers) /
+				      sizeof(names_foreign_markers[0]);
+	     i++) {
+		const char *m = names_foreign_markers[i].marker;
+		size_t mlen = strlen(m);
+		if (sfx < mlen || memcmp(name + sfx - mlen, m, mlen) != 0)
+			continue;
+		if (!names_foreign_markers[i].anywhere && sfx > mlen &&
+		    name[sfx - mlen - 1] != '-')
+			continue;
+		*mode = names_foreign_markers[i].mode;
+		return 1;
+	}
+	return 0;
+}
+
+int names_parse_foreign(const char *name, enum zkl_mode *mode, int32_t *seq)
+{
+	struct zkl_node ours;
+	size_t len = strlen(name);
+
+	if (names_parse(name, &ours) == 0)
+		return -EINVAL;
+	/* The suffix is ten digits, or '-' and ten digits once wrapped; a
+	 * marker must end right before it ("write-" + "-2147483648"). */
+	for (size_t width = 10; width <= 11; width++) {
+		size_t sfx = len - width;
+		if (len < width || names_parse_seq(name + sfx, seq) < 0)
+			continue;
+		if (names_foreign_marker(name, sfx, mode))
+			return 0;
+	}
+	return -EINVAL;
+}
+
 int names_seq_before(int32_t a, int32_t b)
 {
 	return (int32_t)((uint32_t)a - (uint32_t)b) < 0;

@@ -43,6 +43,15 @@ int names_format_prefix(char *buf, size_t size, const char *guid,
  * -EINVAL for anything else (sub-resources, other tools' nodes, garbage). */
 int names_parse(const char *name, struct zkl_node *out);
 
+/* Parse a lock node another tool created: a sequential name whose suffix
+ * follows one of the known lock recipes' markers -- Curator's "__WRIT__" and
+ * "__READ__" and its mutex's "-lock-", kazoo's "__lock__" and "__rlock__",
+ * ZooKeeper's recipe "write-" and "read-" (alone or after a prefix).
+ * Returns 0 and sets *mode and *seq, or -EINVAL (zklockfs's own nodes, sub-
+ * resources and anything else).  Such nodes play no part in zklockfs's
+ * queue; they are shown, not obeyed. */
+int names_parse_foreign(const char *name, enum zkl_mode *mode, int32_t *seq);
+
 /* True if sequence a was issued before b, across the 2^31 wrap. */
 int names_seq_before(int32_t a, int32_t b);
 

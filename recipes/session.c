@@ -60,6 +60,34 @@ int64_t session_id(struct zkl_session *s)
 	return id;
 }
 
+const char *session_hosts(const struct zkl_session *s)
+{
+	return s->hosts;
+}
+
+void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
+{
+	const char *server;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->lock);
+	out->state = s->state;
+	out->dead = s->dead;
+	out->session_id = s->client_id;
+	out->timeout_ms = zoo_recv_timeout(s->zh);
+	/* The client formats it into a buffer of its own: copy at once. */
+	server = zoo_get_current_server(s->zh);
+	snprintf(out->server, sizeof(out->server), "%s",
+		 server ? server : "");
+	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next)
+		lockreq_count_locked(lockreq_from_live_link(l), &out->held,
+				     &out->waiting);
+	out->grants = s->grants;
+	out->losses = s->losses;
+	out->expirations = s->expirations;
+	pthread_mutex_unlock(&s->lock);
+}
+
 enum zkl_conn_state session_state(struct zkl_session *s)
 {
 	enum zkl_conn_state st;
@@ -118,6 +146,7 @@ static void session_expired_locked(struct zkl_session *s, int renew,
 	struct zkl_link gone;
 
 	s->state = ZKL_CONN_EXPIRED;
+	s->expirations++;
 	s->expired = renew;
 	s->dead = !renew;
 	/* The server forgot our nodes and watches: every request of this

@@ -60,6 +60,26 @@ int64_t session_id(struct zkl_session *s);
 
 enum zkl_conn_state session_state(struct zkl_session *s);
 
+/* What .status shows: the state of the session and what it did. */
+struct zkl_session_stats {
+	enum zkl_conn_state state;
+	int dead;            /* no new session can help (authentication) */
+	int64_t session_id;
+	int timeout_ms;      /* as the server granted it */
+	char server[128];    /* the server connected to (or being tried) */
+	uint64_t held;       /* lock requests holding now */
+	uint64_t waiting;    /* ... queued or about to be */
+	uint64_t grants;     /* since the mount, over all its sessions */
+	uint64_t losses;     /* held locks lost with an expired session */
+	uint64_t expirations;
+};
+
+/* A consistent snapshot; counts every live request (O(requests)). */
+void session_stats(struct zkl_session *s, struct zkl_session_stats *out);
+
+/* The server list, as given at open. */
+const char *session_hosts(const struct zkl_session *s);
+
 /* The one translation of ZooKeeper return codes into -errno values. */
 int session_errno(int zrc);
 

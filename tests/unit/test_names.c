@@ -211,3 +211,40 @@ Test(names, first_blocker_of_a_request_queued_now)
 	cr_assert_eq(names_first_blocker(v, n, ZKL_MODE_WRITE, mine, 1), -1,
 		     "one's own lock does not block one's own test");
 }
+
+Test(names, foreign_lock_nodes_parse_with_their_mode)
+{
+	static const struct {
+		const char *name;
+		enum zkl_mode mode;
+		int32_t seq;
+	} ok[] = {
+		{ "_c_" G1 "-__WRIT__0000000003", ZKL_MODE_WRITE, 3 },
+		{ "_c_" G1 "-__READ__0000000004", ZKL_MODE_READ, 4 },
+		{ "9f2c__lock__0000000005", ZKL_MODE_WRITE, 5 },
+		{ "9f2c__rlock__0000000006", ZKL_MODE_READ, 6 },
+		{ "_c_" G2 "-lock-0000000007", ZKL_MODE_WRITE, 7 },
+		{ "write-0000000008", ZKL_MODE_WRITE, 8 },
+		{ "read-0000000009", ZKL_MODE_READ, 9 },
+		{ "x-read-0000000010", ZKL_MODE_READ, 10 },
+		{ "write--2147483648", ZKL_MODE_WRITE, INT32_MIN },
+		{ "write-1000000001", ZKL_MODE_WRITE, 1000000001 },
+	};
+	static const char *const bad[] = {
+		"_c_" G1 "-write-0000000001", /* ours */
+		"deploy", "backup0000000001", "overwrite-0000000001",
+		"write-000000001", "write-00000000x1", "__lock__", "",
+	};
+	enum zkl_mode mode;
+	int32_t seq;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cr_assert_eq(names_parse_foreign(ok[i].name, &mode, &seq), 0,
+			     "%s", ok[i].name);
+		cr_assert_eq(mode, ok[i].mode, "%s", ok[i].name);
+		cr_assert_eq(seq, ok[i].seq, "%s", ok[i].name);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(names_parse_foreign(bad[i], &mode, &seq), -EINVAL,
+			     "%s", bad[i]);
+}

@@ -31,7 +31,15 @@ Test(tree, classifies_names)
 	cr_assert_eq(tree_classify("lock", 1, &kind), TREE_NAME_INVALID);
 	cr_assert_eq(tree_classify("lease", 0, &kind), TREE_NAME_INVALID,
 		     "reserved for the semaphore files");
+	cr_assert_eq(tree_classify("holders", 0, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_HOLDERS);
 	cr_assert_eq(tree_classify("holders", 1, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify(".status", 1, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_STATUS);
+	cr_assert_eq(tree_classify(".status", 0, &kind), TREE_NAME_INVALID,
+		     ".status lives in the root only");
+	cr_assert_eq(tree_classify("9f2c__lock__0000000005", 0, &kind),
+		     TREE_NAME_INVALID, "another tool's lock node");
 	cr_assert_eq(tree_classify("_c_0123abcd-0000-4000-8000-00000000000a"
 				   "-write-0000000001",
 				   0, &kind),

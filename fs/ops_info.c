@@ -1,0 +1,271 @@
+/*
+ * ops_info.c - the read-only text files: MOUNT/.status (this mount's
+ * session) and MOUNT/<resource>/holders (everyone queued on a resource).
+ *
+ * Each open takes a fresh snapshot and keeps it until release, so a
+ * reader sees one consistent text however it reads; nothing is cached
+ * between opens.  The formats are documented in README.md and zklockfs(8):
+ * keep them in step.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "config.h"
+#include "holders.h"
+#include "identity.h"
+#include "log.h"
+
+/* The snapshot an open file reads. */
+struct infotext {
+	char *text;
+	size_t len;
+};
+
+static struct infotext *info_of(const struct fuse_file_info *fi)
+{
+	return (struct infotext *)(uintptr_t)fi->fh;
+}
+
+static void info_reply_open(fuse_req_t req, struct fuse_file_info *fi,
+			    const struct fuse_entry_param *create_entry,
+			    struct infotext *t)
+{
+	int rc;
+
+	fi->fh = (uint64_t)(uintptr_t)t;
+	fi->direct_io = 1; /* the size is 0: reads must reach us */
+	fi->keep_cache = 0;
+	fi->noflush = 1;
+	if (create_entry)
+		rc = fuse_reply_create(req, create_entry, fi);
+	else
+		rc = fuse_reply_open(req, fi);
+	if (rc < 0) { /* the opener is gone: no RELEASE will come */
+		free(t->text);
+		free(t);
+	}
+}
+
+/* Close the stream (open_memstream sets *text and *len only then), take
+ * its text and answer the open with it. */
+static void info_finish(fuse_req_t req, struct fuse_file_info *fi,
+			const struct fuse_entry_param *create_entry,
+			FILE *out, char **text, size_t *len)
+{
+	struct infotext *t = malloc(sizeof(*t));
+
+	if (fclose(out) != 0 || !t) {
+		free(*text);
+		free(t);
+		return fs_reply_err(req, ENOMEM);
+	}
+	t->text = *text;
+	t->len = *len;
+	info_reply_open(req, fi, create_entry, t);
+}
+
+/* ---- .status ------------------------------------------------------------ */
+
+static const char *info_state_name(const struct zkl_session_stats *st)
+{
+	if (st->dead || st->state == ZKL_CONN_EXPIRED)
+		return "expired";
+	return st->state == ZKL_CONN_CONNECTED ? "connected" : "suspended";
+}
+
+static void info_status(struct zkl_fs *fs, fuse_req_t req,
+			struct fuse_file_info *fi,
+			const struct fuse_entry_param *create_entry)
+{
+	struct zkl_session_stats st;
+	struct timespec now;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	if (!out)
+		return fs_reply_err(req, ENOMEM);
+	session_stats(fs->session, &st);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	fprintf(out,
+		"state %s\n"
+		"session 0x%" PRIx64 "\n"
+		"session_timeout_ms %d\n"
+		"servers %s\n"
+		"server %s\n"
+		"base %s\n"
+		"held %" PRIu64 "\n"
+		"waiting %" PRIu64 "\n"
+		"grants %" PRIu64 "\n"
+		"losses %" PRIu64 "\n"
+		"expirations %" PRIu64 "\n"
+		"uptime_s %lld\n"
+		"version %s\n",
+		info_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
+		session_hosts(fs->session), st.server[0] ? st.server : "-",
+		session_base(fs->session), st.held, st.waiting, st.grants,
+		st.losses, st.expirations,
+		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
+	info_finish(req, fi, create_entry, out, &text, &len);
+}
+
+/* ---- holders ------------------------------------------------------------ */
+
+/* One field of a line: bytes that would split or garble it (space and
+ * below, DEL, backslash; spaces too unless `keep_spaces`) as \ooo, the way
+ * /proc/mounts does; "-" for nothing. */
+static void info_field(FILE *out, const char *s, size_t len, int keep_spaces)
+{
+	if (len == 0) {
+		fputc('-', out);
+		return;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f || c == '\\' ||
+		    (c == ' ' && !keep_spaces))
+			fprintf(out, "\\%03o", c);
+		else
+			fputc(c, out);
+	}
+}
+
+static void info_identity_field(FILE *out, const struct holders_node *n,
+				const char *key, int keep_spaces)
+{
+	char value[IDENTITY_NOTE_MAX + 1];
+
+	if (!n->data ||
+	    identity_get(n->data, n->len, key, value, sizeof(value)) < 0)
+		value[0] = '\0';
+	fputc(' ', out);
+	info_field(out, value, strlen(value), keep_spaces);
+}
+
+static const char *const info_holder_states[] = {
+	[HOLDERS_HELD] = "held",
+	[HOLDERS_WAITING] = "waiting",
+	[HOLDERS_FOREIGN] = "foreign",
+};
+
+/* state mode token host pid uid cmd age node note */
+static void info_holder_line(FILE *out, const struct holders_node *n,
+			     int64_t now_ms)
+{
+	int64_t age = (now_ms - n->ctime_ms) / 1000;
+
+	fprintf(out, "%s %s %" PRId64, info_holder_states[n->state],
+		names_mode_str(n->mode), n->token);
+	info_identity_field(out, n, "host", 0);
+	info_identity_field(out, n, "pid", 0);
+	info_identity_field(out, n, "uid", 0);
+	info_identity_field(out, n, "cmd", 0);
+	fprintf(out, " %" PRId64 "s ", age > 0 ? age : 0);
+	info_field(out, n->name, strlen(n->name), 0);
+	info_identity_field(out, n, "note", 1);
+	fputc('\n', out);
+}
+
+struct info_holders_ctx {
+	fuse_req_t req;
+	struct fuse_file_info fi;
+	int is_create;
+	struct fuse_entry_param entry;
+	char dir[];
+};
+
+static void info_holders_listed(int err, const struct holders_node *nodes,
+				size_t n, void *arg)
+{
+	struct info_holders_ctx *ctx = arg;
+	struct timespec now;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = NULL;
+
+	if (err == 0 && !(out = open_memstream(&text, &len)))
+		err = -ENOMEM;
+	if (err < 0) {
+		log_msg(LOG_DEBUG, "holders of %s: %s", ctx->dir,
+			strerror(-err));
+		fs_reply_err(ctx->req, -err);
+		free(ctx);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (size_t i = 0; i < n; i++)
+		info_holder_line(out, &nodes[i],
+				 (int64_t)now.tv_sec * 1000 +
+					 now.tv_nsec / 1000000);
+	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
+	info_finish(ctx->req, &ctx->fi, ctx->is_create ? &ctx->entry : NULL,
+		    out, &text, &len);
+	free(ctx);
+}
+
+static void info_holders(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
+			 struct fuse_file_info *fi,
+			 const struct fuse_entry_param *create_entry)
+{
+	const char *dir = tree_res_of(&fs->tree, ino)->zpath;
+	struct info_holders_ctx *ctx = malloc(sizeof(*ctx) + strlen(dir) + 1);
+	int err;
+
+	if (!ctx)
+		return fs_reply_err(req, ENOMEM);
+	ctx->req = req;
+	ctx->fi = *fi;
+	ctx->is_create = create_entry != NULL;
+	if (create_entry)
+		ctx->entry = *create_entry;
+	strcpy(ctx->dir, dir);
+	err = holders_start(fs->session, dir, info_holders_listed, ctx);
+	if (err < 0) {
+		free(ctx);
+		fs_reply_err(req, -err);
+	}
+}
+
+/* ---- the open file ------------------------------------------------------ */
+
+void info_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	       const struct fuse_entry_param *create_entry)
+{
+	struct zkl_fs *fs = fuse_req_userdata(req);
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		return fs_reply_err(req, EACCES);
+	if (tree_kind_of(ino) == TREE_STATUS)
+		info_status(fs, req, fi, create_entry);
+	else
+		info_holders(fs, req, ino, fi, create_entry);
+}
+
+void info_read(fuse_req_t req, size_t size, off_t off,
+	       struct fuse_file_info *fi)
+{
+	struct infotext *t = info_of(fi);
+
+	if (off < 0 || (size_t)off >= t->len)
+		return (void)fuse_reply_buf(req, NULL, 0);
+	if (size > t->len - (size_t)off)
+		size = t->len - (size_t)off;
+	fuse_reply_buf(req, t->text + off, size);
+}
+
+void info_release(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct infotext *t = info_of(fi);
+
+	free(t->text);
+	free(t);
+	fuse_reply_err(req, 0);
+}
