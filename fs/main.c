@@ -24,6 +24,7 @@
 #include "fs.h"
 #include "authfile.h"
 #include "log.h"
+#include "notify.h"
 #include "opts.h"
 
 /* Workers libfuse may run.  None ever waits for a lock, so a few serve
@@ -120,6 +121,19 @@ static void main_warn_request_timeout(void)
 				files[i], v);
 		fclose(f);
 	}
+}
+
+/* Tell systemd (Type=notify) that the mount is there to use. */
+static void main_notify_ready(const struct opts *o)
+{
+	char msg[1400];
+
+	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%d\nSTATUS=%s on %s",
+		 (int)getpid(), o->connect, o->mountpoint);
+	if (notify_send(msg) < 0)
+		log_msg(LOG_WARNING, "cannot tell the service manager that "
+			"the mount is ready (NOTIFY_SOCKET=%s)",
+			getenv("NOTIFY_SOCKET"));
 }
 
 static int main_serve(struct fuse_session *se)
@@ -227,9 +241,11 @@ int main(int argc, char **argv)
 		log_setup(1, o.debug ? LOG_DEBUG : LOG_INFO);
 		main_quiet_stdio();
 	}
+	main_notify_ready(&o);
 
 	rc = main_serve(se) < 0 ? 1 : 0;
 
+	notify_send("STOPPING=1");
 	log_msg(LOG_INFO, "unmounting %s", o.mountpoint);
 	lockfile_shutdown_all(&fs);
 	session_close(fs.session);

@@ -258,7 +258,6 @@ void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	int err = -ENOLCK;
 
 	(void)ino;
-	(void)off;
 	if (size > IDENTITY_NOTE_MAX)
 		return fs_reply_err(req, EFBIG);
 	ctx = malloc(sizeof(*ctx));
@@ -279,6 +278,9 @@ void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	data[len++] = '\n';
 	if (lr)
 		err = lockreq_set_data(lr, data, len, lockfile_noted, ctx);
+	/* A read after the write starts the text over, at the token. */
+	if (err == 0)
+		lf->read_base = off + (off_t)size;
 	pthread_mutex_unlock(&fs->lock);
 	if (err == -ENOENT) /* released, or never held */
 		err = -ENOLCK;

@@ -792,6 +792,9 @@ void lockreq_release(struct zkl_lockreq *lr)
 	struct zkl_session *s = lr->s;
 
 	pthread_mutex_lock(&s->lock);
+	if (lr->outcome == LR_HELD && !lr->lost)
+		log_msg(LOG_DEBUG, "released %s lock %s",
+			names_mode_str(lr->mode), lr->node);
 	if (lr->outcome != LR_FINISHED) {
 		lr->outcome = LR_FINISHED;
 		lr_abandon_locked(lr);

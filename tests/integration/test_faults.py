@@ -7,6 +7,7 @@ import pytest
 
 from harness import Driver, Locker, lock_nodes, wait_until
 from test_core import still_waiting
+from test_operability import status
 
 
 def session_of(locker):
@@ -36,6 +37,7 @@ def test_expired_session_loses_holder_and_requeues_waiter(zk, base, mounts, paus
     rival = Locker(m2.path("a", "write"))
     assert still_waiting(rival)
 
+    old_session = session_of(holder)
     paused.append(m1)
     os.kill(m1.proc.pid, signal.SIGSTOP)  # no heartbeats: the session expires
     rival.granted(timeout=20)  # ZooKeeper freed the lock
@@ -47,6 +49,11 @@ def test_expired_session_loses_holder_and_requeues_waiter(zk, base, mounts, paus
     assert holder.command("note x") == "err EIO"
     assert holder.command("fsync") == "err EIO"
     assert "lost lock" in m1.log() and f"pid {holder.proc.pid}" in m1.log()
+    # .status counts the loss and the expiry, and is on a new session.
+    wait_until(lambda: status(m1)["state"] == "connected", 20, "m1's new session")
+    st = status(m1)
+    assert (st["losses"], st["expirations"]) == ("1", "1"), st
+    assert st["session"] != old_session, st
     # The waiter noticed nothing: it queued again on the new session.
     assert waiter.poll_result() is None
     other.close()

@@ -1,0 +1,361 @@
+"""Operability (introspection issue): holders and .status, logging, and the
+daemon as an operator runs it -- installed by meson, mounted by mount(8)
+and fstab, started by its systemd unit, unmounted with requests parked."""
+import errno
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+from harness import (Locker, is_mounted, lock_nodes, wait_until,
+                     zklockfs_binary)
+from test_core import still_waiting
+
+FIELDS = ("state", "mode", "token", "host", "pid", "uid", "cmd", "age",
+          "node", "note")
+
+
+def holders(mount, resource):
+    """The holders file as a list of dicts, one per line."""
+    with open(mount.path(resource, "holders")) as f:
+        text = f.read()
+    return [dict(zip(FIELDS, line.split(" ", 9))) for line in text.splitlines()]
+
+
+def status(mount):
+    with open(mount.path(".status")) as f:
+        return dict(line.split(" ", 1) for line in f.read().splitlines())
+
+
+def comm(pid):
+    with open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
+
+
+def token_of(locker):
+    return locker.command("read").split("|")[0]
+
+
+def assert_row(row, state, mode, locker, note="-"):
+    assert (row["state"], row["mode"]) == (state, mode), row
+    assert row["pid"] == str(locker.proc.pid), row
+    assert row["cmd"] == comm(locker.proc.pid), row
+    assert row["host"] == socket.gethostname(), row
+    assert row["uid"] == str(os.getuid()), row
+    assert row["age"].endswith("s") and int(row["age"][:-1]) >= 0, row
+    assert row["note"] == note, row
+
+
+def test_holders_shows_queue_across_mounts_and_notes(zk, base, m1, m2):
+    r1 = Locker(m1.path("db", "read"), "rw")
+    r1.granted()
+    r2 = Locker(m2.path("db", "read"), "rw")
+    r2.granted()
+    w = Locker(m1.path("db", "write"), "rw")
+    wait_until(lambda: len(lock_nodes(zk, base + "/db")) == 3, 10, "the writer to queue")
+    r3 = Locker(m2.path("db", "read"))
+    wait_until(lambda: len(lock_nodes(zk, base + "/db")) == 4, 10, "the reader to queue")
+    assert r1.command("note migrating schema v42") == "ok"
+
+    rows = holders(m2, "db")
+    assert len(rows) == 4, rows
+    assert_row(rows[0], "held", "read", r1, note="migrating schema v42")
+    assert_row(rows[1], "held", "read", r2)
+    assert_row(rows[2], "waiting", "write", w)
+    assert_row(rows[3], "waiting", "read", r3)
+    assert rows[0]["token"] == token_of(r1) and rows[1]["token"] == token_of(r2)
+    assert sorted(base + "/db/" + r["node"] for r in rows) == sorted(lock_nodes(zk, base + "/db"))
+    # Both mounts see the same queue; reading it took no lock.
+    assert [r["node"] for r in holders(m1, "db")] == [r["node"] for r in rows]
+    assert len(lock_nodes(zk, base + "/db")) == 4
+
+    # Fresh at each open: the readers go, the writer holds.
+    r1.close()
+    r2.close()
+    w.granted()
+    rows = holders(m1, "db")
+    assert [(r["state"], r["mode"]) for r in rows] == [("held", "write"), ("waiting", "read")]
+    assert rows[0]["token"] == token_of(w)
+    w.close()
+    r3.granted()
+    r3.close()
+    assert holders(m1, "db") == []
+    # Nobody ever queued: empty, and nothing is created for the asking.
+    assert holders(m1, "nobody") == []
+    assert zk.exists(base + "/nobody") is None
+
+
+def test_notes_are_bounded_and_escaped_and_foreign_nodes_shown(zk, base, m1):
+    h = Locker(m1.path("x", "write"), "rw")
+    h.granted()
+    assert h.command("note " + "n" * 1024) == "err EFBIG"  # 1025 bytes
+    assert h.command("note " + "n" * 1023) == "ok"        # 1024 bytes
+    assert holders(m1, "x")[0]["note"] == "n" * 1023
+    assert h.command("note a\tb\\c d") == "ok"
+    assert holders(m1, "x")[0]["note"] == "a\\011b\\134c d"
+
+    # Another tool's lock node: shown with what can be parsed, not obeyed.
+    foreign = zk.create(base + "/x/9f2c__lock__", b"10.0.0.1", sequence=True)
+    try:
+        rows = holders(m1, "x")
+        assert rows[0]["state"] == "held" and rows[0]["pid"] == str(h.proc.pid)
+        assert rows[1]["state"] == "foreign" and rows[1]["mode"] == "write", rows
+        assert rows[1]["node"] == foreign.rsplit("/", 1)[1]
+        assert (rows[1]["host"], rows[1]["pid"], rows[1]["note"]) == ("-", "-", "-")
+        assert int(rows[1]["token"]) > int(rows[0]["token"])
+        assert "9f2c__lock__" not in os.listdir(m1.path("x")), "a lock node is no resource"
+    finally:
+        zk.delete(foreign)
+    # The text files are read-only, and no lock.
+    for path in (m1.path("x", "holders"), m1.path(".status")):
+        with pytest.raises(PermissionError):
+            open(path, "w")
+    with open(m1.path("x", "holders")) as f, pytest.raises(OSError) as e:
+        import fcntl
+        fcntl.flock(f, fcntl.LOCK_EX)
+    assert e.value.errno == errno.EINVAL
+    h.close()
+
+
+def test_status_reports_session_and_counts(zookeeper, base, m1, m2):
+    s = status(m1)
+    assert s["state"] == "connected", s
+    assert (s["servers"], s["base"]) == (zookeeper.connect, base), s
+    assert s["server"] == zookeeper.connect, s
+    assert (s["held"], s["waiting"], s["grants"], s["losses"]) == ("0", "0", "0", "0"), s
+    assert int(s["session_timeout_ms"]) == 4000, s
+
+    h = Locker(m1.path("a", "write"), "rw")
+    h.granted()
+    w = Locker(m1.path("a", "write"))
+    wait_until(lambda: status(m1)["waiting"] == "1", 10, ".status to count the waiter")
+    s = status(m1)
+    assert (s["held"], s["waiting"], s["grants"]) == ("1", "1", "1"), s
+    session = dict(l.split(" ", 1) for l in h.command("read").split("|")[1:])["session"]
+    assert s["session"] == session, (s, session)
+    assert (status(m2)["held"], status(m2)["waiting"]) == ("0", "0")
+    h.close()
+    w.granted()
+    s = status(m1)
+    assert (s["held"], s["waiting"], s["grants"]) == ("1", "0", "2"), s
+    w.close()
+    wait_until(lambda: status(m1)["held"] == "0", 10, ".status to count the release")
+
+
+def test_status_says_suspended_while_zookeeper_is_down(zookeeper, zk, base, mounts):
+    m = mounts.new("-o", "session_timeout=30")
+    h = Locker(m.path("r", "write"), "rw")
+    h.granted()
+    token = token_of(h)
+    zookeeper.kill()
+    try:
+        wait_until(lambda: status(m)["state"] == "suspended", 20, ".status to say suspended")
+        assert status(m)["held"] == "1"
+        # holders needs ZooKeeper: it fails at once instead of showing old data.
+        with pytest.raises(OSError) as e:
+            open(m.path("r", "holders")).read()
+        assert e.value.errno in (errno.EAGAIN, errno.ENOTCONN), e.value
+    finally:
+        zookeeper.log.close()
+        zookeeper.start()
+    wait_until(lambda: status(m)["state"] == "connected", 30, ".status to say connected")
+    assert token_of(h) == token, "the lock did not survive the outage"
+    assert holders(m, "r")[0]["token"] == token
+    wait_until(lambda: zk.connected, 20, "the test's client to reconnect")
+    h.close()
+
+
+def test_log_has_grants_always_and_every_request_with_debug(mounts):
+    quiet = mounts.new()
+    loud = mounts.new("-d")
+    for m in (quiet, loud):
+        h = Locker(m.path("r", "write"))
+        h.granted()
+        holders(m, "r")
+        h.close()
+    wait_until(lambda: "released write lock" in loud.log(), 10, "the release in the debug log")
+    for m in (quiet, loud):
+        assert "granted write lock on" in m.log(), m.log()
+        assert "ZooKeeper session" in m.log() and "connected" in m.log()
+    for line in ("asks a write lock", "holders of"):
+        assert line in loud.log(), loud.log()
+        assert line not in quiet.log(), quiet.log()
+
+
+def test_unmount_with_blocked_opener(zk, base, m1, m2):
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    opener = Locker(m2.path("r", "write"))
+    wait_until(lambda: len(lock_nodes(zk, base + "/r")) == 2, 10, "the opener to queue")
+
+    # A plain unmount is refused while an open waits, and changes nothing.
+    for cmd in (["umount", m2.mountpoint], ["fusermount3", "-u", m2.mountpoint]):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "busy" in r.stderr, (cmd, r)
+    assert still_waiting(opener) and m2.proc.poll() is None
+
+    # umount -f aborts the connection: the opener gets an error at once, the
+    # daemon closes its session and exits cleanly.
+    subprocess.run(["umount", "-f", m2.mountpoint], capture_output=True, timeout=30)
+    assert opener.wait_result(15, "the parked open to fail") == "err ECONNABORTED"
+    assert m2.proc.wait(15) == 0, m2.log()
+    wait_until(lambda: len(lock_nodes(zk, base + "/r")) == 1, 10,
+               "the aborted mount's node to go")
+    holder.close()
+
+
+# ---- installed, and run the ways an operator runs it ---------------------
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """`meson install --destdir` of the build under test: {suffix: path}."""
+    build = os.environ.get("ZKLOCKFS_BUILD_DIR")
+    assert build, "ZKLOCKFS_BUILD_DIR must name the meson build (meson test sets it)"
+    dest = tmp_path_factory.mktemp("destdir")
+    r = subprocess.run(["meson", "install", "-C", build, "--destdir", str(dest),
+                        "--no-rebuild", "--quiet"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    files = {}
+    for d, _, names in os.walk(dest):
+        for n in names:
+            files[os.path.relpath(os.path.join(d, n), dest)] = os.path.join(d, n)
+    wanted = ("sbin/zklockfs", "man8/zklockfs.8", "systemd/system/zklockfs@.service",
+              "doc/zklockfs/fstab.example", "doc/zklockfs/zklockfs.conf.example")
+    found = {}
+    for suffix in wanted:
+        hits = [p for rel, p in files.items() if rel.endswith(suffix)]
+        assert len(hits) == 1, f"{suffix} installed {len(hits)} times: {sorted(files)}"
+        found[suffix] = hits[0]
+    found["destdir"] = str(dest)
+    return found
+
+
+def test_meson_install_installs_binary_man_page_and_units(installed):
+    r = subprocess.run([installed["sbin/zklockfs"], "--version"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout.startswith("zklockfs "), r
+    r = subprocess.run(["man", "--warnings", "-l", installed["man8/zklockfs.8"]],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, MANWIDTH="80", MAN_KEEP_FORMATTING="0"))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "", "the man page renders with warnings:\n" + r.stderr
+    page = re.sub(".\x08", "", r.stdout)  # grotty's overstrike bold
+    for heading in ("zklockfs - ZooKeeper locks as files", "HOLDERS", "STATUS",
+                    "MOUNTING AT BOOT", "UNMOUNTING", "LOGGING", "EXIT STATUS"):
+        assert heading in page, heading
+    unit = open(installed["systemd/system/zklockfs@.service"]).read()
+    for line in ("Type=notify", "Restart=on-failure", "EnvironmentFile=/etc/zklockfs/%i.conf"):
+        assert line in unit.splitlines(), line
+    for line in unit.splitlines():
+        if line.startswith("ExecStart"):
+            exe = line.split("=", 1)[1].lstrip("-").split()[0]
+            assert exe.startswith("/"), line
+            if exe.endswith("/zklockfs"):
+                assert os.access(installed["destdir"] + exe, os.X_OK), line
+            else:
+                assert os.access(exe, os.X_OK), line
+
+
+def unit_command(installed, connect, mountpoint, options):
+    """The unit's ExecStart as systemd would run it for the instance of
+    `mountpoint` with ZKLOCKFS_CONNECT and ZKLOCKFS_OPTIONS set."""
+    unit = open(installed["systemd/system/zklockfs@.service"]).read()
+    line = next(l for l in unit.splitlines() if l.startswith("ExecStart="))
+    argv = []
+    for word in line[len("ExecStart="):].split():
+        if word == "$ZKLOCKFS_OPTIONS":
+            argv += options.split()
+            continue
+        argv.append(word.replace("${ZKLOCKFS_CONNECT}", connect)
+                    .replace("%I", mountpoint.lstrip("/")))
+    argv[0] = installed["destdir"] + argv[0]
+    return argv
+
+
+def test_service_unit_starts_reports_ready_and_stops(installed, zookeeper, zk, base, tmp_path):
+    mnt = tempfile.mkdtemp(prefix="zklockfs-unit-")
+    sock_path = str(tmp_path / "notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(sock_path)
+    sock.settimeout(30)
+    argv = unit_command(installed, zookeeper.connect + base, mnt, "-o session_timeout=4")
+    proc = subprocess.Popen(argv, env=dict(os.environ, NOTIFY_SOCKET=sock_path),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = sock.recv(4096).decode()
+        assert "READY=1" in ready.split("\n") and f"MAINPID={proc.pid}" in ready, ready
+        assert is_mounted(mnt), "READY=1 came before the mount"
+        fd = os.open(os.path.join(mnt, "svc", "write"), os.O_RDWR)
+        assert os.read(fd, 100).split(b"\n")[0].isdigit()
+        os.close(fd)
+        proc.send_signal(signal.SIGTERM)  # systemctl stop
+        assert proc.wait(30) == 0, proc.stderr.read()
+        assert sock.recv(4096).decode() == "STOPPING=1"
+        assert not is_mounted(mnt)
+        assert lock_nodes(zk, base) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        sock.close()
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
+        os.rmdir(mnt)
+
+
+HELPER_SCRIPT = r"""
+set -eu
+# Our build stands where mount.fuse3 looks for `zklockfs` (its shell's
+# default PATH), in this mount namespace only.
+mount --bind "$BINDIR" /usr/local/sbin
+mount -t fuse.zklockfs -o session_timeout=4 "$CONNECT" "$MNT"
+grep -q " $MNT fuse.zklockfs " /proc/self/mounts
+exec 9>"$MNT/helper/write"
+grep -q "^held write" "$MNT/helper/holders"
+exec 9>&-
+umount "$MNT"
+if grep -q " $MNT " /proc/self/mounts; then echo "still mounted" >&2; exit 1; fi
+echo "mount -t: ok"
+mount -T "$FSTAB" "$MNT"
+grep -q " $MNT fuse.zklockfs " /proc/self/mounts
+grep -q "^state connected" "$MNT/.status"
+flock -n "$MNT/helper/lock" true
+umount "$MNT"
+echo "fstab: ok"
+"""
+
+
+def daemons_on(mountpoint):
+    r = subprocess.run(["pgrep", "-f", f"zklockfs .*{mountpoint}"],
+                       capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def test_mount_8_and_fstab_mount_through_the_helper(zookeeper, zk, base, tmp_path):
+    bindir = tmp_path / "sbin"
+    bindir.mkdir()
+    os.symlink(zklockfs_binary(), bindir / "zklockfs")
+    mnt = tempfile.mkdtemp(prefix="zklockfs-helper-")
+    fstab = tmp_path / "fstab"
+    fstab.write_text(f"{zookeeper.connect}{base} {mnt} fuse.zklockfs "
+                     "defaults,_netdev,nofail,noauto,session_timeout=4 0 0\n")
+    env = dict(os.environ, BINDIR=str(bindir), CONNECT=zookeeper.connect + base,
+               MNT=mnt, FSTAB=str(fstab))
+    try:
+        r = subprocess.run(["unshare", "-m", "--propagation", "private",
+                            "sh", "-c", HELPER_SCRIPT],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.split("\n")[:2] == ["mount -t: ok", "fstab: ok"], r.stdout
+        # umount ended each daemon, which closed its session.
+        wait_until(lambda: not daemons_on(mnt), 15, "the daemons to exit after umount")
+        assert lock_nodes(zk, base) == []
+    finally:
+        for pid in daemons_on(mnt):
+            os.kill(int(pid), signal.SIGKILL)
+        os.rmdir(mnt)
