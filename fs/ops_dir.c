@@ -5,6 +5,7 @@
 #include "fs.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,15 +130,19 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 /* A directory listing taken at opendir: packed entries and where each
  * one ends (which is also its readdir offset). */
 struct fs_dir {
+	/* The open directory's, and one per readdir whose reply is being
+	 * sent: the kernel may wake the reader, who may close the directory,
+	 * while our writev is still inside d->buf. */
+	atomic_int refs;
 	char *buf;
 	size_t len;
 	size_t *ends;
 	size_t nents;
 };
 
-static void fs_dir_free(struct fs_dir *d)
+static void fs_dir_put(struct fs_dir *d)
 {
-	if (!d)
+	if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
 		return;
 	free(d->buf);
 	free(d->ends);
@@ -215,6 +220,8 @@ static void fs_opendir_listed(int err, char *const *names, size_t n,
 	struct fs_opendir_ctx *ctx = arg;
 	struct fs_dir *d = calloc(1, sizeof(*d));
 
+	if (d)
+		atomic_init(&d->refs, 1); /* the open directory's */
 	if (err == -ENOENT)
 		err = 0; /* a resource nobody created yet: just its files */
 	if (!d)
@@ -222,12 +229,12 @@ static void fs_opendir_listed(int err, char *const *names, size_t n,
 	if (err == 0)
 		err = fs_dir_fill(ctx->fs, ctx->req, ctx->ino, names, n, d);
 	if (err < 0) {
-		fs_dir_free(d);
+		fs_dir_put(d);
 		fs_reply_err(ctx->req, -err);
 	} else {
 		ctx->fi.fh = (uint64_t)(uintptr_t)d;
 		if (fuse_reply_open(ctx->req, &ctx->fi) < 0)
-			fs_dir_free(d);
+			fs_dir_put(d);
 	}
 	free(ctx);
 }
@@ -272,7 +279,9 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	end = start;
 	while (i < d->nents && d->ends[i] - start <= size)
 		end = d->ends[i++];
+	atomic_fetch_add(&d->refs, 1);
 	fuse_reply_buf(req, d->buf + start, end - start);
+	fs_dir_put(d);
 }
 
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
@@ -281,7 +290,7 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	fs_dir_free(d);
+	fs_dir_put(d);
 	fuse_reply_err(req, 0);
 }
 

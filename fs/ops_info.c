@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +24,23 @@
 #include "identity.h"
 #include "log.h"
 
-/* The snapshot an open file reads. */
+/* The snapshot an open file reads.  A read's reply may still be copied
+ * from it after the reader has its data and has closed the file (the
+ * kernel wakes the reader inside our writev), so RELEASE does not free it
+ * under a reply: every read holds a reference until its reply is sent. */
 struct infotext {
+	atomic_int refs;
 	char *text;
 	size_t len;
 };
+
+static void info_put(struct infotext *t)
+{
+	if (atomic_fetch_sub(&t->refs, 1) != 1)
+		return;
+	free(t->text);
+	free(t);
+}
 
 static struct infotext *info_of(const struct fuse_file_info *fi)
 {
@@ -48,10 +61,8 @@ static void info_reply_open(fuse_req_t req, struct fuse_file_info *fi,
 		rc = fuse_reply_create(req, create_entry, fi);
 	else
 		rc = fuse_reply_open(req, fi);
-	if (rc < 0) { /* the opener is gone: no RELEASE will come */
-		free(t->text);
-		free(t);
-	}
+	if (rc < 0) /* the opener is gone: no RELEASE will come */
+		info_put(t);
 }
 
 /* Close the stream (open_memstream sets *text and *len only then), take
@@ -67,6 +78,7 @@ static void info_finish(fuse_req_t req, struct fuse_file_info *fi,
 		free(t);
 		return fs_reply_err(req, ENOMEM);
 	}
+	atomic_init(&t->refs, 1); /* the open file's */
 	t->text = *text;
 	t->len = *len;
 	info_reply_open(req, fi, create_entry, t);
@@ -258,14 +270,13 @@ void info_read(fuse_req_t req, size_t size, off_t off,
 		return (void)fuse_reply_buf(req, NULL, 0);
 	if (size > t->len - (size_t)off)
 		size = t->len - (size_t)off;
+	atomic_fetch_add(&t->refs, 1);
 	fuse_reply_buf(req, t->text + off, size);
+	info_put(t);
 }
 
 void info_release(fuse_req_t req, struct fuse_file_info *fi)
 {
-	struct infotext *t = info_of(fi);
-
-	free(t->text);
-	free(t);
+	info_put(info_of(fi));
 	fuse_reply_err(req, 0);
 }
