@@ -82,6 +82,15 @@ int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
 	return ZOK;
 }
 
+int zoo_aget(zhandle_t *zh, const char *path, int watch,
+	     data_completion_t completion, const void *data)
+{
+	(void)zh;
+	cr_assert_eq(watch, 0, "a plain read must not set a watch");
+	fake_push(FAKE_READ, path, (const void *)completion, data);
+	return ZOK;
+}
+
 int zoo_adelete(zhandle_t *zh, const char *path, int version,
 		void_completion_t completion, const void *data)
 {
@@ -191,6 +200,17 @@ void fake_complete_get(int rc)
 	struct Stat st = { 0 };
 
 	((data_completion_t)c->completion)(rc, "", 0,
+					   rc == ZOK ? &st : NULL, c->data);
+}
+
+void fake_complete_read(int rc, const char *value, int64_t czxid,
+			int64_t ctime_ms)
+{
+	struct fake_call *c = fake_pop(FAKE_READ);
+	struct Stat st = { .czxid = czxid, .ctime = ctime_ms };
+
+	((data_completion_t)c->completion)(rc, value,
+					   value ? (int)strlen(value) : -1,
 					   rc == ZOK ? &st : NULL, c->data);
 }
 

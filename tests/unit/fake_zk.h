@@ -13,7 +13,8 @@
 #include "internal.h"
 
 enum fake_op { FAKE_CREATE, FAKE_CHILDREN, FAKE_EXISTS, FAKE_GET,
-	       FAKE_DELETE, FAKE_SET, FAKE_CREATE_PARENT };
+	       FAKE_DELETE, FAKE_SET, FAKE_CREATE_PARENT,
+	       FAKE_READ /* zoo_aget: no watch */ };
 
 struct fake_call {
 	enum fake_op op;
@@ -39,6 +40,8 @@ void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid);
 void fake_complete_children(int rc, const char *const *names, int n);
 void fake_complete_exists(int rc, int64_t owner, int64_t czxid);
 void fake_complete_get(int rc);
+void fake_complete_read(int rc, const char *value, int64_t czxid,
+			int64_t ctime_ms);
 void fake_complete_void(enum fake_op op, int rc);
 /* Fire the watcher registered by a get on path. */
 void fake_fire_watch(const char *path); /* the node was deleted */
