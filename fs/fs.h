@@ -34,6 +34,9 @@ struct zkl_fs {
 	struct zkl_link waiters;     /* struct waiter: parked requests */
 	struct zkl_link posix_locks; /* struct posixlock: fcntl locks held */
 	int stopping;
+	size_t signal_watched;       /* waiters the signal poller looks at */
+	pthread_cond_t signal_poll;  /* wakes the poller (with fs->lock) */
+	pthread_t signal_poller;
 };
 
 /* Seconds the kernel may cache names and attributes: nothing about a
@@ -101,5 +104,11 @@ void fs_lock_lost(const char *node, const void *data, size_t len, void *arg);
 
 /* At unmount: fail every waiting open, let go of every held lock. */
 void lockfile_shutdown_all(struct zkl_fs *fs);
+
+/* The thread that looks again at waiters whose first signal did not
+ * cancel their wait (waiter.c).  Start it after any fork; stop it once
+ * fs->stopping is set.  Start returns 0 or -errno. */
+int waiter_poller_start(struct zkl_fs *fs);
+void waiter_poller_stop(struct zkl_fs *fs);
 
 #endif

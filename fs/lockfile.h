@@ -72,10 +72,13 @@ static inline struct lockfile *lockfile_of(const struct fuse_file_info *fi)
 struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
 				    uint64_t owner);
 
+struct unlock;
+
 /* Drop the fcntl locks of (ino, owner), or if `via` is set, those taken
- * through that open file. */
-void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
-		const struct lockfile *via);
+ * through that open file.  With `u`, u's request waits for their deletes
+ * (unlock.c); without, they are only queued.  Returns how many. */
+size_t posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		  const struct lockfile *via, struct unlock *u);
 
 /* Does lr, held, satisfy a request for `mode`?  A write lock covers both. */
 int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);
@@ -111,6 +114,10 @@ struct waiter {
 	struct lockfile *lf;  /* the file the request came through, with a
 			       * reference */
 	uint64_t owner;       /* fcntl: the lock owner */
+	int fail_err;         /* the answer, once the node is gone */
+	int interrupted_early; /* set by the callback inside registration */
+	int watch_signals;    /* a signal was ignored: the poller looks;
+			       * guarded by fs->lock */
 	size_t identity_len;
 	char identity[IDENTITY_MAX];
 };
@@ -124,5 +131,26 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 /* At unmount (fs->stopping set, workers gone): fail every parked request
  * whose grant has not begun; the others fail in their grant. */
 void waiter_shutdown_all(struct zkl_fs *fs);
+
+/*
+ * An explicit unlock (unlock.c): the FUSE request is answered, or the new
+ * lock of a conversion queued, only once ZooKeeper has deleted every lock
+ * released through it, so that no other session still sees them.
+ *
+ *   u = unlock_begin(req);           NULL when out of memory: then every
+ *   unlock_add(u, lr); ...           call below degrades to not waiting
+ *   unlock_reply_when_done(u, req);  or unlock_park_when_done(u, req, ...)
+ *
+ * Exactly one of the two *_when_done ends every unlock_begin.
+ */
+struct unlock *unlock_begin(fuse_req_t req);
+/* Release lr (the caller's reference) and wait for its node. */
+void unlock_add(struct unlock *u, struct zkl_lockreq *lr);
+/* Reply 0 to req once every release is gone. */
+void unlock_reply_when_done(struct unlock *u, fuse_req_t req);
+/* Then waiter_park(req, ops, lf, mode, flags, owner); EIO at unmount. */
+void unlock_park_when_done(struct unlock *u, fuse_req_t req,
+			   const struct waiter_ops *ops, struct lockfile *lf,
+			   enum zkl_mode mode, unsigned flags, uint64_t owner);
 
 #endif

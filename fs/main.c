@@ -157,23 +157,29 @@ int main(int argc, char **argv)
 	struct zkl_fs fs;
 	struct opts o;
 	char err[512], auth[256];
-	int report_fd = -1, rc = 1, opened;
+	int report_fd = -1, rc = 1, opened, polling = 0;
 
+	/* First: every exit below tears down what this set up. */
+	memset(&fs, 0, sizeof(fs));
+	pthread_mutex_init(&fs.lock, NULL);
+	pthread_cond_init(&fs.signal_poll, NULL);
+	list_init(&fs.lockfiles);
+	list_init(&fs.waiters);
+	list_init(&fs.posix_locks);
 	if (opts_parse(argc, argv, &o, &args, err, sizeof(err)) < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
-		fuse_opt_free_args(&args);
-		return 2;
+		rc = 2;
+		goto out_args;
 	}
-	if (o.show_help) {
-		opts_print_help(argv[0]);
-		fuse_opt_free_args(&args);
-		return 0;
-	}
-	if (o.show_version) {
-		printf("zklockfs %s (libfuse %s, ZooKeeper C client %s)\n",
-		       ZKLOCKFS_VERSION, fuse_pkgversion(), ZOO_VERSION);
-		fuse_opt_free_args(&args);
-		return 0;
+	if (o.show_help || o.show_version) {
+		if (o.show_help)
+			opts_print_help(argv[0]);
+		else
+			printf("zklockfs %s (libfuse %s, ZooKeeper C client "
+			       "%s)\n", ZKLOCKFS_VERSION, fuse_pkgversion(),
+			       ZOO_VERSION);
+		rc = 0;
+		goto out_opts;
 	}
 	log_setup(0, o.debug ? LOG_DEBUG : LOG_INFO);
 	if (main_add_fsname(&args, o.connect) < 0) {
@@ -184,11 +190,6 @@ int main(int argc, char **argv)
 	if (!o.foreground)
 		report_fd = main_detach();
 
-	memset(&fs, 0, sizeof(fs));
-	pthread_mutex_init(&fs.lock, NULL);
-	list_init(&fs.lockfiles);
-	list_init(&fs.waiters);
-	list_init(&fs.posix_locks);
 	fs.uid = o.has_uid ? (uid_t)o.uid : getuid();
 	fs.gid = o.has_gid ? (gid_t)o.gid : getgid();
 	fs.file_mode = o.has_umask ? 0666 & ~o.umask : 0666;
@@ -201,6 +202,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_opts;
 	}
+	/* After the fork: threads do not survive it. */
+	if ((rc = waiter_poller_start(&fs)) < 0) {
+		fprintf(stderr, "zklockfs: cannot start a thread: %s\n",
+			strerror(-rc));
+		rc = 1;
+		goto out_opts;
+	}
+	polling = 1;
+	rc = 1;
 	struct zkl_session_opts so = {
 		.hosts = o.hosts,
 		.base = o.base,
@@ -262,8 +272,16 @@ out_session:
 		session_close(fs.session);
 out_opts:
 	main_report(report_fd, 1);
+	if (polling) {
+		pthread_mutex_lock(&fs.lock);
+		fs.stopping = 1;
+		pthread_mutex_unlock(&fs.lock);
+		waiter_poller_stop(&fs);
+	}
 	opts_free(&o);
+out_args:
 	fuse_opt_free_args(&args);
+	pthread_cond_destroy(&fs.signal_poll);
 	pthread_mutex_destroy(&fs.lock);
 	return rc;
 }

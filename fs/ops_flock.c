@@ -36,10 +36,11 @@ struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
 	return NULL;
 }
 
-void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
-		const struct lockfile *via)
+size_t posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		  const struct lockfile *via, struct unlock *u)
 {
 	struct zkl_link taken, *l, *next;
+	size_t n = 0;
 
 	list_init(&taken);
 	pthread_mutex_lock(&fs->lock);
@@ -59,9 +60,14 @@ void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 		list_del(&p->link);
 		log_msg(LOG_DEBUG, "fcntl lock of owner %016" PRIx64 " dropped",
 			p->owner);
-		lockreq_release(p->lr);
+		if (u)
+			unlock_add(u, p->lr);
+		else
+			lockreq_release(p->lr);
 		free(p);
+		n++;
 	}
+	return n;
 }
 
 /* ---- grants ------------------------------------------------------------ */
@@ -152,7 +158,9 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct zkl_fs *fs = lf->fs;
 	int how = op & (LOCK_SH | LOCK_EX | LOCK_UN);
 	enum zkl_mode mode = how == LOCK_EX ? ZKL_MODE_WRITE : ZKL_MODE_READ;
+	unsigned flags = (op & LOCK_NB) ? LOCKREQ_TRY : 0;
 	struct zkl_lockreq *old;
+	struct unlock *u;
 
 	(void)ino;
 	pthread_mutex_lock(&fs->lock);
@@ -163,15 +171,19 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		pthread_mutex_unlock(&fs->lock);
 		return fs_reply_err(req, 0);
 	}
-	/* LOCK_UN, or a conversion: the old lock goes first. */
+	/* LOCK_UN, or a conversion: the old lock goes first, and for every
+	 * session (unlock.c). */
 	lf->held = NULL;
 	pthread_mutex_unlock(&fs->lock);
-	if (old)
-		lockreq_release(old);
-	if (how == LOCK_UN)
+	if (!old && how == LOCK_UN)
 		return fs_reply_err(req, 0);
-	waiter_park(req, &flock_ops, lf, mode,
-		    (op & LOCK_NB) ? LOCKREQ_TRY : 0, 0);
+	if (!old)
+		return waiter_park(req, &flock_ops, lf, mode, flags, 0);
+	u = unlock_begin(req);
+	unlock_add(u, old);
+	if (how == LOCK_UN)
+		return unlock_reply_when_done(u, req);
+	unlock_park_when_done(u, req, &flock_ops, lf, mode, flags, 0);
 }
 
 /* ---- fcntl(2) ---------------------------------------------------------- */
@@ -195,13 +207,15 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct zkl_fs *fs = lf->fs;
 	enum zkl_mode mode = mode_of_type(lock->l_type);
 	struct posixlock *p;
+	struct unlock *u;
 	int err = -1;
 
 	if (!whole_file(lock))
 		return fs_reply_err(req, EINVAL);
 	if (lock->l_type == F_UNLCK) {
-		posix_drop(fs, ino, fi->lock_owner, NULL);
-		return fs_reply_err(req, 0);
+		u = unlock_begin(req);
+		posix_drop(fs, ino, fi->lock_owner, NULL, u);
+		return unlock_reply_when_done(u, req);
 	}
 	pthread_mutex_lock(&fs->lock);
 	if (lf->held && lockreq_holds(lf->held)) {
@@ -215,9 +229,10 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (err >= 0)
 		return fs_reply_err(req, err);
 	/* A conversion drops the old lock first (see the top). */
-	posix_drop(fs, ino, fi->lock_owner, NULL);
-	waiter_park(req, &posix_ops, lf, mode, sleep ? 0 : LOCKREQ_TRY,
-		    fi->lock_owner);
+	u = unlock_begin(req);
+	posix_drop(fs, ino, fi->lock_owner, NULL, u);
+	unlock_park_when_done(u, req, &posix_ops, lf, mode,
+			      sleep ? 0 : LOCKREQ_TRY, fi->lock_owner);
 }
 
 struct getlk_query {

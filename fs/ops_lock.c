@@ -67,7 +67,7 @@ static void lockfile_close(struct lockfile *lf)
 	 * by this mount is queued behind them, so nobody can see both. */
 	if (held)
 		lockreq_release(held);
-	posix_drop(fs, 0, 0, lf);
+	posix_drop(fs, 0, 0, lf, NULL);
 	if (was_open)
 		lockfile_put(lf);
 }
@@ -311,10 +311,20 @@ void lockfile_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void lockfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
+	struct unlock *u;
+	int holds;
 
-	/* POSIX: any close of the file by a process drops its locks on it. */
-	posix_drop(fs, ino, fi->lock_owner, NULL);
-	fuse_reply_err(req, 0);
+	/* POSIX: any close of the file by a process drops its locks on it,
+	 * and close() returns once they are gone for every host.  Most
+	 * closes end no fcntl lock: they cost nothing more. */
+	pthread_mutex_lock(&fs->lock);
+	holds = posix_find_locked(fs, ino, fi->lock_owner) != NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (!holds)
+		return (void)fuse_reply_err(req, 0);
+	u = unlock_begin(req);
+	posix_drop(fs, ino, fi->lock_owner, NULL, u);
+	unlock_reply_when_done(u, req);
 }
 
 void lockfile_release(fuse_req_t req, fuse_ino_t ino,

@@ -3,25 +3,54 @@
  *
  * A waiter has two references while its handler runs: the handler's,
  * dropped when waiter_park returns, and the reply's, owned by whoever
- * answers.  Exactly one of grant (waiter_done), interrupt and unmount
- * answers: the one for which lockreq says so.
+ * answers.  Exactly one of grant (waiter_done), interrupt, the signal
+ * poller and unmount answers: the one for which lockreq says so.  The
+ * others may only call lockreq_cancel, and only under fs->lock while the
+ * waiter is listed in fs->waiters; whoever answers unlists it first, so
+ * its lock request is alive for every cancel.
+ *
+ * A failure is answered once the request's node is gone for every session
+ * (lockreq_release_then): an open that failed with EAGAIN or EINTR leaves
+ * nothing another host could still see.
  */
 #include "lockfile.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "log.h"
 #include "sigpend.h"
+
+/* How often waiters that ignored a first signal are looked at again. */
+#define WAITER_POLL_MS 100
+
+/* The waiter whose interrupt callback this thread is registering: a
+ * callback libfuse runs inside that registration only marks the waiter. */
+static __thread struct waiter *waiter_registering;
 
 static void waiter_put(struct waiter *w)
 {
 	if (atomic_fetch_sub(&w->refs, 1) != 1)
 		return;
+	assert(!w->lr); /* adopted by the grant, or released by the failure */
 	lockfile_put(w->lf);
 	free(w);
+}
+
+/* Take w out of fs->waiters (and of the signal poller's sight).
+ * fs->lock held. */
+static void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
+{
+	list_del(&w->link);
+	if (w->watch_signals) {
+		w->watch_signals = 0;
+		assert(fs->signal_watched > 0);
+		fs->signal_watched--;
+	}
 }
 
 static void waiter_unlist(struct waiter *w)
@@ -30,22 +59,54 @@ static void waiter_unlist(struct waiter *w)
 
 	pthread_mutex_lock(&fs->lock);
 	if (list_linked(&w->link))
-		list_del(&w->link);
+		waiter_unlist_locked(fs, w);
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Answer with an error.  The caller owns the reply. */
+static void waiter_reply_failure(struct waiter *w)
+{
+	log_msg(LOG_DEBUG, "%s by pid %d failed: %s", w->ops->what,
+		(int)w->tid, strerror(w->fail_err));
+	if (w->ops->failed)
+		w->ops->failed(w, w->fail_err);
+	else
+		fs_reply_err(w->req, w->fail_err);
+	waiter_put(w); /* the reply's */
+}
+
+static void waiter_node_gone(void *arg)
+{
+	waiter_reply_failure(arg);
+}
+
+/* Answer with an error once the request's node is gone.  The caller owns
+ * the reply, and gives its reference with it. */
 static void waiter_fail(struct waiter *w, int err)
 {
+	struct zkl_lockreq *lr = w->lr;
+
 	waiter_unlist(w);
-	if (w->lr)
-		lockreq_release(w->lr);
-	log_msg(LOG_DEBUG, "%s by pid %d failed: %s", w->ops->what,
-		(int)w->tid, strerror(err));
-	if (w->ops->failed)
-		w->ops->failed(w, err);
+	w->fail_err = err;
+	w->lr = NULL;
+	if (lr)
+		lockreq_release_then(lr, waiter_node_gone, w);
 	else
-		fs_reply_err(w->req, err);
+		waiter_reply_failure(w);
+}
+
+/* Cancel w's wait if it is still parked and its lock request agrees.
+ * Returns 1 if the caller won and must answer (w is unlisted). */
+static int waiter_cancel(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+	int won;
+
+	pthread_mutex_lock(&fs->lock);
+	won = list_linked(&w->link) && lockreq_cancel(w->lr) == 0;
+	if (won)
+		waiter_unlist_locked(fs, w);
+	pthread_mutex_unlock(&fs->lock);
+	return won;
 }
 
 /* lockreq's answer, on the completion thread. */
@@ -62,38 +123,58 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	pthread_mutex_unlock(&fs->lock);
 	if (err == 0 && stopping)
 		err = -EIO;
-	if (err == 0) {
-		/* Read before the reply: the holder may release lr at once. */
-		const char *mode = names_mode_str(lockreq_mode(lr));
-		waiter_unlist(w);
-		w->ops->granted(w, lr);
-		/* After the reply: the log is not on the holder's path. */
-		log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)", mode,
-			lockfile_zpath(fs, w->lf->ino), (int)w->tid,
-			w->ops->what);
-	} else {
-		waiter_fail(w, -err);
-	}
+	if (err != 0)
+		return waiter_fail(w, -err);
+	/* Read before the reply: the holder may release lr at once. */
+	const char *mode = names_mode_str(lockreq_mode(lr));
+	waiter_unlist(w);
+	w->lr = NULL;
+	w->ops->granted(w, lr);
+	/* After the reply: the log is not on the holder's path. */
+	log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)", mode,
+		lockfile_zpath(fs, w->lf->ino), (int)w->tid, w->ops->what);
 	waiter_put(w);
 }
 
+/* A signal reached the waiting thread: cancel the wait if the signal is
+ * one that should, else keep waiting and look again now and then (the
+ * kernel sends no second interrupt for a later signal). */
+static void waiter_signalled(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+
+	if (!sigpend_thread_cancels(w->tid)) {
+		log_msg(LOG_DEBUG,
+			"pid %d: signal that does not cancel a wait, ignored",
+			(int)w->tid);
+		pthread_mutex_lock(&fs->lock);
+		if (list_linked(&w->link) && !w->watch_signals) {
+			w->watch_signals = 1;
+			fs->signal_watched++;
+			pthread_cond_signal(&fs->signal_poll);
+		}
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	if (waiter_cancel(w))
+		waiter_fail(w, EINTR);
+	/* else the grant (or unmount) won; it answers */
+}
+
 /* libfuse's interrupt callback: runs with the request's lock held, maybe
- * inside fuse_req_interrupt_func() of the parking handler itself. */
+ * inside fuse_req_interrupt_func() of the parking handler itself, where a
+ * reply would free the request under libfuse's feet: there it only
+ * marks the waiter, and waiter_park acts once the registration is done. */
 static void waiter_interrupted(fuse_req_t req, void *arg)
 {
 	struct waiter *w = arg;
 
 	(void)req;
-	if (!sigpend_thread_cancels(w->tid)) {
-		log_msg(LOG_DEBUG,
-			"pid %d: signal that does not cancel a wait, ignored",
-			(int)w->tid);
+	if (waiter_registering == w) {
+		w->interrupted_early = 1;
 		return;
 	}
-	if (lockreq_cancel(w->lr) != 0)
-		return; /* the grant won; it replies */
-	waiter_fail(w, EINTR);
-	waiter_put(w);
+	waiter_signalled(w);
 }
 
 void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
@@ -132,22 +213,33 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	err = lockreq_new(fs->session, zpath, mode, flags, w->identity,
 			  w->identity_len, waiter_done, w, &w->lr);
 	if (err < 0) {
+		w->lr = NULL;
 		waiter_fail(w, -err);
-		waiter_put(w); /* the reply's */
 		waiter_put(w); /* ours */
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
 	list_add_tail(&fs->waiters, &w->link);
 	pthread_mutex_unlock(&fs->lock);
-	/* Before the request can be answered: the callback may run at once
-	 * if the interrupt came first, and then start sees the cancel. */
+	/* Before the request can be answered, so that an interrupt that
+	 * comes later finds the callback; one that came first runs it right
+	 * here, and is handled once libfuse has let go of the request. */
+	waiter_registering = w;
 	fuse_req_interrupt_func(req, waiter_interrupted, w);
-	err = lockreq_start(w->lr);
+	waiter_registering = NULL;
+	if (w->interrupted_early)
+		waiter_signalled(w);
+	/* Under fs->lock, and only while listed: a cancel that won
+	 * meanwhile (an interrupt on another worker, the signal poller) has
+	 * unlisted w and given its lock request up. */
+	pthread_mutex_lock(&fs->lock);
+	err = list_linked(&w->link) ? lockreq_start(w->lr) : -ECANCELED;
+	pthread_mutex_unlock(&fs->lock);
 	if (err < 0 && err != -ECANCELED) {
+		/* Nothing was sent, and start has decided the outcome: no
+		 * cancel can win now. */
 		fuse_req_interrupt_func(req, NULL, NULL);
 		waiter_fail(w, -err);
-		waiter_put(w);
 	}
 	waiter_put(w);
 }
@@ -156,15 +248,13 @@ void waiter_shutdown_all(struct zkl_fs *fs)
 {
 	struct zkl_link mine, *l, *next;
 
-	/* Under fs->lock every listed waiter's lock request is alive: a
-	 * grant unlists its waiter before handing the request over. */
 	list_init(&mine);
 	pthread_mutex_lock(&fs->lock);
 	for (l = fs->waiters.next; l != &fs->waiters; l = next) {
 		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
 		next = l->next;
 		if (lockreq_cancel(w->lr) == 0) {
-			list_del(&w->link);
+			waiter_unlist_locked(fs, w);
 			list_add_tail(&mine, &w->link);
 		}
 	}
@@ -175,6 +265,86 @@ void waiter_shutdown_all(struct zkl_fs *fs)
 		list_del(&w->link);
 		fuse_req_interrupt_func(w->req, NULL, NULL);
 		waiter_fail(w, EIO);
-		waiter_put(w);
 	}
+}
+
+/* ---- a second signal after an ignored one ------------------------------ */
+
+/* The waiters that ignored a signal, each with a reference, in `out`;
+ * fs->lock held.  Returns how many. */
+static size_t waiter_take_watched_locked(struct zkl_fs *fs, struct waiter **out,
+					 size_t max)
+{
+	size_t n = 0;
+
+	for (struct zkl_link *l = fs->waiters.next;
+	     l != &fs->waiters && n < max; l = l->next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		if (!w->watch_signals)
+			continue;
+		atomic_fetch_add(&w->refs, 1);
+		out[n++] = w;
+	}
+	return n;
+}
+
+/*
+ * The kernel sends FUSE_INTERRUPT once per request.  When the first
+ * signal did not cancel the wait (SIGCHLD of a shell's background job),
+ * a later SIGTERM, SIGINT or SIGKILL brings no new interrupt: it only
+ * stays pending on the waiting thread.  So those waiters' pending
+ * signals are read again every WAITER_POLL_MS; nobody else is polled,
+ * and the thread sleeps while there are none.
+ */
+static void *waiter_poller(void *arg)
+{
+	struct zkl_fs *fs = arg;
+	struct waiter *batch[64];
+	size_t n;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		if (fs->signal_watched == 0) {
+			pthread_cond_wait(&fs->signal_poll, &fs->lock);
+			continue;
+		}
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += WAITER_POLL_MS * 1000000L;
+		if (t.tv_nsec >= 1000000000L) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&fs->signal_poll, &fs->lock, &t);
+		if (fs->stopping)
+			break;
+		n = waiter_take_watched_locked(fs, batch, 64);
+		pthread_mutex_unlock(&fs->lock);
+		for (size_t i = 0; i < n; i++) {
+			if (sigpend_thread_cancels(batch[i]->tid) &&
+			    waiter_cancel(batch[i])) {
+				log_msg(LOG_DEBUG, "pid %d: a later signal "
+					"cancels its wait", (int)batch[i]->tid);
+				waiter_fail(batch[i], EINTR);
+			}
+			waiter_put(batch[i]);
+		}
+		pthread_mutex_lock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+int waiter_poller_start(struct zkl_fs *fs)
+{
+	return -pthread_create(&fs->signal_poller, NULL, waiter_poller, fs);
+}
+
+void waiter_poller_stop(struct zkl_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	assert(fs->stopping);
+	pthread_cond_signal(&fs->signal_poll);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->signal_poller, NULL);
 }

@@ -20,6 +20,7 @@
 #include "lockreq.h"
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -61,6 +62,8 @@ struct zkl_lockreq {
 	enum lr_outcome outcome;
 	enum lr_phase phase;
 	int notify_err;
+	unsigned notify_gone : 1; /* the notify entry is for gone_fn */
+	unsigned gone_told : 1;   /* gone_fn has been queued */
 	unsigned try_only : 1;
 	unsigned lost : 1;
 	unsigned maybe_stray : 1; /* a create's reply was lost: a duplicate
@@ -71,6 +74,8 @@ struct zkl_lockreq {
 	int64_t czxid;
 	lockreq_done_fn done;
 	void *arg;
+	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
+	void *gone_arg;
 	/* All in the one allocation of the request, after create_path: */
 	char *dir;
 	char *node;    /* full path of our node once known, else "" */
@@ -112,6 +117,10 @@ const char *lockreq_guid(const struct zkl_lockreq *lr)
 /* s->lock held if the request was started. */
 static void lr_free(struct zkl_lockreq *lr)
 {
+	/* Whoever waits for the delete is told before the last reference
+	 * goes: a step in flight holds one until the node is gone. */
+	assert(!lr->gone_fn || lr->gone_told);
+	assert(!list_linked(&lr->notify) && !list_linked(&lr->resume));
 	if (lr->q)
 		queue_put_locked(lr->q);
 	free(lr);
@@ -143,6 +152,7 @@ static int lr_set_node(struct zkl_lockreq *lr, const char *dir,
 
 static void lr_put_locked(struct zkl_lockreq *lr)
 {
+	assert(lr->refs > 0);
 	if (--lr->refs > 0)
 		return;
 	if (list_linked(&lr->live))
@@ -224,6 +234,30 @@ static void lr_tell_locked(struct zkl_lockreq *lr, int err,
 	list_add_tail(notify, &lr->notify);
 }
 
+/* If the owner waits for the node to be gone and it is, queue that news
+ * (once).  Every entry point calls this before dropping its reference. */
+static void lr_tell_gone_locked(struct zkl_lockreq *lr,
+				struct zkl_link *notify)
+{
+	if (!lr->gone_fn || lr->gone_told || lr->phase != PH_GONE)
+		return;
+	/* The owner's done has run (it released the request), so the notify
+	 * link is free for this. */
+	assert(!list_linked(&lr->notify));
+	lr->gone_told = 1;
+	lr->notify_gone = 1;
+	lr->refs++;
+	list_add_tail(notify, &lr->notify);
+}
+
+/* The end of every entry point that may have moved the request: report a
+ * node that is gone, then drop the entry point's reference. */
+static void lr_leave_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr_tell_gone_locked(lr, notify);
+	lr_put_locked(lr);
+}
+
 void lockreq_notify_all(struct zkl_link *notify)
 {
 	while (!list_empty(notify)) {
@@ -231,7 +265,10 @@ void lockreq_notify_all(struct zkl_link *notify)
 							  struct zkl_lockreq,
 							  notify);
 		list_del(&lr->notify);
-		lr->done(lr, lr->notify_err, lr->arg);
+		if (lr->notify_gone)
+			lr->gone_fn(lr->gone_arg);
+		else
+			lr->done(lr, lr->notify_err, lr->arg);
 		lr_put(lr);
 	}
 }
@@ -436,7 +473,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			lr_finish_locked(lr, session_errno(rc), &notify);
 		}
 	}
-	lr_put_locked(lr);
+	lr_leave_locked(lr, &notify);
 	pthread_mutex_unlock(&s->lock);
 	lockreq_notify_all(&notify);
 }
@@ -549,7 +586,7 @@ void lockreq_listed_locked(struct zkl_queue_wait *w, int rc,
 		lr_finish_locked(lr, rc == ZNONODE ? -EIO : session_errno(rc),
 				 notify);
 	}
-	lr_put_locked(lr);
+	lr_leave_locked(lr, notify);
 }
 
 static void lr_on_checked(int rc, const struct Stat *st, const void *data)
@@ -588,7 +625,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, session_errno(rc), &notify);
 	}
-	lr_put_locked(lr);
+	lr_leave_locked(lr, &notify);
 	pthread_mutex_unlock(&s->lock);
 	lockreq_notify_all(&notify);
 }
@@ -609,7 +646,7 @@ static void lr_on_deleted(int rc, const void *data)
 			queue_leaving_done(&lr->leaving);
 		}
 	}
-	lr_put_locked(lr);
+	lr_leave_locked(lr, &notify);
 	pthread_mutex_unlock(&s->lock);
 	lockreq_notify_all(&notify);
 }
@@ -660,7 +697,7 @@ void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	default:
 		break;
 	}
-	lr_put_locked(lr);
+	lr_leave_locked(lr, notify);
 }
 
 void lockreq_kick_locked(struct zkl_lockreq *lr, const char *gone,
@@ -679,7 +716,7 @@ void lockreq_kick_locked(struct zkl_lockreq *lr, const char *gone,
 			lr_list(lr, notify); /* changed, or we cannot tell */
 		}
 	}
-	lr_put_locked(lr);
+	lr_leave_locked(lr, notify);
 }
 
 static void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
@@ -705,6 +742,10 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 {
 	int queued = list_linked(&lr->resume);
 
+	/* Ours, so that dropping the references of the resume list and the
+	 * line cannot free the request under us (a released one may have
+	 * no other). */
+	lr->refs++;
 	lr_unwatch(lr);
 	if (queue_leave_line_locked(&lr->qwait))
 		lr->refs--; /* never the last: the session's list holds one */
@@ -716,6 +757,7 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 			lr->refs++;
 			list_add_tail(&lr->s->resume, &lr->resume);
 		}
+		lr_put_locked(lr); /* never the last: the resume list's */
 		return;
 	}
 	if (queued) {
@@ -729,6 +771,7 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 	queue_leaving_done(&lr->leaving);
 	lr->phase = PH_GONE;
 	lr_finish_locked(lr, -ENOTCONN, notify);
+	lr_leave_locked(lr, notify);
 }
 
 void lockreq_count_locked(const struct zkl_lockreq *lr, uint64_t *held,
@@ -787,20 +830,31 @@ int lockreq_cancel(struct zkl_lockreq *lr)
 	return err;
 }
 
-void lockreq_release(struct zkl_lockreq *lr)
+void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
+			  void *arg)
 {
 	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
 
+	list_init(&notify);
 	pthread_mutex_lock(&s->lock);
 	if (lr->outcome == LR_HELD && !lr->lost)
 		log_msg(LOG_DEBUG, "released %s lock %s",
 			names_mode_str(lr->mode), lr->node);
+	lr->gone_fn = gone;
+	lr->gone_arg = arg;
 	if (lr->outcome != LR_FINISHED) {
 		lr->outcome = LR_FINISHED;
 		lr_abandon_locked(lr);
 	}
-	lr_put_locked(lr);
+	lr_leave_locked(lr, &notify);
 	pthread_mutex_unlock(&s->lock);
+	lockreq_notify_all(&notify);
+}
+
+void lockreq_release(struct zkl_lockreq *lr)
+{
+	lockreq_release_then(lr, NULL, NULL);
 }
 
 struct lr_set_ctx {

@@ -57,6 +57,19 @@ int lockreq_cancel(struct zkl_lockreq *lr);
  * Does not wait for ZooKeeper.  Any thread. */
 void lockreq_release(struct zkl_lockreq *lr);
 
+/* Called once the released request's node is deleted in ZooKeeper, or is
+ * known never to have existed or to be gone with the session: after it,
+ * no other session can see the node.  Runs on the completion thread, or
+ * in the thread of lockreq_release_then before that returns when nothing
+ * is in flight; never with a lock of ours held. */
+typedef void (*lockreq_gone_fn)(void *arg);
+
+/* lockreq_release, and tell gone(arg) when the node is gone for every
+ * session.  gone may be NULL.  A lost connection delays it until the
+ * delete is done or the session has expired.  Any thread. */
+void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
+			  void *arg);
+
 /* Store new node data (the holder's identity and note).  cb(err, arg) runs
  * on the completion thread.  Returns 0 or -errno (cb will not come). */
 int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,

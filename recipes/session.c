@@ -5,6 +5,7 @@
 #include "lockreq.h"
 #include "log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -581,6 +582,30 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	return 0;
 }
 
+/* The handle is closed and our nodes with it: what still waits (a delete
+ * deferred until a reconnection that will not come) is over, and whoever
+ * waits for it is told. */
+static void session_finish_all(struct zkl_session *s)
+{
+	struct zkl_link notify, lost;
+
+	list_init(&notify);
+	list_init(&lost);
+	pthread_mutex_lock(&s->lock);
+	s->dead = 1;
+	for (struct zkl_link *l = s->live.next; l != &s->live;) {
+		struct zkl_link *next = l->next;
+		lockreq_session_expired_locked(lockreq_from_live_link(l), 0,
+					       &lost, &notify);
+		l = next;
+	}
+	pthread_mutex_unlock(&s->lock);
+	s->lost_hook = NULL; /* released already: nobody holds them */
+	session_report_lost(s, &lost);
+	lockreq_notify_all(&notify);
+	assert(list_empty(&s->live) && list_empty(&s->resume));
+}
+
 void session_close(struct zkl_session *s)
 {
 	pthread_mutex_lock(&s->lock);
@@ -588,6 +613,8 @@ void session_close(struct zkl_session *s)
 	pthread_cond_broadcast(&s->state_changed);
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->keeper, NULL);
+	/* Replies still due come now, with ZCLOSING. */
 	zookeeper_close(s->zh);
+	session_finish_all(s);
 	session_free(s);
 }

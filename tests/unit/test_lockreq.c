@@ -495,3 +495,91 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
 }
+
+/* ---- an unlock that waits for the delete ------------------------------ */
+
+static int gone_calls;
+
+static void on_gone(void *arg)
+{
+	(void)arg;
+	gone_calls++;
+}
+
+Test(lockreq, release_then_is_told_only_when_the_delete_is_confirmed)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	gone_calls = 0;
+	created(1);
+	listed_with(my_name, NULL);
+	lockreq_release_then(lr, on_gone, NULL);
+	cr_assert_eq(gone_calls, 0, "told before ZooKeeper deleted the node");
+	expect_delete_of_mine();
+	cr_assert_eq(gone_calls, 1, "not told once the delete was confirmed");
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, release_then_waits_through_a_lost_delete_reply)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	gone_calls = 0;
+	created(1);
+	listed_with(my_name, NULL);
+	lockreq_release_then(lr, on_gone, NULL);
+	fake_complete_void(FAKE_DELETE, ZCONNECTIONLOSS);
+	cr_assert_eq(gone_calls, 0, "a delete lost to the connection is not "
+		     "a delete");
+	expect_delete_of_mine();
+	cr_assert_eq(gone_calls, 1);
+}
+
+Test(lockreq, release_then_of_a_node_not_yet_named_waits_for_its_delete)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	gone_calls = 0;
+	cr_assert_eq(lockreq_cancel(lr), 0);
+	lockreq_release_then(lr, on_gone, NULL);
+	created(1);
+	fake_complete_children(ZOK, NULL, 0);
+	cr_assert_eq(gone_calls, 0, "the node exists until deleted");
+	expect_delete_of_mine();
+	cr_assert_eq(gone_calls, 1);
+}
+
+Test(lockreq, release_then_with_nothing_in_zookeeper_is_told_at_once)
+{
+	struct zkl_lockreq *lr;
+
+	gone_calls = 0;
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "", 0, on_done,
+				 NULL, &lr), 0);
+	lockreq_release_then(lr, on_gone, NULL);
+	cr_assert_eq(gone_calls, 1, "no node: nothing to wait for");
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, release_then_is_told_when_the_session_expires_first)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	struct zkl_link lost;
+
+	gone_calls = 0;
+	created(1);
+	listed_with(my_name, NULL);
+	lockreq_release_then(lr, on_gone, NULL);
+	fake_zoo_state = ZOO_CONNECTING_STATE;
+	pthread_mutex_lock(&s->lock);
+	s->state = ZKL_CONN_CONNECTING;
+	pthread_mutex_unlock(&s->lock);
+	fake_complete_void(FAKE_DELETE, ZCONNECTIONLOSS);
+	cr_assert_eq(gone_calls, 0);
+	cr_assert_eq(fake_pending(), 0, "waits for the connection");
+	expire(1, &lost);
+	cr_assert_eq(gone_calls, 1, "the node died with its session");
+	cr_assert(list_empty(&lost), "a released lock is not lost");
+	cr_assert(list_empty(&s->resume), "nothing left to resume");
+	/* teardown checks that the request was freed */
+}

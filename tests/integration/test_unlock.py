@@ -1,0 +1,188 @@
+"""An explicit unlock is over for every host when the call returns
+(SPEC section 3): flock(LOCK_UN), POSIX F_UNLCK and OFD F_UNLCK on one
+mount, then at once a try-lock on a second mount (another session) must
+succeed, round after round.  Also the drop half of a conversion, a FLUSH
+that ends a process's fcntl locks, and a try or an interrupted wait that
+failed: none leaves a node another host still sees."""
+import errno
+import fcntl
+import os
+import signal
+import struct
+
+from harness import Locker, wait_until
+
+ROUNDS = 300
+FLOCK_FMT = "hhqqi4x"  # struct flock on Linux x86-64 / arm64
+
+
+def ofd(fd, kind, wait=False):
+    cmd = fcntl.F_OFD_SETLKW if wait else fcntl.F_OFD_SETLK
+    fcntl.fcntl(fd, cmd, struct.pack(FLOCK_FMT, kind, os.SEEK_SET, 0, 0, 0))
+
+
+KINDS = {
+    "flock": (lambda fd: fcntl.flock(fd, fcntl.LOCK_EX),
+              lambda fd: fcntl.flock(fd, fcntl.LOCK_UN),
+              lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
+    "posix": (lambda fd: fcntl.lockf(fd, fcntl.LOCK_EX),
+              lambda fd: fcntl.lockf(fd, fcntl.LOCK_UN),
+              lambda fd: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
+    "ofd": (lambda fd: ofd(fd, fcntl.F_WRLCK, wait=True),
+            lambda fd: ofd(fd, fcntl.F_UNLCK),
+            lambda fd: ofd(fd, fcntl.F_WRLCK)),
+}
+
+
+def rounds_failing(m1, m2, kind, rounds=ROUNDS):
+    """Lock and unlock on m1, then at once try on m2; returns how many of
+    the tries failed."""
+    lock, unlock, trylock = KINDS[kind]
+    a = os.open(m1.path("r", "lock"), os.O_RDWR)
+    b = os.open(m2.path("r", "lock"), os.O_RDWR)
+    failed = 0
+    try:
+        for _ in range(rounds):
+            lock(a)
+            unlock(a)
+            try:
+                trylock(b)
+            except OSError as e:
+                assert e.errno in (errno.EAGAIN, errno.EACCES), e
+                failed += 1
+                lock(b)  # wait for it, so the next round starts clean
+            unlock(b)
+    finally:
+        os.close(a)
+        os.close(b)
+    return failed
+
+
+def test_flock_unlock_is_seen_by_another_mount_when_it_returns(m1, m2):
+    failed = rounds_failing(m1, m2, "flock")
+    assert failed == 0, f"{failed} of {ROUNDS} tries on the other mount " \
+        "failed right after flock(LOCK_UN) returned"
+
+
+def test_posix_unlock_is_seen_by_another_mount_when_it_returns(m1, m2):
+    failed = rounds_failing(m1, m2, "posix")
+    assert failed == 0, f"{failed} of {ROUNDS} tries on the other mount " \
+        "failed right after F_UNLCK returned"
+
+
+def test_ofd_unlock_is_seen_by_another_mount_when_it_returns(m1, m2):
+    failed = rounds_failing(m1, m2, "ofd")
+    assert failed == 0, f"{failed} of {ROUNDS} tries on the other mount " \
+        "failed right after F_OFD_SETLK(F_UNLCK) returned"
+
+
+def test_closing_a_descriptor_ends_fcntl_locks_before_close_returns(m1, m2):
+    """POSIX: any close of the file by the process drops its fcntl locks;
+    close() returns after their FLUSH, which waits for the delete."""
+    b = os.open(m2.path("r", "lock"), os.O_RDWR)
+    failed = 0
+    try:
+        for _ in range(ROUNDS // 3):
+            a = os.open(m1.path("r", "lock"), os.O_RDWR)
+            fcntl.lockf(a, fcntl.LOCK_EX)
+            os.close(a)
+            try:
+                fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                failed += 1
+                fcntl.lockf(b, fcntl.LOCK_EX)
+            fcntl.lockf(b, fcntl.LOCK_UN)
+    finally:
+        os.close(b)
+    assert failed == 0, f"{failed} of {ROUNDS // 3} tries failed right " \
+        "after close() ended an fcntl lock"
+
+
+def test_conversion_drops_the_old_lock_for_every_host_first(m1, m2):
+    """flock(LOCK_SH -> LOCK_EX|LOCK_NB) that fails has still dropped the
+    shared lock: the other mount's exclusive try succeeds at once."""
+    a = os.open(m1.path("r", "lock"), os.O_RDWR)
+    b = os.open(m2.path("r", "lock"), os.O_RDWR)
+    c = os.open(m2.path("r", "lock"), os.O_RDWR)
+    failed = 0
+    try:
+        for _ in range(ROUNDS // 3):
+            fcntl.flock(c, fcntl.LOCK_SH)       # keeps a's upgrade waiting
+            fcntl.flock(a, fcntl.LOCK_SH)
+            try:
+                fcntl.flock(a, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                raise AssertionError("upgrade granted beside a reader")
+            except BlockingIOError:
+                pass
+            fcntl.flock(c, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                failed += 1
+                fcntl.flock(b, fcntl.LOCK_EX)
+            fcntl.flock(b, fcntl.LOCK_UN)
+    finally:
+        for fd in (a, b, c):
+            os.close(fd)
+    assert failed == 0, f"{failed} of {ROUNDS // 3} tries failed after a " \
+        "failed upgrade (its shared lock was still seen)"
+
+
+def test_a_failed_try_leaves_nothing_another_host_sees(m1, m2):
+    """A try that fails must not make a try on another host fail once the
+    holder is gone: its own node is deleted before EAGAIN comes back."""
+    holder = Locker(m2.path("r", "write"))
+    holder.granted()
+    a = os.open(m1.path("r", "lock"), os.O_RDWR)
+    try:
+        try:
+            fcntl.flock(a, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            raise AssertionError("try granted while another mount holds")
+        except BlockingIOError:
+            pass
+    finally:
+        os.close(a)
+    holder.close()
+    b = os.open(m2.path("r", "lock"), os.O_RDWR)
+    try:
+        wait_until(lambda: try_ok(b), 10, "the holder's close to be seen")
+    finally:
+        os.close(b)
+
+
+def try_ok(fd):
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
+def test_an_interrupted_wait_leaves_nothing_when_eintr_returns(m1, m2):
+    """SIGALRM ends a blocked flock with EINTR; then another mount's try,
+    once the holder has unlocked explicitly, never fails because of the
+    interrupted waiter's node."""
+    holder_fd = os.open(m2.path("r", "lock"), os.O_RDWR)
+    other = os.open(m2.path("r", "lock"), os.O_RDWR)
+    a = os.open(m1.path("r", "lock"), os.O_RDWR)
+    old = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(
+        InterruptedError(errno.EINTR, "alarm")))
+    try:
+        for _ in range(20):
+            fcntl.flock(holder_fd, fcntl.LOCK_EX)
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            try:
+                fcntl.flock(a, fcntl.LOCK_EX)
+                raise AssertionError("granted while another mount holds")
+            except InterruptedError:
+                pass
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            fcntl.flock(holder_fd, fcntl.LOCK_UN)
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(other, fcntl.LOCK_UN)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        for fd in (holder_fd, other, a):
+            os.close(fd)

@@ -1,0 +1,197 @@
+/*
+ * Parked opens against a scripted libfuse and a scripted ZooKeeper: an
+ * interrupt that came before the handler registered its callback (libfuse
+ * then runs the callback inside fuse_req_interrupt_func, with the
+ * request's lock held), an interrupt while waiting, and a signal that must
+ * not cancel.  Each request gets exactly one reply, never from inside
+ * libfuse's registration, and a failure only once its node is deleted.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fake_zk.h"
+#include "fs.h"
+#include "lockfile.h"
+
+/* ---- a scripted libfuse: these take precedence over libfuse3.so's ---- */
+
+struct fake_req {
+	int interrupted;   /* the kernel sent FUSE_INTERRUPT already */
+	fuse_interrupt_func_t func;
+	void *data;
+	int replies;
+	int err;           /* of the last error reply; 0 for open */
+};
+
+static struct zkl_fs fs;
+static struct fuse_ctx ctx;
+static int inside_registration;
+
+void fuse_req_interrupt_func(fuse_req_t req, fuse_interrupt_func_t func,
+			     void *data)
+{
+	struct fake_req *r = (struct fake_req *)req;
+
+	r->func = func;
+	r->data = data;
+	if (r->interrupted && func) {
+		/* As libfuse does: with the request's lock held. */
+		inside_registration = 1;
+		func(req, data);
+		inside_registration = 0;
+	}
+}
+
+static void fake_reply(fuse_req_t req, int err)
+{
+	struct fake_req *r = (struct fake_req *)req;
+
+	cr_assert_not(inside_registration,
+		      "replied inside fuse_req_interrupt_func: libfuse frees "
+		      "the request while it still holds its lock");
+	r->replies++;
+	r->err = err;
+	r->func = NULL;
+}
+
+int fuse_reply_err(fuse_req_t req, int err)
+{
+	fake_reply(req, err);
+	return 0;
+}
+
+int fuse_reply_open(fuse_req_t req, const struct fuse_file_info *fi)
+{
+	(void)fi;
+	fake_reply(req, 0);
+	return 0;
+}
+
+const struct fuse_ctx *fuse_req_ctx(fuse_req_t req)
+{
+	(void)req;
+	return &ctx;
+}
+
+void *fuse_req_userdata(fuse_req_t req)
+{
+	(void)req;
+	return &fs;
+}
+
+/* The kernel's interrupt reaching libfuse after the callback is set. */
+static void fake_interrupt(struct fake_req *r)
+{
+	r->interrupted = 1;
+	cr_assert(r->func, "no interrupt callback registered");
+	r->func((fuse_req_t)r, r->data);
+}
+
+/* ---- the mount -------------------------------------------------------- */
+
+static uint64_t write_ino;
+
+static void setup(void)
+{
+	uint64_t dir;
+
+	memset(&fs, 0, sizeof(fs));
+	pthread_mutex_init(&fs.lock, NULL);
+	pthread_cond_init(&fs.signal_poll, NULL);
+	list_init(&fs.lockfiles);
+	list_init(&fs.waiters);
+	list_init(&fs.posix_locks);
+	strcpy(fs.hostname, "h");
+	fs.session = fake_session();
+	cr_assert_eq(tree_init(&fs.tree, "/b"), 0);
+	cr_assert_eq(tree_lookup(&fs.tree, FUSE_ROOT_ID, "r", &dir), 0);
+	cr_assert_eq(tree_lookup(&fs.tree, dir, "write", &write_ino), 0);
+	memset(&ctx, 0, sizeof(ctx));
+}
+
+static void teardown(void)
+{
+	cr_assert(list_empty(&fs.waiters), "a parked request was left");
+	cr_assert(list_empty(&fs.lockfiles), "an open file was not freed");
+	fake_session_free(fs.session);
+	tree_destroy(&fs.tree);
+}
+
+TestSuite(waiter, .init = setup, .fini = teardown);
+
+static void open_write(struct fake_req *r)
+{
+	struct fuse_file_info fi = { .flags = O_WRONLY };
+
+	lockfile_open((fuse_req_t)r, write_ino, &fi, NULL);
+}
+
+/* A thread id that no longer exists reads as killed: the wait is
+ * cancelled.  The test's own thread has no signal pending: it is not. */
+#define TID_GONE 0
+
+Test(waiter, interrupt_before_registration_answers_once_outside_libfuse)
+{
+	struct fake_req r = { .interrupted = 1 };
+
+	ctx.pid = TID_GONE;
+	open_write(&r);
+	cr_assert_eq(r.replies, 1, "%d replies", r.replies);
+	cr_assert_eq(r.err, EINTR);
+	cr_assert_eq(fake_pending(), 0,
+		     "a cancelled open sent something to ZooKeeper");
+}
+
+Test(waiter, interrupt_while_waiting_answers_once_its_node_is_gone)
+{
+	struct fake_req r = { 0 };
+	struct fake_call *c;
+
+	ctx.pid = TID_GONE;
+	open_write(&r);
+	cr_assert_eq(fake_pending(), 2, "create and listing");
+	c = fake_peek(FAKE_CREATE);
+	cr_assert(strstr(c->path, "/b/r/"), "creates %s", c->path);
+	fake_complete_create(ZOK, "0000000002", 1002);
+	fake_interrupt(&r);
+	cr_assert_eq(r.replies, 0, "EINTR before the node was deleted");
+	/* The listing sent behind the create comes back, stale. */
+	fake_complete_children(ZOK, NULL, 0);
+	cr_assert_eq(fake_peek(FAKE_DELETE)->op, FAKE_DELETE);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(r.replies, 1);
+	cr_assert_eq(r.err, EINTR);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(waiter, a_signal_that_does_not_cancel_keeps_the_place)
+{
+	struct fake_req r = { .interrupted = 1 };
+	struct fuse_file_info fi = { 0 };
+	struct lockfile *lf;
+	const char *names[1];
+	char name[256];
+
+	ctx.pid = gettid(); /* pending: nothing */
+	open_write(&r);
+	cr_assert_eq(r.replies, 0, "an ignored signal answered the open");
+	cr_assert_eq(fake_pending(), 2, "the request was not started");
+	snprintf(name, sizeof(name), "%s0000000001",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZOK, "0000000001", 1001);
+	names[0] = name;
+	fake_complete_children(ZOK, names, 1);
+	cr_assert_eq(r.replies, 1);
+	cr_assert_eq(r.err, 0, "not granted");
+	pthread_mutex_lock(&fs.lock);
+	cr_assert_eq(fs.signal_watched, 0, "a granted waiter is still polled");
+	lf = ZKL_CONTAINER_OF(fs.lockfiles.next, struct lockfile, link);
+	pthread_mutex_unlock(&fs.lock);
+	fi.fh = (uint64_t)(uintptr_t)lf;
+	lockfile_release((fuse_req_t)&r, write_ino, &fi);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0);
+}
