@@ -20,6 +20,22 @@ def queued(zk, base, n, what):
     wait_until(lambda: len(lock_nodes(zk, base)) == n, 10, what)
 
 
+def modes_queued(zk, base, writes, reads, what):
+    """Wait until exactly that many write and read nodes are queued."""
+    def counts():
+        nodes = lock_nodes(zk, base)
+        return (sum("-write-" in n for n in nodes),
+                sum("-read-" in n for n in nodes))
+    wait_until(lambda: counts() == (writes, reads), 10, what)
+
+
+def still_waiting_proc(proc, settle=0.2):
+    """Negative check: a waiting process has not finished after a short
+    settle time (absence of an event is observed over an interval)."""
+    time.sleep(settle)
+    return proc.poll() is None
+
+
 def flock_cmd(*args, timeout=20):
     """Run flock(1); returns (status, seconds taken)."""
     start = time.monotonic()
@@ -48,17 +64,17 @@ def test_flock_w_times_out_and_leaves_nothing(zk, base, m1, m2):
     holder.close()
 
 
-def test_shared_flocks_share_across_mounts_and_exclusive_waits(m1, m2):
+def test_shared_flocks_share_across_mounts_and_exclusive_waits(zk, base, m1, m2):
     a, b = driver_on(m1.path('r', 'lock')), driver_on(m2.path('r', 'lock'))
     a.ok("flock f sh")
     b.ok("flock f sh")
     assert flock_cmd("-n", "-x", m1.path("r", "lock"), "true")[0] == 1
     x = subprocess.Popen(["flock", "-x", m2.path("r", "lock"), "true"])
-    time.sleep(0.3)
+    queued(zk, base, 3, "flock -x to queue behind two shared holders")
     assert x.poll() is None, "flock -x granted while two shared holders"
-    a.ok("flock f un")
-    time.sleep(0.3)
-    assert x.poll() is None, "flock -x granted while one shared holder"
+    a.ok("flock f un")  # returns once the node is gone everywhere
+    assert len(lock_nodes(zk, base)) == 2, "LOCK_UN returned, node still there"
+    assert still_waiting_proc(x), "flock -x granted while one shared holder"
     b.ok("close f")
     assert x.wait(15) == 0
 
@@ -90,7 +106,13 @@ def test_flock_on_write_file_holds_what_open_took(m1, m2):
     assert flock_cmd("-s", m1.path("r", "read"), "true", timeout=15)[0] == 0
 
 
-def test_fcntl_excludes_open_write_and_getlk_names_the_holder(m1, m2):
+def still_waiting_proc_answer(driver, settle=0.2):
+    """Negative check: a driver's blocking command has no answer yet."""
+    time.sleep(settle)
+    return driver.poll() is None
+
+
+def test_fcntl_excludes_open_write_and_getlk_names_the_holder(zk, base, m1, m2):
     holder = Locker(m2.path("r", "write"))
     holder.granted()
     d = driver_on(m1.path('r', 'lock'))
@@ -98,8 +120,8 @@ def test_fcntl_excludes_open_write_and_getlk_names_the_holder(m1, m2):
     assert d.ok("getlk f rd") == f"wr {holder.proc.pid}"
     assert d.do("lockf f wr nb") == "err EAGAIN"
     d.send("lockf f wr")
-    time.sleep(0.3)
-    assert d.poll() is None, "F_SETLKW granted while open(write) held"
+    queued(zk, base, 2, "F_SETLKW to queue behind open(write)")
+    assert still_waiting_proc_answer(d), "F_SETLKW granted while open(write) held"
     holder.close()
     assert d.answer() == "ok"
     token = d.ok("read f").split("|")[0]
@@ -175,8 +197,8 @@ def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
     # Upgrading drops the shared lock first, then queues: two holders
     # upgrading at once do not deadlock; one wins, then the other.
     a.send("flock f ex")
-    time.sleep(0.3)
-    assert a.poll() is None, "upgrade granted while another shared holder"
+    modes_queued(zk, base, 1, 1, "a's upgrade to queue behind b's shared lock")
+    assert still_waiting_proc_answer(a), "upgrade granted while another shared holder"
     b.send("flock f ex")
     assert a.answer() == "ok"
     assert b.poll() is None
@@ -184,8 +206,8 @@ def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
     # queued already, gets its exclusive lock first.
     a.send("flock f sh")
     assert b.answer() == "ok"
-    time.sleep(0.3)
-    assert a.poll() is None, "a's shared lock granted while b held exclusive"
+    modes_queued(zk, base, 1, 1, "a's downgrade to queue behind b's exclusive lock")
+    assert still_waiting_proc_answer(a), "a's shared lock granted while b held exclusive"
     b.ok("flock f sh")  # b downgrades too: both share
     assert a.answer() == "ok"
     a.ok("flock f un")

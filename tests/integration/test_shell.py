@@ -2,9 +2,13 @@
 the last descriptor of the open file description closes."""
 import subprocess
 import textwrap
-import time
 
-from harness import Locker
+from harness import Locker, lock_nodes, wait_until
+from test_core import still_waiting
+
+
+def queued_behind(zk, base, what):
+    wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10, what)
 
 
 def bash(script, timeout=30):
@@ -26,7 +30,7 @@ def test_exec_redirections_and_cat_take_the_lock(m1, m2):
     assert res.stdout.split() == ["write-held", "read-held", "rw-held", "cat-held"]
 
 
-def test_lock_survives_until_last_dup_and_forked_child_close(m1, m2):
+def test_lock_survives_until_last_dup_and_forked_child_close(zk, base, m1, m2):
     holder_script = f"""
         exec 3<&0                     # background jobs get /dev/null
         exec 9>{m1.path('s', 'write')}
@@ -42,8 +46,8 @@ def test_lock_survives_until_last_dup_and_forked_child_close(m1, m2):
                          text=True)
     assert p.stdout.readline().strip() == "parent-closed"
     other = Locker(m2.path("s", "write"))
-    time.sleep(0.3)
-    assert other.poll_result() is None, \
+    queued_behind(zk, base, "the other mount's open to queue")
+    assert still_waiting(other, 0.2), \
         "lock released while a child still had the descriptor"
     p.stdin.write("go\n")
     p.stdin.close()
@@ -52,7 +56,7 @@ def test_lock_survives_until_last_dup_and_forked_child_close(m1, m2):
     other.close()
 
 
-def test_forked_child_keeps_the_lock_after_opener_exits(m1, m2):
+def test_forked_child_keeps_the_lock_after_opener_exits(zk, base, m1, m2):
     script = f"""
         exec 3<&0
         exec 9>{m1.path('f', 'write')}
@@ -65,8 +69,8 @@ def test_forked_child_keeps_the_lock_after_opener_exits(m1, m2):
     assert p.stdout.readline().strip() == "started"
     p.wait(15)  # the opener has exited
     other = Locker(m2.path("f", "write"))
-    time.sleep(0.3)
-    assert other.poll_result() is None, "lock released when the opener exited"
+    queued_behind(zk, base, "the other mount's open to queue")
+    assert still_waiting(other, 0.2), "lock released when the opener exited"
     p.stdin.write("go\n")
     p.stdin.close()  # the background child reads, exits, closes fd 9
     other.granted(timeout=10)

@@ -1,6 +1,7 @@
 """Interrupted waits (SPEC section 3): a waiter that is killed, timed out or
 interrupted never holds, leaves no znode, and the next waiter is granted at
 once; signals ignored by default (SIGCHLD) never cancel a wait."""
+import os
 import signal
 import subprocess
 import time
@@ -10,11 +11,11 @@ from harness import Locker, lock_nodes, wait_until
 
 def assert_waiter_gone_and_next_granted(zk, base, holder, mount, what):
     nxt = Locker(mount.path("r", "write"))
-    time.sleep(0.2)
-    assert nxt.poll_result() is None
     # Only the holder's and the next waiter's nodes remain.
     wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10,
-               f"the {what} waiter's znode to be deleted")
+               f"the {what} waiter's znode to be deleted and the next "
+               "waiter to queue")
+    assert nxt.poll_result() is None, "granted while the holder holds"
     holder.close()
     nxt.granted(timeout=5)
     nxt.close()
@@ -63,9 +64,78 @@ def test_sigchld_does_not_cancel_or_requeue_a_wait(zk, base, m1, m2):
                           text=True)
     wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10, "bash to queue")
     first = lock_nodes(zk, base)
-    time.sleep(1.0)  # let every background job end and signal bash
+    wait_until(lambda: children_all_exited(sh.pid, 5), 10,
+               "every background job to end (and signal bash)")
     assert sh.poll() is None, "bash's wait ended while the lock was held"
     assert lock_nodes(zk, base) == first, "the wait lost its place in the queue"
     holder.close()
     out, _ = sh.communicate(timeout=10)
     assert sh.returncode == 0 and out.strip() == "held", (sh.returncode, out)
+
+
+def children_all_exited(pid, n):
+    """pid has n children and all have exited (zombies not yet reaped: a
+    shell blocked in open() reaps them only when it returns)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+    except FileNotFoundError:
+        return False
+    if len(kids) < n:
+        return False
+    for kid in kids:
+        try:
+            with open(f"/proc/{kid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    return False
+        except FileNotFoundError:
+            pass
+    return True
+
+
+def test_a_later_sigterm_ends_a_wait_that_ignored_sigchld(zk, base, m1, m2):
+    """The kernel sends one FUSE interrupt per request: when the first
+    signal (bash's SIGCHLD) does not cancel the wait, a later SIGTERM must
+    still end it, in about the time timeout(1) gives."""
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    start = time.monotonic()
+    res = subprocess.run(
+        ["timeout", "-s", "TERM", "3", "bash", "-c",
+         'sleep 0.3 & exec 9>"$1"; echo held', "bash",
+         m2.path("r", "write")],
+        capture_output=True, text=True, timeout=30)
+    took = time.monotonic() - start
+    assert res.returncode == 124, (res.returncode, res.stdout, res.stderr)
+    assert "held" not in res.stdout, "the waiter held the lock"
+    assert 2.5 < took < 4.5, f"SIGTERM after SIGCHLD ended the wait in " \
+        f"{took:.1f} s, expected about 3 s"
+    wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
+               "the terminated waiter's node to be deleted")
+    holder.close()
+
+
+def test_flock_w_times_out_after_its_wait_was_stopped_and_continued(
+        zk, base, m1, m2):
+    """Ctrl-Z and fg on `flock -w` while it waits: the stop is a signal
+    that does not cancel, and flock's own SIGALRM later must still end
+    the wait on time."""
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    start = time.monotonic()
+    p = subprocess.Popen(["flock", "-w", "2", m2.path("r", "lock"), "true"])
+    try:
+        wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10,
+                   "flock -w to queue")
+        os.kill(p.pid, signal.SIGSTOP)
+        os.kill(p.pid, signal.SIGCONT)
+        status = p.wait(15)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    took = time.monotonic() - start
+    assert status == 1, f"flock -w 2 exited {status}"
+    assert 1.5 < took < 3.5, f"flock -w 2 took {took:.1f} s after a stop"
+    wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
+               "the timed-out waiter's node to be deleted")
+    holder.close()
