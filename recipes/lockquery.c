@@ -82,6 +82,9 @@ static void lq_on_listed(int rc, const struct String_vector *v,
 	size_t n;
 	ssize_t i;
 
+	/* A fresh listing, a fresh answer: what an earlier listing found in
+	 * the way may be gone now. */
+	memset(&q->answer, 0, sizeof(q->answer));
 	if (rc == ZNONODE) /* no resource, so no lock on it */
 		return lq_finish(q, 0);
 	if (rc != ZOK)

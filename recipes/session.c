@@ -273,6 +273,21 @@ static void session_watch_reply(int rc, const char *value, int len,
 	free(ctx);
 }
 
+/* Undo the registration of w, the first watch on path, when ZooKeeper was
+ * not asked to watch it after all.  The whole entry goes: an entry left
+ * behind would tell the next waiter on path that a watch is already set,
+ * and that waiter would wait for an event that never comes. */
+static void session_unwatch_first_locked(struct zkl_session *s,
+					 const char *path, struct zkl_watch *w)
+{
+	struct zkl_link taken;
+	size_t n = watchtab_take(&s->watches, path, &taken);
+
+	assert(n == 1 && taken.next == &w->link);
+	(void)n;
+	list_del(&w->link);
+}
+
 int session_watch_locked(struct zkl_session *s, const char *path,
 			 struct zkl_watch *w)
 {
@@ -285,7 +300,7 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 		return first;
 	ctx = malloc(sizeof(*ctx) + len);
 	if (!ctx) {
-		watchtab_remove(&s->watches, w);
+		session_unwatch_first_locked(s, path, w);
 		return -ENOMEM;
 	}
 	ctx->s = s;
@@ -296,7 +311,7 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 		       session_watch_reply, ctx);
 	if (rc != ZOK) {
 		free(ctx);
-		watchtab_remove(&s->watches, w);
+		session_unwatch_first_locked(s, path, w);
 		return session_errno(rc);
 	}
 	return 0;

@@ -16,6 +16,7 @@ static char last_create_name[512];
 static watcher_fn watch_fn;
 static void *watch_ctx;
 int fake_zoo_state = 3; /* ZOO_CONNECTED_STATE */
+int fake_awget_fails_with = ZOK;
 
 static struct fake_call *fake_push(enum fake_op op, const char *path,
 				   const void *completion, const void *data)
@@ -72,9 +73,15 @@ int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
 	      void *watcherCtx, data_completion_t completion,
 	      const void *data)
 {
-	struct fake_call *c = fake_push(FAKE_GET, path,
-					(const void *)completion, data);
+	struct fake_call *c;
+	int rc = fake_awget_fails_with;
+
 	(void)zh;
+	if (rc != ZOK) {
+		fake_awget_fails_with = ZOK;
+		return rc;
+	}
+	c = fake_push(FAKE_GET, path, (const void *)completion, data);
 	c->watcher = watcher;
 	c->watcher_ctx = watcherCtx;
 	watch_fn = watcher;
@@ -120,6 +127,7 @@ struct zkl_session *fake_session(void)
 
 	head = tail = 0;
 	fake_zoo_state = ZOO_CONNECTED_STATE;
+	fake_awget_fails_with = ZOK;
 	s->zh = (zhandle_t *)(uintptr_t)0x1;
 	s->base = strdup("/b");
 	s->client_id = 77;

@@ -26,6 +26,9 @@ struct fake_call {
 };
 
 extern int fake_zoo_state;
+/* When not ZOK, the next zoo_awget() returns it and queues nothing, as the
+ * client does when it cannot send (ZMARSHALLINGERROR, ZINVALIDSTATE). */
+extern int fake_awget_fails_with;
 
 /* A session for tests: connected, id 77, base "/b", no real handle. */
 struct zkl_session *fake_session(void);

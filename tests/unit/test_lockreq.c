@@ -369,6 +369,33 @@ Test(lockreq, server_error_answers_once_with_an_errno)
 	cr_assert_eq(fake_pending(), 0);
 }
 
+Test(lockreq, a_watch_that_could_not_be_asked_for_does_not_block_the_next)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(2);
+	fake_awget_fails_with = ZMARSHALLINGERROR;
+	listed_with(OTHER, my_name);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_lt(done_err, 0, "the waiter is told it failed");
+	expect_delete_of_mine();
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+
+	/* The next waiter behind the same node must ask for its own watch. */
+	lr = start(ZKL_MODE_WRITE, 0);
+	created(3);
+	listed_with(OTHER, my_name);
+	cr_assert_eq(fake_pending(), 1, "the next waiter asks for a watch");
+	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER));
+	fake_complete_get(ZOK);
+	fake_fire_watch("/b/r/" OTHER);
+	cr_assert_eq(done_calls, 2);
+	cr_assert_eq(done_err, 0);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+}
+
 Test(lockreq, delete_lost_to_connection_loss_is_repeated)
 {
 	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
