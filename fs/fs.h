@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "held.h"
 #include "list.h"
 #include "session.h"
 #include "tree.h"
@@ -33,6 +34,8 @@ struct zkl_fs {
 	struct zkl_link lockfiles;   /* struct lockfile: opening and open */
 	struct zkl_link waiters;     /* struct waiter: parked requests */
 	struct zkl_link posix_locks; /* struct posixlock: fcntl locks held */
+	struct zkl_link snapshots;   /* struct snapshot: open text files and
+				      * directories */
 	int stopping;
 	size_t signal_watched;       /* waiters the signal poller looks at */
 	pthread_cond_t signal_poll;  /* wakes the poller (with fs->lock) */

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "notify.h"
 #include "opts.h"
+#include "snapshot.h"
 
 /* Workers libfuse may run.  None ever waits for a lock, so a few serve
  * any number of waiters. */
@@ -166,6 +167,7 @@ int main(int argc, char **argv)
 	list_init(&fs.lockfiles);
 	list_init(&fs.waiters);
 	list_init(&fs.posix_locks);
+	list_init(&fs.snapshots);
 	if (opts_parse(argc, argv, &o, &args, err, sizeof(err)) < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
 		rc = 2;
@@ -260,6 +262,8 @@ int main(int argc, char **argv)
 	lockfile_shutdown_all(&fs);
 	session_close(fs.session);
 	fs.session = NULL;
+	/* The kernel sends no RELEASE once we stop reading. */
+	snapshot_release_all(&fs);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

@@ -5,7 +5,6 @@
 #include "fs.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 
 #include "log.h"
 #include "resource.h"
+#include "snapshot.h"
 
 /* readdir's d_ino for entries whose inode exists only after a lookup
  * (the value libfuse's high-level API uses). */
@@ -127,23 +127,20 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 /* ---- directories ------------------------------------------------------- */
 
-/* A directory listing taken at opendir: packed entries and where each
- * one ends (which is also its readdir offset). */
+/* A directory listing taken at opendir (snapshot.h): packed entries and
+ * where each one ends (which is also its readdir offset). */
 struct fs_dir {
-	/* The open directory's, and one per readdir whose reply is being
-	 * sent: the kernel may wake the reader, who may close the directory,
-	 * while our writev is still inside d->buf. */
-	atomic_int refs;
+	struct snapshot sn;
 	char *buf;
 	size_t len;
 	size_t *ends;
 	size_t nents;
 };
 
-static void fs_dir_put(struct fs_dir *d)
+static void fs_dir_free(struct snapshot *sn)
 {
-	if (!d || atomic_fetch_sub(&d->refs, 1) != 1)
-		return;
+	struct fs_dir *d = ZKL_CONTAINER_OF(sn, struct fs_dir, sn);
+
 	free(d->buf);
 	free(d->ends);
 	free(d);
@@ -221,7 +218,7 @@ static void fs_opendir_listed(int err, char *const *names, size_t n,
 	struct fs_dir *d = calloc(1, sizeof(*d));
 
 	if (d)
-		atomic_init(&d->refs, 1); /* the open directory's */
+		snapshot_init(&d->sn, ctx->fs, fs_dir_free);
 	if (err == -ENOENT)
 		err = 0; /* a resource nobody created yet: just its files */
 	if (!d)
@@ -229,12 +226,14 @@ static void fs_opendir_listed(int err, char *const *names, size_t n,
 	if (err == 0)
 		err = fs_dir_fill(ctx->fs, ctx->req, ctx->ino, names, n, d);
 	if (err < 0) {
-		fs_dir_put(d);
+		if (d)
+			snapshot_put(&d->sn);
 		fs_reply_err(ctx->req, -err);
 	} else {
 		ctx->fi.fh = (uint64_t)(uintptr_t)d;
+		snapshot_opened(&d->sn);
 		if (fuse_reply_open(ctx->req, &ctx->fi) < 0)
-			fs_dir_put(d);
+			snapshot_release(&d->sn);
 	}
 	free(ctx);
 }
@@ -279,9 +278,9 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	end = start;
 	while (i < d->nents && d->ends[i] - start <= size)
 		end = d->ends[i++];
-	atomic_fetch_add(&d->refs, 1);
+	snapshot_get(&d->sn);
 	fuse_reply_buf(req, d->buf + start, end - start);
-	fs_dir_put(d);
+	snapshot_put(&d->sn);
 }
 
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
@@ -290,7 +289,7 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	fs_dir_put(d);
+	snapshot_release(&d->sn);
 	fuse_reply_err(req, 0);
 }
 

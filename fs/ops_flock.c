@@ -26,6 +26,7 @@
 struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
 				    uint64_t owner)
 {
+	ZKL_ASSERT_HELD(&fs->lock);
 	for (struct zkl_link *l = fs->posix_locks.next; l != &fs->posix_locks;
 	     l = l->next) {
 		struct posixlock *p = ZKL_CONTAINER_OF(l, struct posixlock,

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,21 +22,19 @@
 #include "holders.h"
 #include "identity.h"
 #include "log.h"
+#include "snapshot.h"
 
-/* The snapshot an open file reads.  A read's reply may still be copied
- * from it after the reader has its data and has closed the file (the
- * kernel wakes the reader inside our writev), so RELEASE does not free it
- * under a reply: every read holds a reference until its reply is sent. */
+/* The text an open file reads, taken at open (snapshot.h). */
 struct infotext {
-	atomic_int refs;
+	struct snapshot sn;
 	char *text;
 	size_t len;
 };
 
-static void info_put(struct infotext *t)
+static void info_free(struct snapshot *sn)
 {
-	if (atomic_fetch_sub(&t->refs, 1) != 1)
-		return;
+	struct infotext *t = ZKL_CONTAINER_OF(sn, struct infotext, sn);
+
 	free(t->text);
 	free(t);
 }
@@ -47,41 +44,35 @@ static struct infotext *info_of(const struct fuse_file_info *fi)
 	return (struct infotext *)(uintptr_t)fi->fh;
 }
 
-static void info_reply_open(fuse_req_t req, struct fuse_file_info *fi,
-			    const struct fuse_entry_param *create_entry,
-			    struct infotext *t)
-{
-	int rc;
-
-	fi->fh = (uint64_t)(uintptr_t)t;
-	fi->direct_io = 1; /* the size is 0: reads must reach us */
-	fi->keep_cache = 0;
-	fi->noflush = 1;
-	if (create_entry)
-		rc = fuse_reply_create(req, create_entry, fi);
-	else
-		rc = fuse_reply_open(req, fi);
-	if (rc < 0) /* the opener is gone: no RELEASE will come */
-		info_put(t);
-}
-
 /* Close the stream (open_memstream sets *text and *len only then), take
  * its text and answer the open with it. */
-static void info_finish(fuse_req_t req, struct fuse_file_info *fi,
+static void info_finish(struct zkl_fs *fs, fuse_req_t req,
+			struct fuse_file_info *fi,
 			const struct fuse_entry_param *create_entry,
 			FILE *out, char **text, size_t *len)
 {
 	struct infotext *t = malloc(sizeof(*t));
+	int rc;
 
 	if (fclose(out) != 0 || !t) {
 		free(*text);
 		free(t);
 		return fs_reply_err(req, ENOMEM);
 	}
-	atomic_init(&t->refs, 1); /* the open file's */
+	snapshot_init(&t->sn, fs, info_free);
 	t->text = *text;
 	t->len = *len;
-	info_reply_open(req, fi, create_entry, t);
+	fi->fh = (uint64_t)(uintptr_t)t;
+	fi->direct_io = 1; /* the size is 0: reads must reach us */
+	fi->keep_cache = 0;
+	fi->noflush = 1;
+	snapshot_opened(&t->sn);
+	if (create_entry)
+		rc = fuse_reply_create(req, create_entry, fi);
+	else
+		rc = fuse_reply_open(req, fi);
+	if (rc < 0) /* the opener is gone: no RELEASE will come */
+		snapshot_release(&t->sn);
 }
 
 /* ---- .status ------------------------------------------------------------ */
@@ -126,7 +117,7 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		session_base(fs->session), st.held, st.waiting, st.grants,
 		st.losses, st.expirations,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
-	info_finish(req, fi, create_entry, out, &text, &len);
+	info_finish(fs, req, fi, create_entry, out, &text, &len);
 }
 
 /* ---- holders ------------------------------------------------------------ */
@@ -187,6 +178,7 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 }
 
 struct info_holders_ctx {
+	struct zkl_fs *fs;
 	fuse_req_t req;
 	struct fuse_file_info fi;
 	int is_create;
@@ -218,8 +210,8 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 				 (int64_t)now.tv_sec * 1000 +
 					 now.tv_nsec / 1000000);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
-	info_finish(ctx->req, &ctx->fi, ctx->is_create ? &ctx->entry : NULL,
-		    out, &text, &len);
+	info_finish(ctx->fs, ctx->req, &ctx->fi,
+		    ctx->is_create ? &ctx->entry : NULL, out, &text, &len);
 	free(ctx);
 }
 
@@ -233,6 +225,7 @@ static void info_holders(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 
 	if (!ctx)
 		return fs_reply_err(req, ENOMEM);
+	ctx->fs = fs;
 	ctx->req = req;
 	ctx->fi = *fi;
 	ctx->is_create = create_entry != NULL;
@@ -270,13 +263,13 @@ void info_read(fuse_req_t req, size_t size, off_t off,
 		return (void)fuse_reply_buf(req, NULL, 0);
 	if (size > t->len - (size_t)off)
 		size = t->len - (size_t)off;
-	atomic_fetch_add(&t->refs, 1);
+	snapshot_get(&t->sn);
 	fuse_reply_buf(req, t->text + off, size);
-	info_put(t);
+	snapshot_put(&t->sn);
 }
 
 void info_release(fuse_req_t req, struct fuse_file_info *fi)
 {
-	info_put(info_of(fi));
+	snapshot_release(&info_of(fi)->sn);
 	fuse_reply_err(req, 0);
 }

@@ -173,6 +173,7 @@ static struct zkl_lockreq *lockfile_lock_of_locked(struct lockfile *lf,
 {
 	struct posixlock *p = NULL;
 
+	ZKL_ASSERT_HELD(&lf->fs->lock);
 	if (!lf->held)
 		p = posix_find_locked(lf->fs, lf->ino, fi->lock_owner);
 	if (identity) {

@@ -45,6 +45,7 @@ static void waiter_put(struct waiter *w)
  * fs->lock held. */
 static void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
 {
+	ZKL_ASSERT_HELD(&fs->lock);
 	list_del(&w->link);
 	if (w->watch_signals) {
 		w->watch_signals = 0;
@@ -277,6 +278,7 @@ static size_t waiter_take_watched_locked(struct zkl_fs *fs, struct waiter **out,
 {
 	size_t n = 0;
 
+	ZKL_ASSERT_HELD(&fs->lock);
 	for (struct zkl_link *l = fs->waiters.next;
 	     l != &fs->waiters && n < max; l = l->next) {
 		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <zookeeper/zookeeper.h>
 
+#include "held.h"
 #include "list.h"
 #include "queue.h"
 #include "session.h"

@@ -150,13 +150,25 @@ static int lr_set_node(struct zkl_lockreq *lr, const char *dir,
 	return 0;
 }
 
+/* Drop a reference that is never the last: the caller still holds one. */
+static void lr_unref_locked(struct zkl_lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	assert(lr->refs > 1);
+	lr->refs--;
+}
+
 static void lr_put_locked(struct zkl_lockreq *lr)
 {
+	ZKL_ASSERT_HELD(&lr->s->lock);
 	assert(lr->refs > 0);
 	if (--lr->refs > 0)
 		return;
-	if (list_linked(&lr->live))
+	if (list_linked(&lr->live)) {
 		list_del(&lr->live);
+		if (list_empty(&lr->s->live)) /* session_close may wait */
+			pthread_cond_broadcast(&lr->s->state_changed);
+	}
 	queue_leaving_done(&lr->leaving);
 	lr_free(lr);
 }
@@ -292,7 +304,7 @@ static int lr_line_up(struct zkl_lockreq *lr)
 	if (err == 0 && !linked)
 		lr->refs++;
 	else if (err < 0 && linked)
-		lr->refs--; /* never the last: the caller holds one */
+		lr_unref_locked(lr); /* the caller holds one */
 	return err;
 }
 
@@ -390,7 +402,7 @@ static int lr_is_connection_loss(int rc)
 static void lr_unwatch(struct zkl_lockreq *lr)
 {
 	if (watchtab_remove(&lr->s->watches, &lr->watch))
-		lr->refs--; /* never the last: the caller holds one */
+		lr_unref_locked(lr); /* the caller holds one */
 }
 
 /*
@@ -400,6 +412,7 @@ static void lr_unwatch(struct zkl_lockreq *lr)
  */
 static void lr_abandon_locked(struct zkl_lockreq *lr)
 {
+	ZKL_ASSERT_HELD(&lr->s->lock);
 	lr_unwatch(lr);
 	switch (lr->phase) {
 	case PH_CREATING:
@@ -676,6 +689,7 @@ static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 
 void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
+	ZKL_ASSERT_HELD(&lr->s->lock);
 	switch (lr->phase) {
 	case PH_NEW:
 		if (lr->outcome == LR_PENDING)
@@ -705,6 +719,7 @@ void lockreq_kick_locked(struct zkl_lockreq *lr, const char *gone,
 {
 	size_t dirlen = strlen(lr->dir);
 
+	ZKL_ASSERT_HELD(&lr->s->lock);
 	if (lr->phase == PH_WATCHING) {
 		lr->phase = PH_LISTING;
 		if (gone && strncmp(gone, lr->dir, dirlen) == 0 &&
@@ -742,13 +757,14 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 {
 	int queued = list_linked(&lr->resume);
 
+	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* Ours, so that dropping the references of the resume list and the
 	 * line cannot free the request under us (a released one may have
 	 * no other). */
 	lr->refs++;
 	lr_unwatch(lr);
 	if (queue_leave_line_locked(&lr->qwait))
-		lr->refs--; /* never the last: the session's list holds one */
+		lr_unref_locked(lr); /* the session's list holds one */
 	/* Replies still to come from the old handle find a phase that does
 	 * not expect them, and are dropped. */
 	if (lr->outcome == LR_PENDING && requeue) {
@@ -757,7 +773,7 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 			lr->refs++;
 			list_add_tail(&lr->s->resume, &lr->resume);
 		}
-		lr_put_locked(lr); /* never the last: the resume list's */
+		lr_unref_locked(lr); /* the resume list holds one */
 		return;
 	}
 	if (queued) {
@@ -777,6 +793,7 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 void lockreq_count_locked(const struct zkl_lockreq *lr, uint64_t *held,
 			  uint64_t *waiting)
 {
+	ZKL_ASSERT_HELD(&lr->s->lock);
 	if (lr->outcome == LR_HELD && !lr->lost)
 		++*held;
 	else if (lr->outcome == LR_PENDING)

@@ -19,6 +19,7 @@ struct zkl_queue *queue_get_locked(struct zkl_session *s, const char *dir)
 	struct zkl_queue *q = queue_of(strtab_find(&s->queues, dir));
 	size_t len;
 
+	ZKL_ASSERT_HELD(&s->lock);
 	if (q) {
 		q->refs++;
 		return q;
@@ -232,5 +233,6 @@ static void queue_forget_listing(struct strtab_item *item, void *arg)
 
 void queue_session_expired_locked(struct zkl_session *s)
 {
+	ZKL_ASSERT_HELD(&s->lock);
 	strtab_each(&s->queues, queue_forget_listing, NULL);
 }

@@ -104,6 +104,7 @@ static void session_resume_all_locked(struct zkl_session *s,
 {
 	struct zkl_link pending;
 
+	ZKL_ASSERT_HELD(&s->lock);
 	list_move_all(&s->resume, &pending);
 	while (!list_empty(&pending)) {
 		struct zkl_link *l = pending.next;
@@ -132,6 +133,7 @@ static void session_connected_locked(struct zkl_session *s,
 {
 	const clientid_t *cid = zoo_client_id(s->zh);
 
+	ZKL_ASSERT_HELD(&s->lock);
 	s->state = ZKL_CONN_CONNECTED;
 	s->client_id = cid ? cid->client_id : 0;
 	if (!s->draining)
@@ -146,6 +148,7 @@ static void session_expired_locked(struct zkl_session *s, int renew,
 {
 	struct zkl_link gone;
 
+	ZKL_ASSERT_HELD(&s->lock);
 	s->state = ZKL_CONN_EXPIRED;
 	s->expirations++;
 	s->expired = renew;
@@ -216,6 +219,7 @@ static void session_wake_path_locked(struct zkl_session *s, const char *path,
 {
 	struct zkl_link fired;
 
+	ZKL_ASSERT_HELD(&s->lock);
 	watchtab_take(&s->watches, path, &fired);
 	while (!list_empty(&fired)) {
 		struct zkl_watch *w = ZKL_CONTAINER_OF(fired.next,
@@ -296,6 +300,7 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 	int first = watchtab_add(&s->watches, path, w);
 	int rc;
 
+	ZKL_ASSERT_HELD(&s->lock);
 	if (first <= 0)
 		return first;
 	ctx = malloc(sizeof(*ctx) + len);
@@ -322,6 +327,7 @@ void session_resume_when_connected_locked(struct zkl_session *s,
 					  struct zkl_link *link,
 					  struct zkl_link *notify)
 {
+	ZKL_ASSERT_HELD(&s->lock);
 	if (s->dead || (s->state == ZKL_CONN_CONNECTED && !s->draining &&
 			zoo_state(s->zh) == ZOO_CONNECTED_STATE)) {
 		lockreq_resume_locked(lr, notify);
@@ -343,6 +349,7 @@ int session_create_parents_locked(struct zkl_session *s, const char *dir)
 	char path[1024];
 	size_t len = strlen(dir);
 
+	ZKL_ASSERT_HELD(&s->lock);
 	if (len >= sizeof(path))
 		return -ENAMETOOLONG;
 	memcpy(path, dir, len + 1);
@@ -597,9 +604,30 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	return 0;
 }
 
+/* Before the handle goes, let the lock requests released at unmount see
+ * their deletes confirmed.  zookeeper_close() of the multi-threaded client
+ * stops its completion thread first: a reply still due is dropped without
+ * its completion, and a request that waits for it is never freed (nor is
+ * whoever waits for the delete told).  Only while connected, and at most
+ * a session timeout: without a connection the server ends our nodes with
+ * the session anyway. */
+static void session_drain(struct zkl_session *s)
+{
+	struct timespec deadline = session_deadline(s->session_timeout_ms);
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	while (!list_empty(&s->live) && s->state == ZKL_CONN_CONNECTED &&
+	       rc == 0)
+		rc = pthread_cond_timedwait(&s->state_changed, &s->lock,
+					    &deadline);
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* The handle is closed and our nodes with it: what still waits (a delete
  * deferred until a reconnection that will not come) is over, and whoever
- * waits for it is told. */
+ * waits for it is told.  A request whose reply the close dropped keeps the
+ * reference of that step: nothing will ever call it again. */
 static void session_finish_all(struct zkl_session *s)
 {
 	struct zkl_link notify, lost;
@@ -618,17 +646,17 @@ static void session_finish_all(struct zkl_session *s)
 	s->lost_hook = NULL; /* released already: nobody holds them */
 	session_report_lost(s, &lost);
 	lockreq_notify_all(&notify);
-	assert(list_empty(&s->live) && list_empty(&s->resume));
+	assert(list_empty(&s->resume));
 }
 
 void session_close(struct zkl_session *s)
 {
+	session_drain(s);
 	pthread_mutex_lock(&s->lock);
 	s->closing = 1;
 	pthread_cond_broadcast(&s->state_changed);
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->keeper, NULL);
-	/* Replies still due come now, with ZCLOSING. */
 	zookeeper_close(s->zh);
 	session_finish_all(s);
 	session_free(s);

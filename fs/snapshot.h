@@ -1,0 +1,47 @@
+/*
+ * snapshot.h - what an open text file or directory reads: a buffer taken
+ * at open, kept until RELEASE, and freed when its last reference goes.
+ *
+ * References: the open handle's, and one per read whose reply is being
+ * sent from the buffer (the kernel may wake the reader, who may close,
+ * while our writev is still inside it).  Every open snapshot is listed in
+ * its mount so that an unmount frees those whose RELEASE will never come:
+ * the kernel sends none once the daemon has stopped reading.
+ */
+#ifndef ZKL_SNAPSHOT_H
+#define ZKL_SNAPSHOT_H
+
+#include <stdatomic.h>
+
+#include "fs.h"
+
+struct snapshot {
+	atomic_int refs;
+	struct zkl_link link; /* in fs->snapshots while open */
+	struct zkl_fs *fs;
+	void (*free_fn)(struct snapshot *); /* frees the enclosing object */
+};
+
+/* One reference (the caller's); not yet listed. */
+void snapshot_init(struct snapshot *sn, struct zkl_fs *fs,
+		   void (*free_fn)(struct snapshot *));
+
+/* Give the caller's reference to the open handle by listing it.  Call it
+ * before replying to the open, since RELEASE may follow the reply on
+ * another thread at once; if the reply fails (the opener is gone, and no
+ * RELEASE will come), call snapshot_release. */
+void snapshot_opened(struct snapshot *sn);
+
+/* A read: hold the buffer while the reply is sent from it. */
+void snapshot_get(struct snapshot *sn);
+void snapshot_put(struct snapshot *sn);
+
+/* RELEASE: drop the open handle's reference. */
+void snapshot_release(struct snapshot *sn);
+
+/* Unmount: drop the handle reference of every snapshot still open.  Only
+ * once nothing else runs: the FUSE loop has ended and the ZooKeeper
+ * handle is closed (an opendir may complete from it). */
+void snapshot_release_all(struct zkl_fs *fs);
+
+#endif
