@@ -9,8 +9,9 @@ import fcntl
 import os
 import signal
 import struct
+import subprocess
 
-from harness import Locker, wait_until
+from harness import Locker, lock_nodes, wait_until
 
 ROUNDS = 300
 FLOCK_FMT = "hhqqi4x"  # struct flock on Linux x86-64 / arm64
@@ -186,3 +187,31 @@ def test_an_interrupted_wait_leaves_nothing_when_eintr_returns(m1, m2):
         signal.signal(signal.SIGALRM, old)
         for fd in (holder_fd, other, a):
             os.close(fd)
+
+
+def test_unmount_in_the_middle_of_traffic_exits_cleanly(mounts, zk, base):
+    """SIGTERM while locks are taken, released and listed: the daemon
+    waits for the deletes it sent, frees the texts and listings whose
+    RELEASE will not come, and exits 0 with nothing left in ZooKeeper
+    (mounts.finish checks the status and, in the sanitizer builds, the
+    leak and race reports)."""
+    m = mounts.new()
+    script = (
+        "for i in $(seq 200); do "
+        f"exec 9>{m.path('r$((i % 3))', 'write')} 2>/dev/null || exit 0; "
+        "flock -n -x 9 2>/dev/null; exec 9>&-; "
+        f"cat {m.path('r$((i % 3))', 'holders')} >/dev/null 2>&1 || exit 0; "
+        f"ls {m.path('r$((i % 3))')} >/dev/null 2>&1 || exit 0; "
+        "done")
+    workers = [subprocess.Popen(["bash", "-c", script],
+                                stderr=subprocess.DEVNULL)
+               for _ in range(30)]
+    try:
+        wait_until(lambda: m.log().count("granted") >= 100, 30,
+                   "the workers to take 100 locks")
+        m.stop()  # mounts.finish judges its exit status and log
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait(10)
+    assert not lock_nodes(zk, base), lock_nodes(zk, base)
