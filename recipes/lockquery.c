@@ -37,14 +37,17 @@ static void lq_finish(struct lockquery *q, int err)
 static void lq_on_listed(int rc, const struct String_vector *v,
 			 const void *data);
 
+/* The completion may run, and free q, before zoo_a*() returns: after the
+ * call, only locals. */
 static int lq_send_list(struct lockquery *q)
 {
+	struct zkl_session *s = q->s;
 	int rc;
 
 	q->attempts++;
-	pthread_mutex_lock(&q->s->lock); /* s->zh changes at expiry */
-	rc = zoo_aget_children(q->s->zh, q->dir, 0, lq_on_listed, q);
-	pthread_mutex_unlock(&q->s->lock);
+	pthread_mutex_lock(&s->lock); /* s->zh changes at expiry */
+	rc = zoo_aget_children(s->zh, q->dir, 0, lq_on_listed, q);
+	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
 
@@ -78,6 +81,7 @@ static void lq_on_listed(int rc, const struct String_vector *v,
 {
 	struct lockquery *q = (struct lockquery *)data;
 	const char *skip[LOCKQUERY_MAX_SKIP];
+	struct zkl_session *s;
 	struct zkl_node *nodes;
 	size_t n;
 	ssize_t i;
@@ -111,9 +115,10 @@ static void lq_on_listed(int rc, const struct String_vector *v,
 	q->answer.mode = nodes[i].mode;
 	q->answer.node = q->node_path + strlen(q->dir) + 1;
 	free(nodes);
-	pthread_mutex_lock(&q->s->lock);
-	rc = zoo_aget(q->s->zh, q->node_path, 0, lq_on_data, q);
-	pthread_mutex_unlock(&q->s->lock);
+	s = q->s;
+	pthread_mutex_lock(&s->lock);
+	rc = zoo_aget(s->zh, q->node_path, 0, lq_on_data, q);
+	pthread_mutex_unlock(&s->lock);
 	if (rc != ZOK)
 		lq_finish(q, session_errno(rc));
 }
