@@ -8,6 +8,15 @@
  *                                                  take turns: time from the
  *                                                  holder's close to the
  *                                                  waiter's open returning
+ *   zkbench-mount visible HOW FILE1 FILE2 N        how long after a release
+ *                                                  returns on one mount a
+ *                                                  try-lock on another
+ *                                                  succeeds.  HOW: close
+ *                                                  (FILEs: .../write),
+ *                                                  unlock (flock LOCK_UN;
+ *                                                  FILEs: .../lock), or
+ *                                                  none (the bare try on
+ *                                                  FILE2, nothing held)
  *   zkbench-mount scale   HOSTS DIR N FILE...      hold the first FILE,
  *                                                  queue N blocked openers
  *                                                  (the i-th on FILE i mod
@@ -20,12 +29,14 @@
  * HOSTS and DIR (the resource's znode) are only used to see how many nodes
  * are queued before a measurement starts.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "stats.h"
@@ -106,6 +117,91 @@ static void handoff(const char *file1, const char *file2, const char *hosts,
 	samples_report(&s, (size_t)n / 10);
 	samples_free(&s);
 	zookeeper_close(zh);
+}
+
+/* ---- visible ------------------------------------------------------------ */
+
+/* Retries of a try-lock are bounded: a release that never shows is a bug
+ * to report, not a benchmark to hang. */
+#define VISIBLE_MAX_TRIES 100000
+
+enum release_how { HOW_CLOSE, HOW_UNLOCK, HOW_NONE };
+
+/* One try-lock on FILE2 (the other mount); 1 if it got the lock, which it
+ * then lets go of the same way.  fd2: the open lock file for flock. */
+static int try_other(enum release_how how, const char *file2, int fd2)
+{
+	if (how == HOW_UNLOCK) {
+		if (flock(fd2, LOCK_EX | LOCK_NB) < 0) {
+			if (errno != EWOULDBLOCK)
+				die("flock %s: %m", file2);
+			return 0;
+		}
+		flock(fd2, LOCK_UN);
+		return 1;
+	}
+	fd2 = open(file2, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd2 < 0) {
+		if (errno != EAGAIN)
+			die("open %s: %m", file2);
+		return 0;
+	}
+	close(fd2);
+	return 1;
+}
+
+static void visible(enum release_how how, const char *file1,
+		    const char *file2, long n)
+{
+	int fd1 = -1, fd2 = -1;
+	long late = 0;
+	struct samples s;
+
+	if (how == HOW_UNLOCK) {
+		fd1 = open(file1, O_RDWR | O_CLOEXEC);
+		fd2 = open(file2, O_RDWR | O_CLOEXEC);
+		if (fd1 < 0 || fd2 < 0)
+			die("open %s or %s: %m", file1, file2);
+	}
+	samples_init(&s, (size_t)n);
+	for (long i = 0; i < n; i++) {
+		double t0;
+		long tries = 1;
+
+		if (how == HOW_CLOSE) {
+			close(open_lock(file1));
+		} else if (how == HOW_UNLOCK) {
+			if (flock(fd1, LOCK_EX) < 0 || flock(fd1, LOCK_UN) < 0)
+				die("flock %s: %m", file1);
+		}
+		t0 = now_us();
+		while (!try_other(how, file2, fd2)) {
+			if (++tries > VISIBLE_MAX_TRIES)
+				die("%s: still locked after %d tries",
+				    file2, VISIBLE_MAX_TRIES);
+		}
+		samples_add(&s, now_us() - t0);
+		if (tries > 1)
+			late++;
+	}
+	samples_report(&s, (size_t)n / 10);
+	printf("late=%ld of %ld\n", late, n);
+	samples_free(&s);
+	if (fd1 >= 0)
+		close(fd1);
+	if (fd2 >= 0)
+		close(fd2);
+}
+
+static enum release_how parse_how(const char *text)
+{
+	if (strcmp(text, "close") == 0)
+		return HOW_CLOSE;
+	if (strcmp(text, "unlock") == 0)
+		return HOW_UNLOCK;
+	if (strcmp(text, "none") == 0)
+		return HOW_NONE;
+	die("HOW must be close, unlock or none, not '%s'", text);
 }
 
 /* ---- scale -------------------------------------------------------------- */
@@ -191,6 +287,9 @@ int main(int argc, char **argv)
 	else if (argc == 7 && strcmp(argv[1], "handoff") == 0)
 		handoff(argv[2], argv[3], argv[4], argv[5],
 			parse_count(argv[6], "N"));
+	else if (argc == 6 && strcmp(argv[1], "visible") == 0)
+		visible(parse_how(argv[2]), argv[3], argv[4],
+			parse_count(argv[5], "N"));
 	else if (argc >= 6 && strcmp(argv[1], "scale") == 0)
 		scale(argv[2], argv[3], parse_count(argv[4], "N"), argv + 5,
 		      argc - 5);
@@ -198,8 +297,9 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"usage: %s cycle FILE N\n"
 			"       %s handoff FILE1 FILE2 HOSTS DIR N\n"
+			"       %s visible close|unlock|none FILE1 FILE2 N\n"
 			"       %s scale HOSTS DIR N FILE...\n",
-			argv[0], argv[0], argv[0]);
+			argv[0], argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	return 0;

@@ -99,6 +99,27 @@ def test_closing_a_descriptor_ends_fcntl_locks_before_close_returns(m1, m2):
         "after close() ended an fcntl lock"
 
 
+def test_flock_unlock_of_an_open_write_file_is_seen_at_once(m1, m2):
+    """The README's advice for a release other hosts can rely on at once:
+    `flock -u` on the descriptor of an open `write` file ends the lock its
+    open took before it returns (a close alone only starts the release)."""
+    failed = 0
+    for _ in range(ROUNDS // 3):
+        a = os.open(m1.path("w", "write"), os.O_WRONLY)
+        fcntl.flock(a, fcntl.LOCK_UN)
+        try:
+            b = os.open(m2.path("w", "write"), os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            assert e.errno == errno.EAGAIN, e
+            failed += 1
+            b = os.open(m2.path("w", "write"), os.O_WRONLY)
+        os.close(a)
+        fcntl.flock(b, fcntl.LOCK_UN)  # so the next open is not late
+        os.close(b)
+    assert failed == 0, f"{failed} of {ROUNDS // 3} tries failed right " \
+        "after flock(LOCK_UN) on a write file returned"
+
+
 def test_conversion_drops_the_old_lock_for_every_host_first(m1, m2):
     """flock(LOCK_SH -> LOCK_EX|LOCK_NB) that fails has still dropped the
     shared lock: the other mount's exclusive try succeeds at once."""
