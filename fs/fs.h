@@ -42,6 +42,11 @@ struct zkl_fs {
 	pthread_t signal_poller;
 };
 
+/* Zero fs, then set up its mutex, condition and empty lists: first thing,
+ * so that every exit path can tear down (context.c).  Destroy last. */
+void fs_context_init(struct zkl_fs *fs);
+void fs_context_destroy(struct zkl_fs *fs);
+
 /* Seconds the kernel may cache names and attributes: nothing about a
  * lock file's inode ever changes. */
 #define FS_ENTRY_TIMEOUT 3600.0

@@ -161,13 +161,7 @@ int main(int argc, char **argv)
 	int report_fd = -1, rc = 1, opened, polling = 0;
 
 	/* First: every exit below tears down what this set up. */
-	memset(&fs, 0, sizeof(fs));
-	pthread_mutex_init(&fs.lock, NULL);
-	pthread_cond_init(&fs.signal_poll, NULL);
-	list_init(&fs.lockfiles);
-	list_init(&fs.waiters);
-	list_init(&fs.posix_locks);
-	list_init(&fs.snapshots);
+	fs_context_init(&fs);
 	if (opts_parse(argc, argv, &o, &args, err, sizeof(err)) < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
 		rc = 2;
@@ -285,7 +279,6 @@ out_opts:
 	opts_free(&o);
 out_args:
 	fuse_opt_free_args(&args);
-	pthread_cond_destroy(&fs.signal_poll);
-	pthread_mutex_destroy(&fs.lock);
+	fs_context_destroy(&fs);
 	return rc;
 }

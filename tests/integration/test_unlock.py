@@ -35,10 +35,23 @@ KINDS = {
 }
 
 
+def late(kind, fd):
+    """Try a lock of `kind` on fd; if it is still taken, wait for it, so
+    that the next round starts clean.  Returns 1 if the try failed."""
+    lock, _, trylock = KINDS[kind]
+    try:
+        trylock(fd)
+        return 0
+    except OSError as e:
+        assert e.errno in (errno.EAGAIN, errno.EACCES), e
+        lock(fd)
+        return 1
+
+
 def rounds_failing(m1, m2, kind, rounds=ROUNDS):
     """Lock and unlock on m1, then at once try on m2; returns how many of
     the tries failed."""
-    lock, unlock, trylock = KINDS[kind]
+    lock, unlock, _ = KINDS[kind]
     a = os.open(m1.path("r", "lock"), os.O_RDWR)
     b = os.open(m2.path("r", "lock"), os.O_RDWR)
     failed = 0
@@ -46,12 +59,7 @@ def rounds_failing(m1, m2, kind, rounds=ROUNDS):
         for _ in range(rounds):
             lock(a)
             unlock(a)
-            try:
-                trylock(b)
-            except OSError as e:
-                assert e.errno in (errno.EAGAIN, errno.EACCES), e
-                failed += 1
-                lock(b)  # wait for it, so the next round starts clean
+            failed += late(kind, b)
             unlock(b)
     finally:
         os.close(a)
@@ -87,11 +95,7 @@ def test_closing_a_descriptor_ends_fcntl_locks_before_close_returns(m1, m2):
             a = os.open(m1.path("r", "lock"), os.O_RDWR)
             fcntl.lockf(a, fcntl.LOCK_EX)
             os.close(a)
-            try:
-                fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                failed += 1
-                fcntl.lockf(b, fcntl.LOCK_EX)
+            failed += late("posix", b)
             fcntl.lockf(b, fcntl.LOCK_UN)
     finally:
         os.close(b)
@@ -137,11 +141,7 @@ def test_conversion_drops_the_old_lock_for_every_host_first(m1, m2):
             except BlockingIOError:
                 pass
             fcntl.flock(c, fcntl.LOCK_UN)
-            try:
-                fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                failed += 1
-                fcntl.flock(b, fcntl.LOCK_EX)
+            failed += late("flock", b)
             fcntl.flock(b, fcntl.LOCK_UN)
     finally:
         for fd in (a, b, c):

@@ -533,14 +533,21 @@ static void on_gone(void *arg)
 	gone_calls++;
 }
 
-Test(lockreq, release_then_is_told_only_when_the_delete_is_confirmed)
+/* A write lock granted at once, then released with on_gone to be told. */
+static void held_then_released(void)
 {
 	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
 
 	gone_calls = 0;
 	created(1);
 	listed_with(my_name, NULL);
+	cr_assert_eq(done_calls, 1);
 	lockreq_release_then(lr, on_gone, NULL);
+}
+
+Test(lockreq, release_then_is_told_only_when_the_delete_is_confirmed)
+{
+	held_then_released();
 	cr_assert_eq(gone_calls, 0, "told before ZooKeeper deleted the node");
 	expect_delete_of_mine();
 	cr_assert_eq(gone_calls, 1, "not told once the delete was confirmed");
@@ -549,12 +556,7 @@ Test(lockreq, release_then_is_told_only_when_the_delete_is_confirmed)
 
 Test(lockreq, release_then_waits_through_a_lost_delete_reply)
 {
-	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
-
-	gone_calls = 0;
-	created(1);
-	listed_with(my_name, NULL);
-	lockreq_release_then(lr, on_gone, NULL);
+	held_then_released();
 	fake_complete_void(FAKE_DELETE, ZCONNECTIONLOSS);
 	cr_assert_eq(gone_calls, 0, "a delete lost to the connection is not "
 		     "a delete");
@@ -590,13 +592,9 @@ Test(lockreq, release_then_with_nothing_in_zookeeper_is_told_at_once)
 
 Test(lockreq, release_then_is_told_when_the_session_expires_first)
 {
-	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
 	struct zkl_link lost;
 
-	gone_calls = 0;
-	created(1);
-	listed_with(my_name, NULL);
-	lockreq_release_then(lr, on_gone, NULL);
+	held_then_released();
 	fake_zoo_state = ZOO_CONNECTING_STATE;
 	pthread_mutex_lock(&s->lock);
 	s->state = ZKL_CONN_CONNECTING;

@@ -98,12 +98,7 @@ static void setup(void)
 {
 	uint64_t dir;
 
-	memset(&fs, 0, sizeof(fs));
-	pthread_mutex_init(&fs.lock, NULL);
-	pthread_cond_init(&fs.signal_poll, NULL);
-	list_init(&fs.lockfiles);
-	list_init(&fs.waiters);
-	list_init(&fs.posix_locks);
+	fs_context_init(&fs);
 	strcpy(fs.hostname, "h");
 	fs.session = fake_session();
 	cr_assert_eq(tree_init(&fs.tree, "/b"), 0);
@@ -118,6 +113,7 @@ static void teardown(void)
 	cr_assert(list_empty(&fs.lockfiles), "an open file was not freed");
 	fake_session_free(fs.session);
 	tree_destroy(&fs.tree);
+	fs_context_destroy(&fs);
 }
 
 TestSuite(waiter, .init = setup, .fini = teardown);
