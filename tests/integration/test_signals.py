@@ -4,6 +4,7 @@ once; signals ignored by default (SIGCHLD) never cancel a wait."""
 import os
 import signal
 import subprocess
+import sys
 import time
 
 from harness import Locker, lock_nodes, wait_until
@@ -112,6 +113,41 @@ def test_a_later_sigterm_ends_a_wait_that_ignored_sigchld(zk, base, m1, m2):
         f"{took:.1f} s, expected about 3 s"
     wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
                "the terminated waiter's node to be deleted")
+    holder.close()
+
+
+# A flock(2) waiter that catches SIGCHLD (as a shell does) and whose child
+# exits while it waits, then times out with SIGALRM as flock -w does.
+FLOCK_AFTER_SIGCHLD = """
+import fcntl, os, signal, subprocess, sys
+signal.signal(signal.SIGCHLD, lambda *a: None)
+def timed_out(*a):
+    print("timed out", flush=True)
+    os._exit(1)
+signal.signal(signal.SIGALRM, timed_out)
+fd = os.open(sys.argv[1], os.O_RDWR)
+subprocess.Popen(["sleep", "0.3"])
+signal.alarm(2)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+"""
+
+
+def test_flock_alarm_ends_a_wait_that_ignored_sigchld(zk, base, m1, m2):
+    """The same as above for flock(2) on `lock`, timed out by SIGALRM
+    (flock -w's way) after a child's SIGCHLD did not cancel the wait."""
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    start = time.monotonic()
+    res = subprocess.run(
+        [sys.executable, "-c", FLOCK_AFTER_SIGCHLD, m2.path("r", "lock")],
+        capture_output=True, text=True, timeout=30)
+    took = time.monotonic() - start
+    assert res.stdout.strip() == "timed out", (res.stdout, res.stderr)
+    assert 1.5 < took < 3.5, f"SIGALRM after SIGCHLD ended the wait in " \
+        f"{took:.1f} s, expected about 2 s"
+    wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
+               "the timed-out waiter's node to be deleted")
     holder.close()
 
 
