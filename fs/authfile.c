@@ -23,7 +23,20 @@ int authfile_read(const char *path, char *buf, size_t size, char *err,
 		snprintf(err, errlen, "auth_file %s: %s", path, strerror(errno));
 		return rc;
 	}
-	if (fstat(fd, &st) < 0 || (st.st_mode & S_IROTH)) {
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "auth_file %s: %s", path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "auth_file %s: %s", path,
+			 S_ISDIR(st.st_mode) ? "is a directory"
+					     : "is not a regular file");
+		close(fd);
+		return -EINVAL;
+	}
+	if (st.st_mode & S_IROTH) {
 		snprintf(err, errlen, "auth_file %s: readable by every user; "
 				      "chmod o-r it first", path);
 		close(fd);

@@ -24,6 +24,7 @@
 #include "fs.h"
 #include "authfile.h"
 #include "log.h"
+#include "mountpoint.h"
 #include "notify.h"
 #include "opts.h"
 #include "snapshot.h"
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
 	struct fuse_session *se = NULL;
 	struct zkl_fs fs;
 	struct opts o;
-	char err[512], auth[256];
+	char err[OPTS_MAX_BASE + 512], auth[256];
 	int report_fd = -1, rc = 1, opened, polling = 0;
 
 	/* First: every exit below tears down what this set up. */
@@ -183,6 +184,21 @@ int main(int argc, char **argv)
 		goto out_opts;
 	}
 	main_warn_request_timeout();
+	/* Everything that can be checked is, before anything is created in
+	 * ZooKeeper or a second process exists: libfuse's options here. */
+	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	if (!se) {
+		rc = 2; /* libfuse said which option */
+		goto out_opts;
+	}
+	if (mountpoint_check(o.mountpoint, err, sizeof(err)) < 0) {
+		fprintf(stderr, "zklockfs: %s\n", err);
+		goto out_fuse;
+	}
+	if (tree_init(&fs.tree, o.base) < 0) {
+		fprintf(stderr, "zklockfs: out of memory\n");
+		goto out_fuse;
+	}
 	if (!o.foreground)
 		report_fd = main_detach();
 
@@ -196,14 +212,14 @@ int main(int argc, char **argv)
 	if (o.auth_file && authfile_read(o.auth_file, auth, sizeof(auth), err,
 					 sizeof(err)) < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
-		goto out_opts;
+		goto out_tree;
 	}
 	/* After the fork: threads do not survive it. */
 	if ((rc = waiter_poller_start(&fs)) < 0) {
 		fprintf(stderr, "zklockfs: cannot start a thread: %s\n",
 			strerror(-rc));
 		rc = 1;
-		goto out_opts;
+		goto out_tree;
 	}
 	polling = 1;
 	rc = 1;
@@ -220,19 +236,12 @@ int main(int argc, char **argv)
 	memset(auth, 0, sizeof(auth)); /* the session keeps its own copy */
 	if (opened < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
-		goto out_opts;
+		goto out_tree;
 	}
 	fs.on_lost_signal = o.on_lost_signal;
 	session_set_lost_hook(fs.session, fs_lock_lost, &fs);
-	if (tree_init(&fs.tree, o.base) < 0) {
-		fprintf(stderr, "zklockfs: out of memory\n");
-		goto out_session;
-	}
-	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
-	if (!se)
-		goto out_tree;
 	if (fuse_set_signal_handlers(se) < 0)
-		goto out_fuse;
+		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) < 0) {
 		fprintf(stderr, "zklockfs: cannot mount on %s\n",
 			o.mountpoint);
@@ -261,13 +270,13 @@ int main(int argc, char **argv)
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
-out_fuse:
-	fuse_session_destroy(se);
-out_tree:
-	tree_destroy(&fs.tree);
 out_session:
 	if (fs.session)
 		session_close(fs.session);
+out_tree:
+	tree_destroy(&fs.tree);
+out_fuse:
+	fuse_session_destroy(se);
 out_opts:
 	main_report(report_fd, 1);
 	if (polling) {

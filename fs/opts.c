@@ -3,6 +3,7 @@
  */
 #include "opts.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,21 +17,25 @@ enum {
 	OPTS_KEY_DEBUG,
 	OPTS_KEY_SINGLE,
 	OPTS_KEY_RO,
+	/* Numbers: parsed strictly here, not by fuse_opt's sscanf, which
+	 * takes "1.5" as 1 and wraps "uid=4294967296" to 0. */
+	OPTS_KEY_SESSION_TIMEOUT,
+	OPTS_KEY_CONNECT_TIMEOUT,
+	OPTS_KEY_UID,
+	OPTS_KEY_GID,
+	OPTS_KEY_UMASK,
 };
 
 #define OPTS_OPT(t, p) { t, offsetof(struct opts, p), 1 }
 
 static const struct fuse_opt opts_table[] = {
-	OPTS_OPT("session_timeout=%d", session_timeout),
-	OPTS_OPT("connect_timeout=%d", connect_timeout),
 	OPTS_OPT("on_lost=%s", on_lost),
 	OPTS_OPT("auth_file=%s", auth_file),
-	OPTS_OPT("uid=%u", uid),
-	OPTS_OPT("uid=", has_uid),
-	OPTS_OPT("gid=%u", gid),
-	OPTS_OPT("gid=", has_gid),
-	OPTS_OPT("umask=%o", umask),
-	OPTS_OPT("umask=", has_umask),
+	FUSE_OPT_KEY("session_timeout=", OPTS_KEY_SESSION_TIMEOUT),
+	FUSE_OPT_KEY("connect_timeout=", OPTS_KEY_CONNECT_TIMEOUT),
+	FUSE_OPT_KEY("uid=", OPTS_KEY_UID),
+	FUSE_OPT_KEY("gid=", OPTS_KEY_GID),
+	FUSE_OPT_KEY("umask=", OPTS_KEY_UMASK),
 	FUSE_OPT_KEY("-h", OPTS_KEY_HELP),
 	FUSE_OPT_KEY("--help", OPTS_KEY_HELP),
 	FUSE_OPT_KEY("-V", OPTS_KEY_VERSION),
@@ -65,6 +70,101 @@ static int opts_fail(struct opts_ctx *c, const char *msg, const char *arg)
 	return -1;
 }
 
+int opts_parse_number(const char *text, unsigned base, unsigned long min,
+		      unsigned long max, unsigned long *out)
+{
+	unsigned long v = 0;
+
+	if (!*text)
+		return -EINVAL;
+	for (const char *p = text; *p; p++) {
+		unsigned d = *p >= '0' && *p <= '9' ? (unsigned)(*p - '0')
+						    : base;
+		if (d >= base)
+			return -EINVAL;
+		if (v > (max - d) / base)
+			return -ERANGE;
+		v = v * base + d;
+	}
+	if (v < min)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+/* The numeric options: name=value, how to read the value, and what to say
+ * when it is not that. */
+struct opts_number {
+	unsigned base;
+	unsigned long min, max;
+	const char *expected;
+};
+
+static const struct opts_number opts_seconds = {
+	10, 1, 3600, "a whole number of seconds, 1 to 3600"
+};
+static const struct opts_number opts_id = {
+	/* (uid_t)-1 means "no change" to chown(2): not an owner. */
+	10, 0, 4294967294UL, "a decimal number, 0 to 4294967294"
+};
+static const struct opts_number opts_mode = {
+	8, 0, 0777, "octal mode bits, 0 to 777 (e.g. umask=007)"
+};
+
+static int opts_number(struct opts_ctx *c, const char *arg,
+		       const struct opts_number *kind, unsigned long *out)
+{
+	const char *value = strchr(arg, '=') + 1;
+	int rc = opts_parse_number(value, kind->base, kind->min, kind->max,
+				   out);
+
+	if (rc < 0 && !c->failed) {
+		snprintf(c->err, c->errlen, "-o %s: %s; expected %s", arg,
+			 rc == -ERANGE ? "out of range" : "not a number",
+			 kind->expected);
+		c->failed = 1;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+static int opts_proc_number(struct opts_ctx *c, const char *arg, int key)
+{
+	struct opts *o = c->o;
+	unsigned long v;
+
+	switch (key) {
+	case OPTS_KEY_SESSION_TIMEOUT:
+		if (opts_number(c, arg, &opts_seconds, &v) < 0)
+			return -1;
+		o->session_timeout = (int)v;
+		return 0;
+	case OPTS_KEY_CONNECT_TIMEOUT:
+		if (opts_number(c, arg, &opts_seconds, &v) < 0)
+			return -1;
+		o->connect_timeout = (int)v;
+		return 0;
+	case OPTS_KEY_UID:
+		if (opts_number(c, arg, &opts_id, &v) < 0)
+			return -1;
+		o->uid = (unsigned)v;
+		o->has_uid = 1;
+		return 0;
+	case OPTS_KEY_GID:
+		if (opts_number(c, arg, &opts_id, &v) < 0)
+			return -1;
+		o->gid = (unsigned)v;
+		o->has_gid = 1;
+		return 0;
+	default:
+		assert(key == OPTS_KEY_UMASK);
+		if (opts_number(c, arg, &opts_mode, &v) < 0)
+			return -1;
+		o->umask = (unsigned)v;
+		o->has_umask = 1;
+		return 0;
+	}
+}
+
 static int opts_proc(void *data, const char *arg, int key,
 		     struct fuse_args *outargs)
 {
@@ -72,6 +172,12 @@ static int opts_proc(void *data, const char *arg, int key,
 
 	(void)outargs;
 	switch (key) {
+	case OPTS_KEY_SESSION_TIMEOUT:
+	case OPTS_KEY_CONNECT_TIMEOUT:
+	case OPTS_KEY_UID:
+	case OPTS_KEY_GID:
+	case OPTS_KEY_UMASK:
+		return opts_proc_number(c, arg, key);
 	case OPTS_KEY_HELP:
 		c->o->show_help = 1;
 		return 0;
@@ -144,13 +250,119 @@ int opts_parse_on_lost(const char *value, int *sig)
 	return -EINVAL;
 }
 
+/* One server "host:port" or "[v6addr]:port" of CONNECT, `len` bytes at
+ * `spec`: appended to out as the ZooKeeper client reads it ("host:port";
+ * it takes the last ':' as the port's, so an IPv6 address goes without its
+ * brackets).  Returns 0 or -EINVAL with a message in err. */
+static int opts_server(const char *spec, size_t len, FILE *out, char *err,
+		       size_t errlen)
+{
+	const char *host = spec, *colon = NULL, *port;
+	size_t hostlen;
+	char portbuf[8];
+	unsigned long num;
+
+	if (len > 0 && spec[0] == '[') {
+		const char *close = memchr(spec, ']', len);
+		if (!close || close + 1 == spec + len || close[1] != ':')
+			goto bad;
+		host = spec + 1;
+		hostlen = (size_t)(close - host);
+		colon = close + 1;
+	} else {
+		for (size_t i = 0; i < len; i++)
+			if (spec[i] == ':')
+				colon = spec + i;
+		if (!colon)
+			goto bad;
+		hostlen = (size_t)(colon - spec);
+	}
+	port = colon + 1;
+	if (hostlen == 0 || (size_t)(spec + len - port) >= sizeof(portbuf))
+		goto bad;
+	memcpy(portbuf, port, (size_t)(spec + len - port));
+	portbuf[spec + len - port] = '\0';
+	if (opts_parse_number(portbuf, 10, 1, 65535, &num) < 0) {
+		snprintf(err, errlen, "server '%.*s': invalid port '%s' "
+			 "(1 to 65535)", (int)len, spec, portbuf);
+		return -EINVAL;
+	}
+	fprintf(out, "%.*s:%lu", (int)hostlen, host, num);
+	return 0;
+bad:
+	snprintf(err, errlen, "server '%.*s': expected host:port or "
+		 "[IPv6 address]:port", (int)len, spec);
+	return -EINVAL;
+}
+
+int opts_servers(const char *spec, size_t len, char **hosts, char *err,
+		 size_t errlen)
+{
+	char *text = NULL;
+	size_t textlen = 0;
+	FILE *out = open_memstream(&text, &textlen);
+	const char *end = spec + len;
+	int rc = 0;
+
+	if (!out) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (const char *p = spec; rc == 0 && p <= end;) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		const char *stop = comma ? comma : end;
+
+		if (p != spec)
+			fputc(',', out);
+		rc = opts_server(p, (size_t)(stop - p), out, err, errlen);
+		p = stop + 1;
+	}
+	if (fclose(out) != 0 && rc == 0) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+	}
+	if (rc < 0) {
+		free(text);
+		return rc;
+	}
+	*hosts = text;
+	return 0;
+}
+
+int opts_check_base(const char *b, char *err, size_t errlen)
+{
+	size_t blen = strlen(b);
+	const char *why = NULL;
+
+	if (blen > OPTS_MAX_BASE) {
+		snprintf(err, errlen, "base path is %zu bytes long, at most %d",
+			 blen, OPTS_MAX_BASE);
+		return -EINVAL;
+	}
+	if (b[0] != '/' || blen < 2)
+		why = "must be absolute and not '/'";
+	else if (b[blen - 1] == '/' || strstr(b, "//"))
+		why = "has an empty component or a trailing '/'";
+	else if (strstr(b, "/./") || strstr(b, "/../") ||
+		 (blen >= 2 && strcmp(b + blen - 2, "/.") == 0) ||
+		 (blen >= 3 && strcmp(b + blen - 3, "/..") == 0))
+		why = "has a '.' or '..' component (ZooKeeper refuses them)";
+	else if (strcmp(b, "/zookeeper") == 0 ||
+		 strncmp(b, "/zookeeper/", 11) == 0)
+		why = "is inside /zookeeper, ZooKeeper's own tree";
+	if (why) {
+		snprintf(err, errlen, "base path '%s' %s", b, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int opts_split_connect(const char *connect, char **hosts, char **base,
 		       char *err, size_t errlen)
 {
 	const char *slash = strchr(connect, '/');
 	size_t hlen = slash ? (size_t)(slash - connect) : strlen(connect);
 	const char *b = slash ? slash : OPTS_DEFAULT_BASE;
-	size_t blen = strlen(b);
 
 	if (hlen == 0) {
 		snprintf(err, errlen, "CONNECT '%s' names no server "
@@ -158,20 +370,14 @@ int opts_split_connect(const char *connect, char **hosts, char **base,
 			 connect);
 		return -EINVAL;
 	}
-	if (blen < 2 || b[blen - 1] == '/' || strstr(b, "//") ||
-	    blen > 512) {
-		snprintf(err, errlen,
-			 "base path '%s' must be absolute, not '/', and have "
-			 "no empty component or trailing '/'",
-			 b);
+	if (opts_check_base(b, err, errlen) < 0)
 		return -EINVAL;
-	}
-	*hosts = strndup(connect, hlen);
+	if (opts_servers(connect, hlen, hosts, err, errlen) < 0)
+		return -EINVAL;
 	*base = strdup(b);
-	if (!*hosts || !*base) {
+	if (!*base) {
 		free(*hosts);
-		free(*base);
-		*hosts = *base = NULL;
+		*hosts = NULL;
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -201,17 +407,6 @@ int opts_parse(int argc, char **argv, struct opts *o,
 		snprintf(err, errlen, "usage: %s [options] CONNECT MOUNTPOINT "
 				      "(see --help)",
 			 argv[0]);
-		return -EINVAL;
-	}
-	if (o->session_timeout < 1 || o->session_timeout > 3600 ||
-	    o->connect_timeout < 1 || o->connect_timeout > 3600) {
-		snprintf(err, errlen, "session_timeout and connect_timeout "
-				      "take 1 to 3600 seconds");
-		return -EINVAL;
-	}
-	if (o->has_umask && o->umask > 0777) {
-		snprintf(err, errlen, "umask=%o: expected octal mode bits "
-				      "(e.g. umask=007)", o->umask);
 		return -EINVAL;
 	}
 	if (o->on_lost && opts_parse_on_lost(o->on_lost, &o->on_lost_signal)) {

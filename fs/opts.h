@@ -12,6 +12,8 @@
 #define OPTS_DEFAULT_BASE "/zklockfs"
 #define OPTS_DEFAULT_SESSION_TIMEOUT 10
 #define OPTS_DEFAULT_CONNECT_TIMEOUT 15
+/* Bytes of the base path, so that room is left for resources below it. */
+#define OPTS_MAX_BASE 512
 
 struct opts {
 	char *connect;    /* as given */
@@ -36,6 +38,23 @@ struct opts {
  * unless SIG, a name with or without "SIG" or a number, says otherwise).
  * Returns 0 and sets *sig, or -EINVAL. */
 int opts_parse_on_lost(const char *value, int *sig);
+
+/* A whole number written in `base` (10 or 8) with nothing else (no sign,
+ * space, fraction, exponent or trailing text), from min to max.  Returns
+ * 0 and sets *out, -EINVAL if it is not such a number, -ERANGE if it is
+ * out of range. */
+int opts_parse_number(const char *text, unsigned base, unsigned long min,
+		      unsigned long max, unsigned long *out);
+
+/* The `len` bytes at spec, "host:port[,host:port...]" with IPv6 addresses
+ * in brackets, checked and rewritten as the ZooKeeper client reads them.
+ * Returns 0 and a new string in *hosts, or -errno with a message in err. */
+int opts_servers(const char *spec, size_t len, char **hosts, char *err,
+		 size_t errlen);
+
+/* Is b a base path zklockfs can create and lock under?  Returns 0, or
+ * -EINVAL with a message naming the problem in err. */
+int opts_check_base(const char *b, char *err, size_t errlen);
 
 /* Split CONNECT into hosts and base path.  Returns 0 or -EINVAL with a
  * message in err. */

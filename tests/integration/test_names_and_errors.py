@@ -97,3 +97,50 @@ def test_help_and_version(tmp_path):
     bad = subprocess.run([zklockfs_binary(), "-o", "ro", "h:1", str(tmp_path)],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "read-only" in bad.stderr
+
+
+def refused_starts(zookeeper, base, tmp_path, m1):
+    """(argv after the binary, what stderr must say) of starts that must
+    fail before anything is created in ZooKeeper."""
+    good = zookeeper.connect + base
+    regular = tmp_path / "a-file"
+    regular.write_text("")
+    mp = str(tmp_path)
+    return [
+        (["-o", "session_timeout=1.5", good, mp], "session_timeout=1.5"),
+        (["-o", "connect_timeout=1e3", good, mp], "connect_timeout=1e3"),
+        (["-o", "uid=4294967296", good, mp], "uid=4294967296"),
+        (["-o", "gid=-1", good, mp], "gid=-1"),
+        (["-o", "umask=0x1f", good, mp], "umask=0x1f"),
+        (["-o", "bogusopt", good, mp], "bogusopt"),
+        (["-o", f"auth_file={tmp_path}", good, mp], "is a directory"),
+        (["127.0.0.1:0" + base, mp], "invalid port '0'"),
+        (["127.0.0.1:99999" + base, mp], "invalid port '99999'"),
+        ([":2181" + base, mp], "expected host:port"),
+        ([zookeeper.connect + base + "/./b", mp], "'.' or '..'"),
+        ([zookeeper.connect + base + "/ok/..", mp], "'.' or '..'"),
+        ([zookeeper.connect + "/zookeeper" + base, mp], "/zookeeper"),
+        ([good, str(regular)], "not a directory"),
+        ([good, mp + "/missing"], "No such file or directory"),
+        ([good, m1.mountpoint], "already a zklockfs mount"),
+    ]
+
+
+def test_a_refused_start_says_why_and_creates_nothing(
+        zookeeper, zk, base, tmp_path, m1):
+    """Options, servers, base path and mount point are all checked before
+    connecting: each bad start exits non-zero, names the problem, and
+    leaves ZooKeeper as it was."""
+    fresh = base + "-refused"  # m1 created `base` already
+    before = set(zk.get_children("/"))
+    for args, says in refused_starts(zookeeper, fresh, tmp_path, m1):
+        res = subprocess.run([zklockfs_binary(), "-f", *args],
+                             capture_output=True, text=True, timeout=10)
+        assert res.returncode != 0, (args, res.stderr)
+        assert says in res.stderr, (args, says, res.stderr)
+        assert zk.exists(fresh) is None, (args, "created the base path")
+        assert set(zk.get_children("/")) == before, \
+            (args, set(zk.get_children("/")) - before)
+    with open("/proc/self/mountinfo") as f:
+        mounts = f.read()
+    assert mounts.count(" " + m1.mountpoint + " ") == 1, "stacked a mount"

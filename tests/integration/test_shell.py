@@ -30,6 +30,25 @@ def test_exec_redirections_and_cat_take_the_lock(m1, m2):
     assert res.stdout.split() == ["write-held", "read-held", "rw-held", "cat-held"]
 
 
+def test_the_readmes_first_example_reads_the_token_and_a_note(m1, m2):
+    """README, first lines: exec 9<>.../write; read -r token <&9; ...; the
+    other mount's holders shows the note while held."""
+    res = bash(f"""
+        set -e
+        exec 9<>{m1.path('deploy', 'write')}
+        read -r token <&9
+        echo "token=$token"
+        echo "deploying v42" >&9
+        cat {m2.path('deploy', 'holders')}
+        exec 9>&-
+    """)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("token=") and lines[0][6:].isdigit(), lines
+    assert lines[1].startswith("held write " + lines[0][6:] + " "), lines
+    assert lines[1].endswith(" deploying v42"), lines
+
+
 def test_lock_survives_until_last_dup_and_forked_child_close(zk, base, m1, m2):
     holder_script = f"""
         exec 3<&0                     # background jobs get /dev/null

@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "mountpoint.h"
 #include "opts.h"
 
 static int parse(struct opts *o, char *err, int argc, char **argv)
@@ -134,4 +136,142 @@ Test(opts, owner_and_umask_of_the_files)
 	cr_assert_eq(parse(&o, err, 5, bad), -EINVAL);
 	cr_assert(strstr(err, "umask"), "%s", err);
 	opts_free(&o);
+}
+
+/* Parse "-o OPTION h:1 /m"; returns opts_parse's result, err filled. */
+static int parse_option(struct opts *o, char *err, const char *option)
+{
+	char *argv[] = { "zklockfs", "-o", (char *)option, "h:1", "/m" };
+
+	return parse(o, err, 5, argv);
+}
+
+Test(opts, numbers_are_whole_in_range_and_nothing_else)
+{
+	static const char *const refused[] = {
+		"session_timeout=1.5", "session_timeout=10x",
+		"session_timeout= 5", "session_timeout=", "session_timeout=0",
+		"session_timeout=3601", "session_timeout=-1",
+		"connect_timeout=1e3", "connect_timeout=+5",
+		"uid=4294967296", "uid=4294967295", "uid=-1",
+		"gid=4294967297", "gid=99999999999999999999999",
+		"umask=0x1f", "umask=8", "umask=1000", "umask=-7",
+	};
+	struct opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		cr_assert_eq(parse_option(&o, err, refused[i]), -EINVAL,
+			     "%s was accepted", refused[i]);
+		cr_assert(strstr(err, refused[i]), "'%s' does not name %s",
+			  err, refused[i]);
+		opts_free(&o);
+	}
+	cr_assert_eq(parse_option(&o, err, "uid=4294967294,gid=0,umask=0"), 0,
+		     "%s", err);
+	cr_assert(o.uid == 4294967294U && o.has_uid && o.has_gid &&
+		  o.has_umask && o.umask == 0);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "session_timeout=3600,"
+				  "connect_timeout=1"), 0, "%s", err);
+	cr_assert(o.session_timeout == 3600 && o.connect_timeout == 1);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "uid=12"), 0, "%s", err);
+	cr_assert(o.has_uid && o.uid == 12 && !o.has_gid);
+	opts_free(&o);
+}
+
+Test(opts, out_of_range_and_not_a_number_are_told_apart)
+{
+	struct opts o;
+	char err[256];
+
+	cr_assert_eq(parse_option(&o, err, "uid=4294967296"), -EINVAL);
+	cr_assert(strstr(err, "out of range"), "%s", err);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "session_timeout=1.5"), -EINVAL);
+	cr_assert(strstr(err, "not a number"), "%s", err);
+	opts_free(&o);
+}
+
+static int servers(const char *spec, char **hosts, char *err)
+{
+	return opts_servers(spec, strlen(spec), hosts, err, 256);
+}
+
+Test(opts, servers_need_a_host_and_a_port_from_1_to_65535)
+{
+	static const char *const refused[] = {
+		"h:0", "h:99999", "h:65536", ":2181", "h", "h:", "h:0x50",
+		"h:21 81", "a:1,,b:2", "a:1,", "[::1]", "[::1]2181", "[]:1",
+		"[::1:2181",
+	};
+	char err[256], *hosts = NULL;
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		cr_assert_eq(servers(refused[i], &hosts, err), -EINVAL,
+			     "%s was accepted", refused[i]);
+		cr_assert(strstr(err, "server '"), "%s", err);
+	}
+	cr_assert_eq(servers("h:0", &hosts, err), -EINVAL);
+	cr_assert(strstr(err, "invalid port '0'"), "%s", err);
+	cr_assert_eq(servers("a:1,b.example:65535", &hosts, err), 0, "%s",
+		     err);
+	cr_assert_str_eq(hosts, "a:1,b.example:65535");
+	free(hosts);
+	/* The C client takes the last ':' as the port's: no brackets. */
+	cr_assert_eq(servers("[::1]:2181,127.0.0.1:2182", &hosts, err), 0,
+		     "%s", err);
+	cr_assert_str_eq(hosts, "::1:2181,127.0.0.1:2182");
+	free(hosts);
+}
+
+Test(opts, base_paths_zookeeper_refuses_or_owns_are_refused)
+{
+	static const char *const refused[] = {
+		"/x/./b", "/x/ok/..", "/x/.", "/..", "/x//b", "/x/", "/",
+		"/zookeeper", "/zookeeper/locks", "x",
+	};
+	char err[1024], big[OPTS_MAX_BASE + 2];
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		cr_assert_eq(opts_check_base(refused[i], err, sizeof(err)),
+			     -EINVAL, "%s was accepted", refused[i]);
+		cr_assert(strstr(err, refused[i]), "%s", err);
+	}
+	cr_assert_eq(opts_check_base("/zookeeperish/x.y/..z", err,
+				     sizeof(err)), 0, "%s", err);
+	big[0] = '/';
+	memset(big + 1, 'a', OPTS_MAX_BASE);
+	big[OPTS_MAX_BASE + 1] = '\0';
+	cr_assert_eq(opts_check_base(big, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "at most 512"), "the reason is said: %s", err);
+	big[OPTS_MAX_BASE] = '\0';
+	cr_assert_eq(opts_check_base(big, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(opts, a_zklockfs_mount_is_found_in_mountinfo)
+{
+	const char *ours = "64 30 0:52 / /mnt/zk\\040lock rw,nosuid,nodev "
+			   "shared:33 - fuse.zklockfs 127.0.0.1:2181 "
+			   "rw,user_id=0,group_id=0\n";
+	const char *other = "64 30 0:52 / /mnt/zk rw - fuse.sshfs h: rw\n";
+
+	cr_assert(mountpoint_is_zklockfs_at(ours, "/mnt/zk lock"));
+	cr_assert(!mountpoint_is_zklockfs_at(ours, "/mnt/zk"));
+	cr_assert(!mountpoint_is_zklockfs_at(other, "/mnt/zk"));
+	cr_assert(!mountpoint_is_zklockfs_at("garbage", "/mnt/zk"));
+}
+
+Test(opts, a_mount_point_must_be_a_directory)
+{
+	char err[256];
+
+	cr_assert_eq(mountpoint_check("/nonexistent/zk", err, sizeof(err)),
+		     -ENOENT);
+	cr_assert(strstr(err, "/nonexistent/zk"), "%s", err);
+	cr_assert_eq(mountpoint_check("/etc/passwd", err, sizeof(err)),
+		     -ENOTDIR);
+	cr_assert(strstr(err, "not a directory"), "%s", err);
+	cr_assert_eq(mountpoint_check("/tmp", err, sizeof(err)), 0, "%s", err);
 }
