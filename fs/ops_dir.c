@@ -11,6 +11,7 @@
 #include <sys/statvfs.h>
 
 #include "log.h"
+#include "names.h"
 #include "resource.h"
 #include "snapshot.h"
 
@@ -322,7 +323,7 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	size_t len = strlen(name) + 1;
 	struct fs_mkdir_ctx *ctx;
 	enum tree_kind kind;
-	char path[2048];
+	char path[NAMES_MAX_NODE_PATH + 1];
 	int err;
 
 	(void)mode;
@@ -336,8 +337,7 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	case TREE_NAME_RESOURCE:
 		break;
 	}
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir->zpath, name) >=
-	    sizeof(path))
+	if (tree_child_zpath(dir, name, path, sizeof(path)) < 0)
 		return fs_reply_err(req, ENAMETOOLONG);
 	ctx = malloc(sizeof(*ctx) + len);
 	if (!ctx)
@@ -363,7 +363,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	struct tree_res *dir = tree_res_of(&fs->tree, parent);
 	enum tree_kind kind;
-	char path[2048];
+	char path[NAMES_MAX_NODE_PATH + 1];
 	int err;
 
 	switch (tree_classify(name, dir == &fs->tree.root, &kind)) {
@@ -374,8 +374,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	case TREE_NAME_RESOURCE:
 		break;
 	}
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir->zpath, name) >=
-	    sizeof(path))
+	if (tree_child_zpath(dir, name, path, sizeof(path)) < 0)
 		return fs_reply_err(req, ENAMETOOLONG);
 	err = resource_remove(fs->session, path, fs_rmdir_done, req);
 	if (err < 0)

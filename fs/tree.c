@@ -193,6 +193,21 @@ static int tree_get_res_locked(struct tree *t, struct tree_res *parent,
 	return 0;
 }
 
+int tree_child_zpath(const struct tree_res *dir, const char *name, char *out,
+		     size_t size)
+{
+	size_t len = strlen(dir->zpath) + 1 + strlen(name);
+
+	if (len > NAMES_MAX_RESOURCE_PATH)
+		return -ENAMETOOLONG;
+	if (!out)
+		return 0;
+	if (len >= size)
+		return -ENAMETOOLONG;
+	sprintf(out, "%s/%s", dir->zpath, name); /* fits: checked above */
+	return 0;
+}
+
 int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 		uint64_t *ino)
 {
@@ -215,6 +230,8 @@ int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 	case TREE_NAME_RESOURCE:
 		break;
 	}
+	if (tree_child_zpath(dir, name, NULL, 0) < 0)
+		return -ENAMETOOLONG;
 	pthread_mutex_lock(&t->lock);
 	err = tree_get_res_locked(t, dir, name, &r);
 	if (err == 0) {

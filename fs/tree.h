@@ -73,6 +73,12 @@ void tree_destroy(struct tree *t);
 
 /* Decode an inode number. */
 struct tree_res *tree_res_of(struct tree *t, uint64_t ino);
+
+/* The znode path of resource `name` under dir into out (size bytes).
+ * Returns 0, or -ENAMETOOLONG if its lock nodes' paths would exceed
+ * NAMES_MAX_NODE_PATH (names.h) or out is too small. */
+int tree_child_zpath(const struct tree_res *dir, const char *name, char *out,
+		     size_t size);
 enum tree_kind tree_kind_of(uint64_t ino);
 uint64_t tree_ino(struct tree *t, struct tree_res *r, enum tree_kind kind);
 

@@ -165,7 +165,7 @@ static void holders_on_listed(int err, char *const *names, size_t n,
 	q->pending = q->n + 1;
 	pthread_mutex_lock(&s->lock); /* s->zh changes when a session expires */
 	for (size_t i = 0; i < q->n; i++) {
-		char path[1024];
+		char path[NAMES_MAX_NODE_PATH + 1];
 		int rc = ZBADARGUMENTS;
 		q->reads[i].q = q;
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", q->dir,

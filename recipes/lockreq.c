@@ -493,7 +493,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 
 static void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
 {
-	char path[1024];
+	char path[NAMES_MAX_NODE_PATH + 1];
 
 	/* A second node with our GUID is a create that was retried after a
 	 * lost reply yet had succeeded: it would block the queue. */
@@ -522,7 +522,7 @@ static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 	struct zkl_queue *q = lr->q;
 	ssize_t me = queue_find(q, lr_node_name(lr));
 	ssize_t ahead;
-	char path[1024];
+	char path[NAMES_MAX_NODE_PATH + 1];
 	int err;
 
 	if (lr->maybe_stray)
@@ -546,7 +546,14 @@ static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 		lr_finish_locked(lr, -EAGAIN, notify);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/%s", lr->dir, q->nodes[ahead].name);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", lr->dir,
+			     q->nodes[ahead].name) >= sizeof(path)) {
+		/* A cut path would name no node: its watch would fire at
+		 * once and the request would list again, for ever. */
+		lr->phase = PH_IDLE;
+		lr_finish_locked(lr, -ENAMETOOLONG, notify);
+		return;
+	}
 	lr->phase = PH_WATCHING;
 	lr->refs++;
 	err = session_watch_locked(lr->s, path, &lr->watch);

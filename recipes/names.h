@@ -19,6 +19,18 @@ enum zkl_mode { ZKL_MODE_READ, ZKL_MODE_WRITE };
 /* Length of a textual GUID (8-4-4-4-12 hex digits) without its NUL. */
 #define NAMES_GUID_LEN 36
 
+/* The longest child name of a lock node of ours: "_c_", the GUID,
+ * "-write-" and the sequence ZooKeeper appends ("%010d" of an int32, so
+ * up to 11 characters with a sign). */
+#define NAMES_NODE_NAME_MAX (3 + NAMES_GUID_LEN + 7 + 11)
+
+/* The one limit on paths, in bytes: the whole znode path of a lock node,
+ * base path included.  Every path buffer of the daemon holds this and a
+ * NUL; a resource whose lock nodes would not fit does not exist
+ * (ENAMETOOLONG), which also bounds how deep resources nest. */
+#define NAMES_MAX_NODE_PATH 1023
+#define NAMES_MAX_RESOURCE_PATH (NAMES_MAX_NODE_PATH - 1 - NAMES_NODE_NAME_MAX)
+
 /* One parsed lock node.  `name` points into the caller's string. */
 struct zkl_node {
 	const char *name;

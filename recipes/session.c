@@ -346,7 +346,7 @@ static void session_ignore_create(int rc, const char *name, const void *data)
 int session_create_parents_locked(struct zkl_session *s, const char *dir)
 {
 	size_t baselen = strlen(s->base);
-	char path[1024];
+	char path[NAMES_MAX_NODE_PATH + 1];
 	size_t len = strlen(dir);
 
 	ZKL_ASSERT_HELD(&s->lock);
@@ -370,7 +370,7 @@ int session_create_parents_locked(struct zkl_session *s, const char *dir)
 /* Create the base path and its parents, synchronously (startup only). */
 static int session_create_base(struct zkl_session *s, char *err, size_t errlen)
 {
-	char path[1024];
+	char path[NAMES_MAX_NODE_PATH + 1];
 	size_t len = strlen(s->base);
 
 	if (len >= sizeof(path)) {

@@ -144,3 +144,31 @@ def test_a_refused_start_says_why_and_creates_nothing(
     with open("/proc/self/mountinfo") as f:
         mounts = f.read()
     assert mounts.count(" " + m1.mountpoint + " ") == 1, "stacked a mount"
+
+
+MAX_RESOURCE_PATH = 965  # recipes/names.h: NAMES_MAX_RESOURCE_PATH
+
+
+def test_the_path_limit_is_one_and_holds_everywhere(zk, base, m1):
+    """A resource whose znode path fits takes locks and lists its holders;
+    one byte more is ENAMETOOLONG for lookup and mkdir alike, and creates
+    nothing."""
+    room = MAX_RESOURCE_PATH - len(base)
+    parts = []
+    while room - 1 > 200:
+        parts.append("p" * 200)
+        room -= 201
+    parts.append("q" * (room - 1))
+    deep = m1.path(*parts)
+    fd = os.open(os.path.join(deep, "write"), os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        with open(os.path.join(deep, "holders")) as f:
+            assert f.read().startswith("held write "), "holders at the limit"
+    finally:
+        os.close(fd)
+    too_long = os.path.join(m1.path(*parts[:-1]), parts[-1] + "x")
+    expect_errno(errno.ENAMETOOLONG, os.stat, too_long)
+    expect_errno(errno.ENAMETOOLONG, os.mkdir, too_long)
+    expect_errno(errno.ENAMETOOLONG, os.stat, os.path.join(deep, "r"))
+    zpath = base + "/" + "/".join(parts[:-1]) + "/" + parts[-1] + "x"
+    assert zk.exists(zpath) is None

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "names.h"
 #include "tree.h"
 
 #include <fuse_lowlevel.h>
@@ -77,5 +78,36 @@ Test(tree, lookup_gives_stable_inodes_and_forget_frees)
 	cr_assert_eq(t.count, 2, "kept alive by its sub-resource");
 	tree_forget(&t, tree_ino(&t, tree_res_of(&t, sub), TREE_DIR), 1);
 	cr_assert_eq(t.count, 0);
+	tree_destroy(&t);
+}
+
+Test(tree, a_resource_whose_lock_nodes_would_be_too_long_does_not_exist)
+{
+	struct tree t;
+	char name[256];
+	uint64_t ino = FUSE_ROOT_ID, last = 0;
+	size_t depth = 0, zlen = strlen("/b");
+	int rc = 0;
+
+	cr_assert_eq(tree_init(&t, "/b"), 0);
+	memset(name, 'n', 200);
+	name[200] = '\0';
+	/* Nest 201-byte components ("/" + name) until the limit says no. */
+	while ((rc = tree_lookup(&t, ino, name, &ino)) == 0) {
+		zlen += 201;
+		depth++;
+		last = ino;
+		cr_assert_lt(depth, 100, "no limit on nesting");
+	}
+	cr_assert_eq(rc, -ENAMETOOLONG);
+	cr_assert_leq(zlen, NAMES_MAX_RESOURCE_PATH);
+	cr_assert_gt(zlen + 201, NAMES_MAX_RESOURCE_PATH);
+	/* What is left still fits exactly. */
+	name[NAMES_MAX_RESOURCE_PATH - zlen - 1] = '\0';
+	cr_assert_eq(tree_lookup(&t, last, name, &ino), 0);
+	cr_assert_eq(strlen(tree_res_of(&t, ino)->zpath),
+		     NAMES_MAX_RESOURCE_PATH);
+	cr_assert_leq(NAMES_MAX_RESOURCE_PATH + 1 + NAMES_NODE_NAME_MAX,
+		      NAMES_MAX_NODE_PATH);
 	tree_destroy(&t);
 }
