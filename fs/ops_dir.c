@@ -464,6 +464,17 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* No file of the mount has attributes or device controls: answered at
+ * once, for lock files too (an ioctl must never wait for a lock). */
+static void fs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+		     void *arg, struct fuse_file_info *fi, unsigned flags,
+		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+	(void)ino; (void)cmd; (void)arg; (void)fi; (void)flags;
+	(void)in_buf; (void)in_bufsz; (void)out_bufsz;
+	fs_reply_err(req, ENOTTY);
+}
+
 const struct fuse_lowlevel_ops fs_ops = {
 	.lookup = fs_lookup,
 	.forget = fs_forget,
@@ -487,6 +498,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.getlk = file_getlk,
 	.setlk = file_setlk,
 	.flock = file_flock,
+	.ioctl = fs_ioctl,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
 	.releasedir = fs_releasedir,

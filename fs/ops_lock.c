@@ -128,6 +128,17 @@ static const struct waiter_ops lockfile_open_ops = {
 	.failed = lockfile_open_failed,
 };
 
+/* The kernel opens a file itself, with flags exactly O_RDONLY, to ask it
+ * an ioctl's file attributes (lsattr's FS_IOC_GETFLAGS, chattr); every
+ * open from a process carries the kernel's O_LARGEFILE bit on a 64-bit
+ * kernel.  Such an open must not queue a lock: the caller may hold this
+ * very lock through the descriptor it asks about, and would wait for
+ * itself.  It holds nothing, like an open of `lock`. */
+static int lockfile_open_is_the_kernels(const struct fuse_file_info *fi)
+{
+	return fi->flags == O_RDONLY;
+}
+
 void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		   const struct fuse_entry_param *create_entry)
 {
@@ -151,7 +162,7 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	list_add_tail(&fs->lockfiles, &lf->link);
 	pthread_mutex_unlock(&fs->lock);
 
-	if (kind == TREE_LOCK) {
+	if (kind == TREE_LOCK || lockfile_open_is_the_kernels(fi)) {
 		pthread_mutex_lock(&fs->lock);
 		lf->state = LF_OPEN;
 		pthread_mutex_unlock(&fs->lock);

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness import free_port, zklockfs_binary
+from harness import free_port, lock_nodes, zklockfs_binary
 
 
 def expect_errno(code, fn, *args):
@@ -172,3 +172,15 @@ def test_the_path_limit_is_one_and_holds_everywhere(zk, base, m1):
     expect_errno(errno.ENAMETOOLONG, os.stat, os.path.join(deep, "r"))
     zpath = base + "/" + "/".join(parts[:-1]) + "/" + parts[-1] + "x"
     assert zk.exists(zpath) is None
+
+
+def test_ioctls_answer_at_once_and_take_no_lock(zk, base, m1):
+    """lsattr opens a lock file (O_NONBLOCK: a try) and asks FS_IOC_GETFLAGS,
+    for which the kernel opens the file once more by itself: that open
+    must not queue behind the lock lsattr already holds."""
+    for name in ("write", "read", "lock", "holders"):
+        res = subprocess.run(["timeout", "5", "lsattr", m1.path("x", name)],
+                             capture_output=True, text=True)
+        assert res.returncode not in (0, 124), (name, res)
+        assert "not supported" in res.stderr, (name, res.stderr)
+    assert not lock_nodes(zk, base), "an ioctl left a lock node"
