@@ -62,7 +62,7 @@ int identity_get(const char *data, size_t len, const char *key, char *out,
 				vlen = outlen - 1;
 			memcpy(out, line + klen + 1, vlen);
 			out[vlen] = '\0';
-			return 0;
+			return (int)vlen;
 		}
 		line = eol + 1;
 	}

@@ -20,7 +20,8 @@ size_t identity_format(char *buf, size_t size, const char *host, pid_t pid,
 		       uid_t uid);
 
 /* Copy the value of `key` in the identity text data[0..len) into out
- * (NUL-terminated, truncated to outlen - 1).  Returns 0, or -ENOENT. */
+ * (NUL-terminated, truncated to outlen - 1).  Returns its length (a note
+ * may hold NUL bytes), or -ENOENT. */
 int identity_get(const char *data, size_t len, const char *key, char *out,
 		 size_t outlen);
 

@@ -145,12 +145,12 @@ static void info_identity_field(FILE *out, const struct holders_node *n,
 				const char *key, int keep_spaces)
 {
 	char value[IDENTITY_NOTE_MAX + 1];
+	int len = n->data ? identity_get(n->data, n->len, key, value,
+					 sizeof(value))
+			  : -ENOENT;
 
-	if (!n->data ||
-	    identity_get(n->data, n->len, key, value, sizeof(value)) < 0)
-		value[0] = '\0';
 	fputc(' ', out);
-	info_field(out, value, strlen(value), keep_spaces);
+	info_field(out, value, len < 0 ? 0 : (size_t)len, keep_spaces);
 }
 
 static const char *const info_holder_states[] = {

@@ -184,3 +184,14 @@ def test_ioctls_answer_at_once_and_take_no_lock(zk, base, m1):
         assert res.returncode not in (0, 124), (name, res)
         assert "not supported" in res.stderr, (name, res.stderr)
     assert not lock_nodes(zk, base), "an ioctl left a lock node"
+
+
+def test_a_note_with_nul_bytes_is_stored_whole_and_shown_escaped(m1, m2):
+    fd = os.open(m1.path("n", "write"), os.O_RDWR)
+    try:
+        assert os.write(fd, b"a\0b c\n") == 6
+        with open(m2.path("n", "holders")) as f:
+            line = f.readline().rstrip("\n")
+        assert line.endswith(" a\\000b c"), line
+    finally:
+        os.close(fd)
