@@ -76,9 +76,9 @@ struct unlock;
 
 /* Drop the fcntl locks of (ino, owner), or if `via` is set, those taken
  * through that open file.  With `u`, u's request waits for their deletes
- * (unlock.c); without, they are only queued.  Returns how many. */
-size_t posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
-		  const struct lockfile *via, struct unlock *u);
+ * (unlock.c); without, they are only queued. */
+void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		const struct lockfile *via, struct unlock *u);
 
 /* Does lr, held, satisfy a request for `mode`?  A write lock covers both. */
 int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);

@@ -37,11 +37,10 @@ struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
 	return NULL;
 }
 
-size_t posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
-		  const struct lockfile *via, struct unlock *u)
+void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		const struct lockfile *via, struct unlock *u)
 {
 	struct zkl_link taken, *l, *next;
-	size_t n = 0;
 
 	list_init(&taken);
 	pthread_mutex_lock(&fs->lock);
@@ -66,9 +65,7 @@ size_t posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 		else
 			lockreq_release(p->lr);
 		free(p);
-		n++;
 	}
-	return n;
 }
 
 /* ---- grants ------------------------------------------------------------ */

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include <time.h>
 
+#include "deadline.h"
 #include "log.h"
 #include "sigpend.h"
 
@@ -310,13 +310,7 @@ static void *waiter_poller(void *arg)
 			pthread_cond_wait(&fs->signal_poll, &fs->lock);
 			continue;
 		}
-		struct timespec t;
-		clock_gettime(CLOCK_REALTIME, &t);
-		t.tv_nsec += WAITER_POLL_MS * 1000000L;
-		if (t.tv_nsec >= 1000000000L) {
-			t.tv_sec++;
-			t.tv_nsec -= 1000000000L;
-		}
+		struct timespec t = deadline_after_ms(WAITER_POLL_MS);
 		pthread_cond_timedwait(&fs->signal_poll, &fs->lock, &t);
 		if (fs->stopping)
 			break;

@@ -2,6 +2,7 @@
  * session.c - the ZooKeeper handle of a mount: connect, state, watches.
  */
 #include "internal.h"
+#include "deadline.h"
 #include "lockreq.h"
 #include "log.h"
 
@@ -438,24 +439,10 @@ static zhandle_t *session_new_handle(struct zkl_session *s)
 
 /* The CLOCK_REALTIME time ms milliseconds from now, for
  * pthread_cond_timedwait. */
-static struct timespec session_deadline(int ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
 /* Wait until `closing`, at most ms milliseconds.  s->lock held. */
 static void session_nap_locked(struct zkl_session *s, int ms)
 {
-	struct timespec t = session_deadline(ms);
+	struct timespec t = deadline_after_ms(ms);
 
 	if (!s->closing)
 		pthread_cond_timedwait(&s->state_changed, &s->lock, &t);
@@ -520,7 +507,7 @@ void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn,
 
 static int session_wait_connected(struct zkl_session *s, int timeout_ms)
 {
-	struct timespec deadline = session_deadline(timeout_ms);
+	struct timespec deadline = deadline_after_ms(timeout_ms);
 	int rc = 0;
 
 	pthread_mutex_lock(&s->lock);
@@ -613,7 +600,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
  * the session anyway. */
 static void session_drain(struct zkl_session *s)
 {
-	struct timespec deadline = session_deadline(s->session_timeout_ms);
+	struct timespec deadline = deadline_after_ms(s->session_timeout_ms);
 	int rc = 0;
 
 	pthread_mutex_lock(&s->lock);

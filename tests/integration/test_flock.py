@@ -29,11 +29,12 @@ def modes_queued(zk, base, writes, reads, what):
     wait_until(lambda: counts() == (writes, reads), 10, what)
 
 
-def still_waiting_proc(proc, settle=0.2):
-    """Negative check: a waiting process has not finished after a short
-    settle time (absence of an event is observed over an interval)."""
+def no_answer_yet(waiter, settle=0.2):
+    """Negative check: a waiting process (or a driver's blocking command)
+    has not finished after a short settle time (absence of an event is
+    observed over an interval)."""
     time.sleep(settle)
-    return proc.poll() is None
+    return waiter.poll() is None
 
 
 def flock_cmd(*args, timeout=20):
@@ -74,7 +75,7 @@ def test_shared_flocks_share_across_mounts_and_exclusive_waits(zk, base, m1, m2)
     assert x.poll() is None, "flock -x granted while two shared holders"
     a.ok("flock f un")  # returns once the node is gone everywhere
     assert len(lock_nodes(zk, base)) == 2, "LOCK_UN returned, node still there"
-    assert still_waiting_proc(x), "flock -x granted while one shared holder"
+    assert no_answer_yet(x), "flock -x granted while one shared holder"
     b.ok("close f")
     assert x.wait(15) == 0
 
@@ -106,12 +107,6 @@ def test_flock_on_write_file_holds_what_open_took(m1, m2):
     assert flock_cmd("-s", m1.path("r", "read"), "true", timeout=15)[0] == 0
 
 
-def still_waiting_proc_answer(driver, settle=0.2):
-    """Negative check: a driver's blocking command has no answer yet."""
-    time.sleep(settle)
-    return driver.poll() is None
-
-
 def test_fcntl_excludes_open_write_and_getlk_names_the_holder(zk, base, m1, m2):
     holder = Locker(m2.path("r", "write"))
     holder.granted()
@@ -121,7 +116,7 @@ def test_fcntl_excludes_open_write_and_getlk_names_the_holder(zk, base, m1, m2):
     assert d.do("lockf f wr nb") == "err EAGAIN"
     d.send("lockf f wr")
     queued(zk, base, 2, "F_SETLKW to queue behind open(write)")
-    assert still_waiting_proc_answer(d), "F_SETLKW granted while open(write) held"
+    assert no_answer_yet(d), "F_SETLKW granted while open(write) held"
     holder.close()
     assert d.answer() == "ok"
     token = d.ok("read f").split("|")[0]
@@ -198,7 +193,7 @@ def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
     # upgrading at once do not deadlock; one wins, then the other.
     a.send("flock f ex")
     modes_queued(zk, base, 1, 1, "a's upgrade to queue behind b's shared lock")
-    assert still_waiting_proc_answer(a), "upgrade granted while another shared holder"
+    assert no_answer_yet(a), "upgrade granted while another shared holder"
     b.send("flock f ex")
     assert a.answer() == "ok"
     assert b.poll() is None
@@ -207,7 +202,7 @@ def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
     a.send("flock f sh")
     assert b.answer() == "ok"
     modes_queued(zk, base, 1, 1, "a's downgrade to queue behind b's exclusive lock")
-    assert still_waiting_proc_answer(a), "a's shared lock granted while b held exclusive"
+    assert no_answer_yet(a), "a's shared lock granted while b held exclusive"
     b.ok("flock f sh")  # b downgrades too: both share
     assert a.answer() == "ok"
     a.ok("flock f un")
