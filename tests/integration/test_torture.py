@@ -22,6 +22,22 @@ WORKER = os.path.join(HERE, "torture_worker.py")
 WORKERS_PER_MOUNT = 4
 
 
+def stuck_report(pid, mount):
+    """What a worker that did not finish was doing, for the failure message:
+    the kernel's view of its wait, the resource's queue as its mount sees
+    it, and the end of that daemon's log."""
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError as e:
+            return f"({e.strerror})"
+    return (f"wchan {read(f'/proc/{pid}/wchan')}; "
+            f"stack:\n{read(f'/proc/{pid}/stack')}\n"
+            f"holders:\n{read(mount.path('t', 'holders'))}\n"
+            f"log tail:\n" + "\n".join(mount.log().splitlines()[-20:]))
+
+
 def test_torture(mounts):
     seconds = float(os.environ.get("ZKLOCKFS_TORTURE_SECONDS", "20"))
     seed = int(os.environ.get("ZKLOCKFS_SEED", random.randrange(1 << 30)))
@@ -75,8 +91,10 @@ def test_torture(mounts):
             try:
                 w.wait(60)
             except subprocess.TimeoutExpired:
+                where = stuck_report(w.pid, ms[slot // WORKERS_PER_MOUNT])
                 w.kill()
-                raise AssertionError(f"seed {seed}: worker {slot} did not finish")
+                raise AssertionError(
+                    f"seed {seed}: worker {slot} did not finish\n{where}")
     finally:
         for w in workers.values():  # a failed check leaves none behind
             if w.poll() is None:
