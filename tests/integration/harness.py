@@ -214,6 +214,23 @@ class Mount:
         with open(self.logpath) as f:
             return f.read()
 
+    def exit_problem(self, status):
+        """What is wrong with how the daemon ended ("" if nothing): a
+        failing exit status (not after kill(), and not LeakSanitizer's for
+        a leak that is the libraries' own), or a sanitizer report about
+        our code."""
+        log = self.log()
+        found = sanitizer_problems(log)
+        leaked_not_ours = (status == LEAK_EXIT and not found and
+                           "ERROR: LeakSanitizer" in log)
+        if found:
+            return (f"{self.mountpoint}: sanitizer report:\n{found}\n"
+                    f"--- log ---\n{log}")
+        if status not in (0, None) and not self.killed \
+                and not leaked_not_ours:
+            return f"{self.mountpoint}: exit status {status}\n{log}"
+        return ""
+
     def stop(self):
         """Unmount through SIGTERM and return the daemon's exit status."""
         status = None
@@ -360,17 +377,9 @@ class Mounts:
     def stop_all(self):
         problems = []
         for m in self.started:
-            status = m.stop()
-            log = m.log()
-            found = sanitizer_problems(log)
-            leaked_not_ours = (status == LEAK_EXIT and not found and
-                               "ERROR: LeakSanitizer" in log)
-            if status not in (0, None) and not m.killed \
-                    and not leaked_not_ours:
-                problems.append(f"{m.mountpoint}: exit status {status}\n{log}")
-            if found:
-                problems.append(f"{m.mountpoint}: sanitizer report:\n"
-                                f"{found}\n--- log ---\n{log}")
+            problem = m.exit_problem(m.stop())
+            if problem:
+                problems.append(problem)
         assert not problems, "\n".join(problems)
 
 

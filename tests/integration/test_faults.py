@@ -117,7 +117,8 @@ def test_unmount_fails_parked_requests_and_leaves_nothing(zk, base, mounts):
     fcntler.ok(f"open f {m2.path('r', 'lock')}")
     fcntler.send("lockf f wr")
     wait_until(lambda: len(lock_nodes(zk, base)) == 4, 10, "three waiters to queue")
-    assert m2.stop() == 0, m2.log()
+    problem = m2.exit_problem(m2.stop())
+    assert not problem, problem
     assert opener.wait_result() == "err EIO"
     assert flocker.answer() == "err EIO"
     assert fcntler.answer() == "err EIO"

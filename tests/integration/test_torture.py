@@ -74,8 +74,8 @@ def test_torture(mounts):
                 i = rng.randrange(3)
                 for slot in range(i * WORKERS_PER_MOUNT, (i + 1) * WORKERS_PER_MOUNT):
                     kill(slot)
-                status = ms[i].stop()
-                assert status == 0, f"seed {seed}: daemon exited {status}\n{ms[i].log()}"
+                problem = ms[i].exit_problem(ms[i].stop())
+                assert not problem, f"seed {seed}: {problem}"
                 ms[i] = mounts.new()
                 for slot in range(i * WORKERS_PER_MOUNT, (i + 1) * WORKERS_PER_MOUNT):
                     spawn(slot)

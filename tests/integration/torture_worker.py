@@ -25,8 +25,9 @@ armed = False  # a timer may cut the wait in take() short
 
 def on_timer(*_):
     # Only while waiting: a timer that fires as the wait ends must not
-    # raise out of the code that disarms it.  (If it fires just after
-    # take() returned, the lock is dropped with its leaked fd at exit.)
+    # raise out of the code that disarms it.  (If it fires just after the
+    # open or flock returned, before its fd was stored, close_leaked()
+    # finds that fd.)
     global armed
     if armed:
         armed = False
@@ -34,6 +35,20 @@ def on_timer(*_):
 
 
 signal.signal(signal.SIGALRM, on_timer)
+
+
+def close_leaked():
+    """Close any descriptor of the mount's files still open: one whose
+    open (or lock) had succeeded when the timer's exception took it over
+    before it was stored.  Kept, it would hold that lock while this worker
+    waits for its next one, behind itself, for ever."""
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith(res + "/"):
+            os.close(int(name))
 
 
 def take(kind):
@@ -73,6 +88,8 @@ while time.time() < end:
     try:
         fd, mode = take(kind)
     except (InterruptedError, BlockingIOError):
+        armed = False  # first, before any call: no timer raises in here
+        close_leaked()
         continue
     except OSError as e:
         os.write(logfd, f"ERROR {kind}: {e}\n".encode())
