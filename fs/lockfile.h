@@ -21,6 +21,7 @@
 
 #include "identity.h"
 #include "lockreq.h"
+#include "names.h"
 
 enum lockfile_state {
 	LF_OPENING, /* OPEN not yet answered */
@@ -83,8 +84,10 @@ void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 /* Does lr, held, satisfy a request for `mode`?  A write lock covers both. */
 int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);
 
-/* The resource znode of a lock file's inode. */
-const char *lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino);
+/* The resource znode path of a lock file's inode into out.  It always
+ * fits: a resource whose path would not was never looked up. */
+void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,
+		    char out[NAMES_MAX_NODE_PATH + 1]);
 
 /*
  * A FUSE request parked until its lock request is granted, fails or is

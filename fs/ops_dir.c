@@ -4,6 +4,7 @@
  */
 #include "fs.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "names.h"
 #include "resource.h"
 #include "snapshot.h"
+#include "znodename.h"
 
 /* readdir's d_ino for entries whose inode exists only after a lookup
  * (the value libfuse's high-level API uses). */
@@ -201,13 +203,14 @@ static int fs_dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 				  tree_ino(&fs->tree, res, TREE_STATUS),
 				  S_IFREG, &cap);
 	for (size_t i = 0; i < n && err == 0; i++) {
+		char name[256];
 		enum tree_kind kind;
-		if (tree_classify(names[i], is_root, &kind) !=
-		    TREE_NAME_RESOURCE)
+		/* Not shown: znode names no file name maps to (znodename.h) */
+		if (znodename_decode(names[i], name, sizeof(name)) < 0 ||
+		    tree_classify(name, is_root, &kind) != TREE_NAME_RESOURCE)
 			continue;
 		/* The kernel asks lookup for the real inode number. */
-		err = fs_dir_add(d, req, names[i], FS_UNKNOWN_INO, S_IFDIR,
-				 &cap);
+		err = fs_dir_add(d, req, name, FS_UNKNOWN_INO, S_IFDIR, &cap);
 	}
 	return err ? -ENOMEM : 0;
 }
@@ -244,11 +247,14 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
+	char zpath[NAMES_MAX_NODE_PATH + 1];
 	struct fs_opendir_ctx *ctx;
 	int err;
 
 	if (tree_kind_of(ino) != TREE_DIR)
 		return fs_reply_err(req, ENOTDIR);
+	err = tree_zpath(tree_res_of(&fs->tree, ino), zpath, sizeof(zpath));
+	assert(err > 0); /* tree_lookup checked its length */
 	ctx = malloc(sizeof(*ctx));
 	if (!ctx)
 		return fs_reply_err(req, ENOMEM);
@@ -256,8 +262,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	ctx->fs = fs;
 	ctx->ino = ino;
 	ctx->fi = *fi;
-	err = resource_list(fs->session, tree_res_of(&fs->tree, ino)->zpath,
-			    fs_opendir_listed, ctx);
+	err = resource_list(fs->session, zpath, fs_opendir_listed, ctx);
 	if (err < 0) {
 		free(ctx);
 		fs_reply_err(req, -err);

@@ -281,6 +281,7 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	char guids[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
 	const char *skip[LOCKQUERY_MAX_SKIP];
 	struct zkl_lockreq *mine[LOCKQUERY_MAX_SKIP];
+	char zpath[NAMES_MAX_NODE_PATH + 1];
 	struct getlk_query *q;
 	struct posixlock *p;
 	size_t nskip = 0;
@@ -313,8 +314,9 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	q->req = req;
 	q->fs = fs;
 	q->lock = *lock;
-	err = lockquery_start(fs->session, lockfile_zpath(fs, ino), mode, skip,
-			      nskip, getlk_answered, q);
+	lockfile_zpath(fs, ino, zpath);
+	err = lockquery_start(fs->session, zpath, mode, skip, nskip,
+			      getlk_answered, q);
 	if (err < 0) {
 		free(q);
 		fs_reply_err(req, -err);

@@ -9,6 +9,7 @@
  */
 #include "fs.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,6 +23,7 @@
 #include "holders.h"
 #include "identity.h"
 #include "log.h"
+#include "names.h"
 #include "snapshot.h"
 
 /* The text an open file reads, taken at open (snapshot.h). */
@@ -219,10 +221,12 @@ static void info_holders(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 			 struct fuse_file_info *fi,
 			 const struct fuse_entry_param *create_entry)
 {
-	const char *dir = tree_res_of(&fs->tree, ino)->zpath;
-	struct info_holders_ctx *ctx = malloc(sizeof(*ctx) + strlen(dir) + 1);
+	char dir[NAMES_MAX_NODE_PATH + 1];
+	int len = tree_zpath(tree_res_of(&fs->tree, ino), dir, sizeof(dir));
+	struct info_holders_ctx *ctx = malloc(sizeof(*ctx) + (size_t)len + 1);
 	int err;
 
+	assert(len > 0); /* tree_lookup checked its length */
 	if (!ctx)
 		return fs_reply_err(req, ENOMEM);
 	ctx->fs = fs;

@@ -8,6 +8,7 @@
  */
 #include "lockfile.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -43,9 +44,14 @@ int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode)
 	       (mode == ZKL_MODE_READ || lockreq_mode(lr) == ZKL_MODE_WRITE);
 }
 
-const char *lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino)
+void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,
+		    char out[NAMES_MAX_NODE_PATH + 1])
 {
-	return tree_res_of(&fs->tree, ino)->zpath;
+	int rc = tree_zpath(tree_res_of(&fs->tree, ino), out,
+			    NAMES_MAX_NODE_PATH + 1);
+
+	assert(rc > 0); /* tree_lookup checked its length */
+	(void)rc;
 }
 
 /* Close the open file: drop its lock, the fcntl locks taken through it

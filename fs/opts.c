@@ -3,6 +3,8 @@
  */
 #include "opts.h"
 
+#include "znodename.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <signal.h>
@@ -331,7 +333,7 @@ int opts_servers(const char *spec, size_t len, char **hosts, char *err,
 
 int opts_check_base(const char *b, char *err, size_t errlen)
 {
-	size_t blen = strlen(b);
+	size_t blen = strlen(b), ok = znodename_accepted_len(b, blen);
 	const char *why = NULL;
 
 	if (blen > OPTS_MAX_BASE) {
@@ -350,6 +352,15 @@ int opts_check_base(const char *b, char *err, size_t errlen)
 	else if (strcmp(b, "/zookeeper") == 0 ||
 		 strncmp(b, "/zookeeper/", 11) == 0)
 		why = "is inside /zookeeper, ZooKeeper's own tree";
+	if (!why && ok < blen) {
+		snprintf(err, errlen,
+			 "base path has byte 0x%02x at offset %zu, which "
+			 "ZooKeeper refuses in a path (control characters, "
+			 "characters past U+FFFF and bytes that are not "
+			 "UTF-8)",
+			 (unsigned char)b[ok], ok);
+		return -EINVAL;
+	}
 	if (why) {
 		snprintf(err, errlen, "base path '%s' %s", b, why);
 		return -EINVAL;

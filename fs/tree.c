@@ -5,12 +5,14 @@
 
 #include <fuse_lowlevel.h>
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "names.h"
+#include "znodename.h"
 
 static const char *const tree_file_names[] = {
 	[TREE_WRITE] = "write",
@@ -44,11 +46,8 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 	}
 	if (len == 0 || len > 255 || name[0] == '.')
 		return TREE_NAME_INVALID;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-		if (c < 0x20 || c == 0x7f || c == '/')
-			return TREE_NAME_INVALID;
-	}
+	if (memchr(name, '/', len))
+		return TREE_NAME_INVALID;
 	for (size_t k = 1; k <= TREE_LAST_FILE; k++) {
 		if (strcmp(name, tree_file_names[k]) == 0) {
 			if (is_root)
@@ -79,16 +78,17 @@ static size_t tree_hash(const struct tree_res *parent, const char *name)
 
 int tree_init(struct tree *t, const char *base)
 {
+	char *name = strdup(base);
+
 	memset(t, 0, sizeof(*t));
-	t->root.zpath = strdup(base);
 	t->nbuckets = 1024;
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
-	if (!t->root.zpath || !t->buckets) {
-		free(t->root.zpath);
+	if (!name || !t->buckets) {
+		free(name);
 		free(t->buckets);
 		return -ENOMEM;
 	}
-	t->root.name = "";
+	t->root.name = name;
 	t->root.nlookup = 1;
 	pthread_mutex_init(&t->lock, NULL);
 	return 0;
@@ -100,13 +100,12 @@ void tree_destroy(struct tree *t)
 		struct tree_res *r = t->buckets[i];
 		while (r) {
 			struct tree_res *next = r->hash_next;
-			free(r->zpath);
 			free(r);
 			r = next;
 		}
 	}
 	free(t->buckets);
-	free(t->root.zpath);
+	free((char *)t->root.name);
 	pthread_mutex_destroy(&t->lock);
 }
 
@@ -171,18 +170,13 @@ static int tree_get_res_locked(struct tree *t, struct tree_res *parent,
 	struct tree_res *r = *pr;
 
 	if (!r) {
-		size_t plen = strlen(parent->zpath), nlen = strlen(name);
-		r = aligned_alloc(16, sizeof(*r));
+		size_t size = sizeof(*r) + strlen(name) + 1;
+		/* aligned_alloc wants a multiple of the alignment */
+		r = aligned_alloc(16, (size + 15) & ~(size_t)15);
 		if (!r)
 			return -ENOMEM;
 		memset(r, 0, sizeof(*r));
-		r->zpath = malloc(plen + 1 + nlen + 1);
-		if (!r->zpath) {
-			free(r);
-			return -ENOMEM;
-		}
-		sprintf(r->zpath, "%s/%s", parent->zpath, name);
-		r->name = r->zpath + plen + 1;
+		r->name = strcpy((char *)(r + 1), name);
 		r->parent = parent;
 		parent->children++;
 		*pr = r;
@@ -193,18 +187,57 @@ static int tree_get_res_locked(struct tree *t, struct tree_res *parent,
 	return 0;
 }
 
+int tree_zpath(const struct tree_res *r, char *out, size_t size)
+{
+	const struct tree_res *p;
+	size_t len = 0, at;
+
+	for (p = r; p->parent; p = p->parent)
+		len += 1 + strlen(p->name);
+	len += strlen(p->name);
+	if (len >= size)
+		return -ENAMETOOLONG;
+	at = len;
+	out[at] = '\0';
+	for (p = r; p->parent; p = p->parent) {
+		size_t n = strlen(p->name);
+		at -= n;
+		memcpy(out + at, p->name, n);
+		out[--at] = '/';
+	}
+	assert(at == strlen(p->name));
+	memcpy(out, p->name, at);
+	return (int)len;
+}
+
+/* The znode name of file name `name` into z; then the length its path
+ * under dir would have, or -ENAMETOOLONG past the limit of names.h. */
+static int tree_child_znode(const struct tree_res *dir, const char *name,
+			    char z[ZNODENAME_MAX + 1],
+			    char dpath[NAMES_MAX_RESOURCE_PATH + 1])
+{
+	int zlen = znodename_encode(name, strlen(name), z, ZNODENAME_MAX + 1);
+	int dlen = tree_zpath(dir, dpath, NAMES_MAX_RESOURCE_PATH + 1);
+
+	if (zlen < 0 || dlen < 0 ||
+	    (size_t)dlen + 1 + (size_t)zlen > NAMES_MAX_RESOURCE_PATH)
+		return -ENAMETOOLONG;
+	return dlen + 1 + zlen;
+}
+
 int tree_child_zpath(const struct tree_res *dir, const char *name, char *out,
 		     size_t size)
 {
-	size_t len = strlen(dir->zpath) + 1 + strlen(name);
+	char z[ZNODENAME_MAX + 1], dpath[NAMES_MAX_RESOURCE_PATH + 1];
+	int len = tree_child_znode(dir, name, z, dpath);
 
-	if (len > NAMES_MAX_RESOURCE_PATH)
-		return -ENAMETOOLONG;
+	if (len < 0)
+		return len;
 	if (!out)
 		return 0;
-	if (len >= size)
+	if ((size_t)len >= size)
 		return -ENAMETOOLONG;
-	sprintf(out, "%s/%s", dir->zpath, name); /* fits: checked above */
+	snprintf(out, size, "%s/%s", dpath, z); /* fits: checked above */
 	return 0;
 }
 
@@ -212,6 +245,7 @@ int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 		uint64_t *ino)
 {
 	struct tree_res *dir = tree_res_of(t, parent);
+	char z[ZNODENAME_MAX + 1], dpath[NAMES_MAX_RESOURCE_PATH + 1];
 	enum tree_kind kind = TREE_DIR;
 	struct tree_res *r;
 	int err = 0;
@@ -230,10 +264,10 @@ int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 	case TREE_NAME_RESOURCE:
 		break;
 	}
-	if (tree_child_zpath(dir, name, NULL, 0) < 0)
+	if (tree_child_znode(dir, name, z, dpath) < 0)
 		return -ENAMETOOLONG;
 	pthread_mutex_lock(&t->lock);
-	err = tree_get_res_locked(t, dir, name, &r);
+	err = tree_get_res_locked(t, dir, z, &r);
 	if (err == 0) {
 		r->nlookup++;
 		*ino = tree_ino(t, r, TREE_DIR);
@@ -249,7 +283,6 @@ static void tree_drop_locked(struct tree *t, struct tree_res *r)
 		struct tree_res *parent = r->parent;
 		*tree_slot(t, parent, r->name) = r->hash_next;
 		t->count--;
-		free(r->zpath);
 		free(r);
 		parent->children--;
 		r = parent;

@@ -32,13 +32,16 @@ static inline int tree_kind_is_info(enum tree_kind kind)
 	return kind == TREE_HOLDERS || kind == TREE_STATUS;
 }
 
+/* An entry holds its own znode name, not its path, so that its size does
+ * not grow with its depth: tree_zpath walks the parents. */
 struct tree_res {
 	struct tree_res *parent;    /* NULL for the root */
 	struct tree_res *hash_next; /* chain in tree.buckets */
 	uint64_t nlookup;           /* kernel references to it and its files */
 	uint64_t children;          /* cached sub-resources pointing here */
-	char *zpath;                /* absolute znode path */
-	const char *name;           /* last component, inside zpath */
+	/* The znode name (znodename.h), in the same allocation; for the root,
+	 * the base path. */
+	const char *name;
 } __attribute__((aligned(16)));
 
 struct tree {
@@ -59,9 +62,9 @@ enum tree_name_class {
 
 /* Classify `name` as a child of a resource (is_root = 0) or of the root
  * (is_root = 1: only .status there).  *kind is set for TREE_NAME_FILE.
- * Resource names: 1-255 bytes, no '/', no control bytes, not starting with
- * '.', not a file name, not shaped like a lock node (ours or another
- * tool's). */
+ * Resource names: 1-255 bytes, not starting with '.', not a file name, not
+ * shaped like a lock node (ours or another tool's).  Bytes ZooKeeper
+ * refuses are encoded in the znode name (znodename.h). */
 enum tree_name_class tree_classify(const char *name, int is_root,
 				   enum tree_kind *kind);
 
@@ -74,17 +77,24 @@ void tree_destroy(struct tree *t);
 /* Decode an inode number. */
 struct tree_res *tree_res_of(struct tree *t, uint64_t ino);
 
-/* The znode path of resource `name` under dir into out (size bytes).
- * Returns 0, or -ENAMETOOLONG if its lock nodes' paths would exceed
- * NAMES_MAX_NODE_PATH (names.h) or out is too small. */
+/* The znode path of resource r into out (size bytes).  Returns its length,
+ * or -ENAMETOOLONG if out is too small.  r must be referenced (its parents
+ * live and do not change meanwhile). */
+int tree_zpath(const struct tree_res *r, char *out, size_t size);
+
+/* The znode path of the resource whose file name is `name` under dir into
+ * out (size bytes; out may be NULL to check the length only).  Returns 0,
+ * or -ENAMETOOLONG if its lock nodes' paths would exceed NAMES_MAX_NODE_PATH
+ * (names.h) or out is too small. */
 int tree_child_zpath(const struct tree_res *dir, const char *name, char *out,
 		     size_t size);
 enum tree_kind tree_kind_of(uint64_t ino);
 uint64_t tree_ino(struct tree *t, struct tree_res *r, enum tree_kind kind);
 
-/* Look up `name` in directory `parent` and count one kernel reference.
- * Returns 0 and the child's inode number, -ENOENT for a name that cannot
- * exist, -ENOTDIR if parent is a file, -ENOMEM. */
+/* Look up the file name `name` in directory `parent` and count one kernel
+ * reference.  Returns 0 and the child's inode number, -ENOENT for a name
+ * that cannot exist, -ENAMETOOLONG, -ENOTDIR if parent is a file,
+ * -ENOMEM. */
 int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 		uint64_t *ino);
 

@@ -128,12 +128,15 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 		return waiter_fail(w, -err);
 	/* Read before the reply: the holder may release lr at once. */
 	const char *mode = names_mode_str(lockreq_mode(lr));
+	char zpath[NAMES_MAX_NODE_PATH + 1];
 	waiter_unlist(w);
 	w->lr = NULL;
 	w->ops->granted(w, lr);
-	/* After the reply: the log is not on the holder's path. */
-	log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)", mode,
-		lockfile_zpath(fs, w->lf->ino), (int)w->tid, w->ops->what);
+	/* After the reply: the log is not on the holder's path.  w holds
+	 * its lock file, so the inode's path is still known. */
+	lockfile_zpath(fs, w->lf->ino, zpath);
+	log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)", mode, zpath,
+		(int)w->tid, w->ops->what);
 	waiter_put(w);
 }
 
@@ -184,8 +187,8 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	const char *zpath = lockfile_zpath(fs, lf->ino);
 	struct waiter *w = calloc(1, sizeof(*w));
+	char zpath[NAMES_MAX_NODE_PATH + 1];
 	int err;
 
 	if (!w) {
@@ -197,6 +200,7 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 			fs_reply_err(req, ENOMEM);
 		return;
 	}
+	lockfile_zpath(fs, lf->ino, zpath);
 	list_init(&w->link);
 	w->fs = fs;
 	w->ops = ops;

@@ -1,6 +1,7 @@
 """Bad names, refused operations and startup failures: documented errnos,
 nothing created in ZooKeeper."""
 import errno
+import fcntl
 import os
 import subprocess
 
@@ -19,7 +20,6 @@ def expect_errno(code, fn, *args):
 def test_bad_names_and_refused_operations(zk, base, m1):
     mp = m1.mountpoint
     expect_errno(errno.EINVAL, os.mkdir, os.path.join(mp, ".hidden"))
-    expect_errno(errno.EINVAL, os.mkdir, os.path.join(mp, "a\x01b"))
     expect_errno(errno.EINVAL, os.mkdir, os.path.join(mp, "x" * 255 + "y"))
     expect_errno(errno.ENOENT, os.open, os.path.join(mp, ".hidden", "write"), os.O_RDONLY)
     expect_errno(errno.ENOENT, os.open, os.path.join(mp, "write"), os.O_RDONLY)
@@ -195,3 +195,61 @@ def test_a_note_with_nul_bytes_is_stored_whole_and_shown_escaped(m1, m2):
         assert line.endswith(" a\\000b c"), line
     finally:
         os.close(fd)
+
+
+# File names ZooKeeper refuses in a path, and the znode names they map to.
+ENCODED_NAMES = {
+    b"\xf0\x9f\x9a\x80go": "%F0%9F%9A%80go",  # U+1F680: beyond U+FFFF
+    b"caf\xe9": "caf%E9",                    # Latin-1, not UTF-8
+    b"\xc2\x85nel": "%C2%85nel",              # U+0085, a C1 control
+    b"tab\there": "tab%09here",
+    b"\xef\xbf\xbf": "%EF%BF%BF",              # U+FFFF
+    b"\xee\x80\x80": "%EE%80%80",              # U+E000, private use
+    b"%E9": "%25E9",                          # would read as an escape
+    b"50%": "50%",                            # would not
+    b"caf\xc3\xa9": "café",                    # UTF-8 ZooKeeper takes
+}
+
+
+def test_names_zookeeper_refuses_work_for_every_operation(zk, base, m1, m2):
+    """Each name locks, flocks, lists and shows holders from the other
+    mount, under the documented znode name, and is removed again."""
+    mp1, mp2 = os.fsencode(m1.mountpoint), os.fsencode(m2.mountpoint)
+    for name, znode in ENCODED_NAMES.items():
+        what = f"{name!r} -> {znode}"
+        fd = os.open(os.path.join(mp1, name, b"write"), os.O_RDWR | os.O_NONBLOCK)
+        try:
+            assert znode in zk.get_children(base), what
+            assert len(lock_nodes(zk, f"{base}/{znode}")) == 1, what
+            assert name in os.listdir(mp2), what
+            expect_errno(errno.EAGAIN, os.open, os.path.join(mp2, name, b"read"),
+                         os.O_RDONLY | os.O_NONBLOCK)
+            other = os.open(os.path.join(mp2, name, b"lock"), os.O_RDONLY)
+            try:
+                with pytest.raises(BlockingIOError):
+                    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                with open(os.path.join(mp2, name, b"holders")) as f:
+                    assert f.read().startswith("held write "), what
+            finally:
+                os.close(other)
+        finally:
+            os.close(fd)
+        other = os.open(os.path.join(mp2, name, b"lock"), os.O_RDONLY)
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX)
+            assert len(lock_nodes(zk, f"{base}/{znode}")) == 1, what
+            fcntl.flock(other, fcntl.LOCK_UN)  # over when it returns
+        finally:
+            os.close(other)
+        os.rmdir(os.path.join(mp2, name))
+        assert znode not in zk.get_children(base), what
+    assert zk.get_children(base) == []
+
+
+def test_a_znode_name_no_file_name_maps_to_is_not_listed(zk, base, m1):
+    """Another tool's "caf%C3%A9" would read as "café", whose own znode is
+    "café": listing it would show a name that leads elsewhere."""
+    for child in ("caf%C3%A9", "a%20b", "caf%E9"):
+        zk.ensure_path(f"{base}/{child}")
+    assert sorted(os.listdir(os.fsencode(m1.mountpoint))) == \
+        [b".status", b"a%20b", b"caf\xe9"]

@@ -248,6 +248,16 @@ Test(opts, base_paths_zookeeper_refuses_or_owns_are_refused)
 	cr_assert(strstr(err, "at most 512"), "the reason is said: %s", err);
 	big[OPTS_MAX_BASE] = '\0';
 	cr_assert_eq(opts_check_base(big, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(opts_check_base("/locks/\xf0\x9f\x94\x92", err,
+				     sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "0xf0 at offset 7"), "%s", err);
+	cr_assert_eq(opts_check_base("/locks/a\tb", err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "0x09 at offset 8"), "%s", err);
+	cr_assert_eq(opts_check_base("/verrous/\xc3\xa9t\xc3\xa9", err,
+				     sizeof(err)),
+		     0, "%s", err);
 }
 
 Test(opts, a_zklockfs_mount_is_found_in_mountinfo)

@@ -9,6 +9,15 @@
 
 #include <fuse_lowlevel.h>
 
+/* The znode path of inode ino. */
+static const char *zpath_of(struct tree *t, uint64_t ino)
+{
+	static char path[NAMES_MAX_NODE_PATH + 1];
+
+	cr_assert_gt(tree_zpath(tree_res_of(t, ino), path, sizeof(path)), 0);
+	return path;
+}
+
 Test(tree, classifies_names)
 {
 	enum tree_kind kind;
@@ -25,8 +34,10 @@ Test(tree, classifies_names)
 	cr_assert_eq(tree_classify(".", 0, &kind), TREE_NAME_INVALID);
 	cr_assert_eq(tree_classify("..", 0, &kind), TREE_NAME_INVALID);
 	cr_assert_eq(tree_classify(".hidden", 0, &kind), TREE_NAME_INVALID);
-	cr_assert_eq(tree_classify("a\tb", 0, &kind), TREE_NAME_INVALID);
-	cr_assert_eq(tree_classify("a\x7f", 0, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("a\tb", 0, &kind), TREE_NAME_RESOURCE,
+		     "control bytes are encoded, not refused");
+	cr_assert_eq(tree_classify("a\x7f", 0, &kind), TREE_NAME_RESOURCE);
+	cr_assert_eq(tree_classify("\xff\xfe", 0, &kind), TREE_NAME_RESOURCE);
 	cr_assert_eq(tree_classify("lock", 0, &kind), TREE_NAME_FILE);
 	cr_assert_eq(kind, TREE_LOCK);
 	cr_assert_eq(tree_classify("lock", 1, &kind), TREE_NAME_INVALID);
@@ -65,12 +76,12 @@ Test(tree, lookup_gives_stable_inodes_and_forget_frees)
 	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "deploy", &dir), 0);
 	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "deploy", &dir2), 0);
 	cr_assert_eq(dir, dir2, "one resource, one inode");
-	cr_assert_str_eq(tree_res_of(&t, dir)->zpath, "/base/deploy");
+	cr_assert_str_eq(zpath_of(&t, dir), "/base/deploy");
 	cr_assert_eq(tree_lookup(&t, dir, "write", &file), 0);
 	cr_assert_eq(tree_kind_of(file), TREE_WRITE);
 	cr_assert_eq(tree_res_of(&t, file), tree_res_of(&t, dir));
 	cr_assert_eq(tree_lookup(&t, dir, "db", &sub), 0);
-	cr_assert_str_eq(tree_res_of(&t, sub)->zpath, "/base/deploy/db");
+	cr_assert_str_eq(zpath_of(&t, sub), "/base/deploy/db");
 	cr_assert_eq(tree_lookup(&t, file, "x", &sub), -ENOTDIR);
 	cr_assert_eq(tree_lookup(&t, dir, "..", &sub), -ENOENT);
 	cr_assert_eq(t.count, 2);
@@ -105,9 +116,48 @@ Test(tree, a_resource_whose_lock_nodes_would_be_too_long_does_not_exist)
 	/* What is left still fits exactly. */
 	name[NAMES_MAX_RESOURCE_PATH - zlen - 1] = '\0';
 	cr_assert_eq(tree_lookup(&t, last, name, &ino), 0);
-	cr_assert_eq(strlen(tree_res_of(&t, ino)->zpath),
-		     NAMES_MAX_RESOURCE_PATH);
+	cr_assert_eq(strlen(zpath_of(&t, ino)), NAMES_MAX_RESOURCE_PATH);
 	cr_assert_leq(NAMES_MAX_RESOURCE_PATH + 1 + NAMES_NODE_NAME_MAX,
 		      NAMES_MAX_NODE_PATH);
+	tree_destroy(&t);
+}
+
+Test(tree, names_zookeeper_refuses_are_encoded_in_the_znode_path)
+{
+	struct tree t;
+	uint64_t dir, sub, again;
+	char path[NAMES_MAX_NODE_PATH + 1];
+
+	cr_assert_eq(tree_init(&t, "/b"), 0);
+	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "\xf0\x9f\x9a\x80go", &dir),
+		     0);
+	cr_assert_str_eq(zpath_of(&t, dir), "/b/%F0%9F%9A%80go");
+	cr_assert_eq(tree_lookup(&t, dir, "tab\there", &sub), 0);
+	cr_assert_str_eq(zpath_of(&t, sub), "/b/%F0%9F%9A%80go/tab%09here");
+	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "\xf0\x9f\x9a\x80go",
+				 &again),
+		     0);
+	cr_assert_eq(again, dir, "one name, one inode");
+	cr_assert_eq(tree_child_zpath(tree_res_of(&t, dir), "\x80", path,
+				      sizeof(path)),
+		     0);
+	cr_assert_str_eq(path, "/b/%F0%9F%9A%80go/%80");
+	tree_destroy(&t);
+}
+
+Test(tree, the_limit_counts_the_encoded_path)
+{
+	struct tree t;
+	char name[256];
+	uint64_t ino;
+
+	cr_assert_eq(tree_init(&t, "/b"), 0);
+	/* 255 bytes, 765 once encoded: under the limit alone... */
+	memset(name, 0xff, 255);
+	name[255] = '\0';
+	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, name, &ino), 0);
+	cr_assert_eq(strlen(zpath_of(&t, ino)), 2 + 1 + 765);
+	/* ...but not twice. */
+	cr_assert_eq(tree_lookup(&t, ino, name, &ino), -ENAMETOOLONG);
 	tree_destroy(&t);
 }
