@@ -27,6 +27,7 @@
 #include "mountpoint.h"
 #include "notify.h"
 #include "opts.h"
+#include "resolve.h"
 #include "snapshot.h"
 
 /* Workers libfuse may run.  None ever waits for a lock, so a few serve
@@ -191,7 +192,8 @@ int main(int argc, char **argv)
 		rc = 2; /* libfuse said which option */
 		goto out_opts;
 	}
-	if (mountpoint_check(o.mountpoint, err, sizeof(err)) < 0) {
+	if (mountpoint_check(o.mountpoint, err, sizeof(err)) < 0 ||
+	    resolve_check(o.hosts, err, sizeof(err)) < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_fuse;
 	}

@@ -280,7 +280,12 @@ static int opts_server(const char *spec, size_t len, FILE *out, char *err,
 		hostlen = (size_t)(colon - spec);
 	}
 	port = colon + 1;
-	if (hostlen == 0 || (size_t)(spec + len - port) >= sizeof(portbuf))
+	if (hostlen == 0) {
+		snprintf(err, errlen, "server '%.*s': no host name before the "
+			 "port", (int)len, spec);
+		return -EINVAL;
+	}
+	if ((size_t)(spec + len - port) >= sizeof(portbuf))
 		goto bad;
 	memcpy(portbuf, port, (size_t)(spec + len - port));
 	portbuf[spec + len - port] = '\0';

@@ -116,7 +116,7 @@ def refused_starts(zookeeper, base, tmp_path, m1):
         (["-o", f"auth_file={tmp_path}", good, mp], "is a directory"),
         (["127.0.0.1:0" + base, mp], "invalid port '0'"),
         (["127.0.0.1:99999" + base, mp], "invalid port '99999'"),
-        ([":2181" + base, mp], "expected host:port"),
+        ([":2181" + base, mp], "no host name before the port"),
         ([zookeeper.connect + base + "/./b", mp], "'.' or '..'"),
         ([zookeeper.connect + base + "/ok/..", mp], "'.' or '..'"),
         ([zookeeper.connect + "/zookeeper" + base, mp], "/zookeeper"),
@@ -144,6 +144,30 @@ def test_a_refused_start_says_why_and_creates_nothing(
     with open("/proc/self/mountinfo") as f:
         mounts = f.read()
     assert mounts.count(" " + m1.mountpoint + " ") == 1, "stacked a mount"
+
+
+def test_unresolvable_servers_are_named_at_once(tmp_path):
+    """In a network namespace of its own (no DNS server reachable: nothing
+    leaves the machine), no server name resolves: the start fails at once
+    naming each one, instead of waiting connect_timeout for an answer."""
+    res = subprocess.run(
+        ["unshare", "-n", zklockfs_binary(), "-f", "-o", "connect_timeout=30",
+         "nosuchhost.invalid:2181,other.invalid:2181/x", str(tmp_path)],
+        capture_output=True, text=True, timeout=20)
+    assert res.returncode != 0
+    assert "cannot resolve any ZooKeeper server: 'nosuchhost.invalid:2181': " \
+        in res.stderr, res.stderr
+    assert "; 'other.invalid:2181': " in res.stderr, res.stderr
+    # One name that does not resolve among others is a warning: the
+    # client uses the rest (here 127.0.0.1, down in that namespace).
+    res = subprocess.run(
+        ["unshare", "-n", zklockfs_binary(), "-f", "-o", "connect_timeout=1",
+         "nosuchhost.invalid:2181,127.0.0.1:2181/x", str(tmp_path)],
+        capture_output=True, text=True, timeout=20)
+    assert res.returncode != 0
+    assert "cannot resolve 'nosuchhost.invalid:2181': " in res.stderr, res.stderr
+    assert "using the other servers" in res.stderr, res.stderr
+    assert "no ZooKeeper server answered" in res.stderr, res.stderr
 
 
 MAX_RESOURCE_PATH = 965  # recipes/names.h: NAMES_MAX_RESOURCE_PATH
