@@ -3,6 +3,7 @@
  */
 #include "identity.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -38,12 +39,13 @@ size_t identity_format(char *buf, size_t size, const char *host, pid_t pid,
 	int n;
 
 	identity_comm(pid, comm, sizeof(comm));
-	n = snprintf(buf, size, "host %s\npid %d\nuid %u\ncmd %s\ntime %lld\n",
-		     host, (int)pid, (unsigned)uid, comm,
+	n = snprintf(buf, size,
+		     "host %.*s\npid %d\nuid %u\ncmd %s\ntime %lld\n",
+		     IDENTITY_HOST_MAX, host, (int)pid, (unsigned)uid, comm,
 		     (long long)time(NULL));
-	if (n < 0)
-		return 0;
-	return (size_t)n < size ? (size_t)n : size - 1;
+	/* 5+255 + 4+11 + 4+10 + 4+63 + 5+20 + 5 newlines < IDENTITY_MAX */
+	assert(n > 0 && (size_t)n < size);
+	return (size_t)n;
 }
 
 int identity_get(const char *data, size_t len, const char *key, char *out,

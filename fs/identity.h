@@ -9,13 +9,17 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Room for an identity without its note. */
+/* Room for an identity without its note: host (at most 255 bytes, as
+ * gethostname gives), command (15 in Linux, at most 63 read), three
+ * numbers and the keys fit with room to spare. */
+#define IDENTITY_HOST_MAX 255
 #define IDENTITY_MAX 512
 /* Largest note a holder may store with write(). */
 #define IDENTITY_NOTE_MAX 1024
 
 /* Describe process `pid` (its command name read from /proc) into buf.
- * Returns the length written, truncated to size - 1. */
+ * Returns the length written; a host longer than IDENTITY_HOST_MAX is
+ * cut there, so that IDENTITY_MAX bytes always hold the whole text. */
 size_t identity_format(char *buf, size_t size, const char *host, pid_t pid,
 		       uid_t uid);
 

@@ -129,14 +129,16 @@ static void main_warn_request_timeout(void)
 /* Tell systemd (Type=notify) that the mount is there to use. */
 static void main_notify_ready(const struct opts *o)
 {
-	char msg[1400];
+	char *msg = NULL;
 
-	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%d\nSTATUS=%s on %s",
-		 (int)getpid(), o->connect, o->mountpoint);
-	if (notify_send(msg) < 0)
+	if (asprintf(&msg, "READY=1\nMAINPID=%d\nSTATUS=%s on %s",
+		     (int)getpid(), o->connect, o->mountpoint) < 0)
+		msg = NULL;
+	if (!msg || notify_send(msg) < 0)
 		log_msg(LOG_WARNING, "cannot tell the service manager that "
 			"the mount is ready (NOTIFY_SOCKET=%s)",
 			getenv("NOTIFY_SOCKET"));
+	free(msg);
 }
 
 static int main_serve(struct fuse_session *se)

@@ -211,7 +211,8 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
-	char text[1200], path[1024];
+	/* The token, the node's path and the fixed words around them. */
+	char text[NAMES_MAX_NODE_PATH + 160], path[NAMES_MAX_NODE_PATH + 1];
 	struct zkl_lockreq *lr;
 	int64_t token, session;
 	enum zkl_mode mode = ZKL_MODE_READ;
@@ -233,6 +234,7 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			     "\nmode %s\n",
 			     token, path, (uint64_t)session,
 			     names_mode_str(mode));
+	assert(n > 0 && (size_t)n < sizeof(text)); /* sized for the path */
 	if (err == -ENOENT || (err == 0 && off - base >= n))
 		lf->read_base = off; /* end of file: the next read starts over */
 	pthread_mutex_unlock(&fs->lock);

@@ -934,7 +934,8 @@ int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 	else {
 		*token = lr->czxid;
 		*session = s->client_id;
-		snprintf(path, pathlen, "%s", lr->node);
+		if ((size_t)snprintf(path, pathlen, "%s", lr->node) >= pathlen)
+			err = -ENAMETOOLONG;
 	}
 	pthread_mutex_unlock(&s->lock);
 	return err;

@@ -77,7 +77,8 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 
 /* What a holder may show: the fencing token (czxid of the node), the full
  * node path, the session id.  Returns 0, or -ENOENT if not held, -EIO if
- * held and then lost with the session. */
+ * held and then lost with the session, -ENAMETOOLONG if the path does not
+ * fit in pathlen bytes (NAMES_MAX_NODE_PATH + 1 always do). */
 int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 		     size_t pathlen, int64_t *session);
 

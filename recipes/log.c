@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
 
 static int log_use_syslog;
@@ -30,8 +31,11 @@ void log_msg(int level, const char *fmt, ...)
 	} else {
 		/* One write per line: lines of several threads never mix, and
 		 * unbuffered stderr costs one system call, not three. */
-		char line[1024];
-		vsnprintf(line, sizeof(line), fmt, ap);
+		char line[4096];
+		int n = vsnprintf(line, sizeof(line), fmt, ap);
+		/* Room for two paths and more: a longer line is marked. */
+		if (n >= (int)sizeof(line))
+			memcpy(line + sizeof(line) - 4, "...", 4);
 		fprintf(stderr, "zklockfs: %s\n", line);
 	}
 	va_end(ap);

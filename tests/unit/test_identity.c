@@ -32,6 +32,21 @@ Test(identity, a_gone_process_is_named_by_a_question_mark)
 	cr_assert_str_eq(v, "?");
 }
 
+Test(identity, the_longest_host_fits_whole)
+{
+	char host[300], buf[IDENTITY_MAX], v[300];
+	size_t n;
+
+	memset(host, 'h', sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	n = identity_format(buf, sizeof(buf), host, getpid(), 4294967294u);
+	cr_assert_eq(n, strlen(buf));
+	cr_assert_eq(identity_get(buf, n, "host", v, sizeof(v)),
+		     IDENTITY_HOST_MAX);
+	cr_assert_geq(identity_get(buf, n, "time", v, sizeof(v)), 0,
+		      "the last line is there");
+}
+
 Test(identity, keys_match_whole_words_and_values_are_bounded)
 {
 	const char text[] = "hostname x\nhost b\npid \nnote a long note";
