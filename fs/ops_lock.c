@@ -228,13 +228,14 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				       &session);
 		mode = lockreq_mode(lr);
 	}
-	if (err == 0)
+	if (err == 0) {
 		n = snprintf(text, sizeof(text),
 			     "%" PRId64 "\nnode %s\nsession 0x%" PRIx64
 			     "\nmode %s\n",
 			     token, path, (uint64_t)session,
 			     names_mode_str(mode));
-	assert(n > 0 && (size_t)n < sizeof(text)); /* sized for the path */
+		assert(n > 0 && (size_t)n < sizeof(text)); /* sized so */
+	}
 	if (err == -ENOENT || (err == 0 && off - base >= n))
 		lf->read_base = off; /* end of file: the next read starts over */
 	pthread_mutex_unlock(&fs->lock);
