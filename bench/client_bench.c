@@ -82,8 +82,7 @@ static void pipe_created(int rc, const char *name, const void *data)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static void pipe_listed(int rc, const struct String_vector *v,
-			const void *data)
+static void pipe_listed(int rc, const struct String_vector *v, const void *data)
 {
 	struct pipe_state *p = (struct pipe_state *)data;
 
@@ -180,8 +179,8 @@ static void contender_watcher(zhandle_t *zh, int type, int state,
 	(void)path;
 	if (type == ZOO_DELETED_EVENT) {
 		struct contender *c = ctx;
-		if (zoo_aget_children(c->zh, c->dir, 0, contender_listed,
-				      c) != ZOK)
+		if (zoo_aget_children(c->zh, c->dir, 0, contender_listed, c) !=
+		    ZOK)
 			die("cannot list");
 	}
 }
@@ -199,8 +198,7 @@ static void contender_enqueue(struct contender *c, const char *prefix,
 {
 	struct Stat st;
 	int rc = zoo_create(c->zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
-			    ZOO_EPHEMERAL_SEQUENTIAL, c->node,
-			    sizeof(c->node));
+			    ZOO_EPHEMERAL_SEQUENTIAL, c->node, sizeof(c->node));
 
 	if (rc != ZOK)
 		die("create: %s", zerror(rc));
@@ -214,9 +212,11 @@ static void handoff(const char *hosts, const char *dir, long n)
 {
 	struct contender c[2] = {
 		{ .lock = PTHREAD_MUTEX_INITIALIZER,
-		  .granted_cv = PTHREAD_COND_INITIALIZER, .dir = dir },
+		  .granted_cv = PTHREAD_COND_INITIALIZER,
+		  .dir = dir },
 		{ .lock = PTHREAD_MUTEX_INITIALIZER,
-		  .granted_cv = PTHREAD_COND_INITIALIZER, .dir = dir },
+		  .granted_cv = PTHREAD_COND_INITIALIZER,
+		  .dir = dir },
 	};
 	char prefix[1024];
 	struct samples s;
@@ -257,7 +257,8 @@ int main(int argc, char **argv)
 	long n;
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: %s naive|pipelined|handoff HOSTS DIR N\n",
+		fprintf(stderr,
+			"usage: %s naive|pipelined|handoff HOSTS DIR N\n",
 			argv[0]);
 		return 2;
 	}

@@ -150,8 +150,8 @@ static int try_other(enum release_how how, const char *file2, int fd2)
 	return 1;
 }
 
-static void visible(enum release_how how, const char *file1,
-		    const char *file2, long n)
+static void visible(enum release_how how, const char *file1, const char *file2,
+		    long n)
 {
 	int fd1 = -1, fd2 = -1;
 	long late = 0;
@@ -177,8 +177,8 @@ static void visible(enum release_how how, const char *file1,
 		t0 = now_us();
 		while (!try_other(how, file2, fd2)) {
 			if (++tries > VISIBLE_MAX_TRIES)
-				die("%s: still locked after %d tries",
-				    file2, VISIBLE_MAX_TRIES);
+				die("%s: still locked after %d tries", file2,
+				    VISIBLE_MAX_TRIES);
 		}
 		samples_add(&s, now_us() - t0);
 		if (tries > 1)
@@ -209,8 +209,8 @@ static enum release_how parse_how(const char *text)
 struct scale_waiter {
 	pthread_t thread;
 	const char *file;
-	long grant_rank;  /* order in which the grants came */
-	long long token;  /* the fencing token: the node's creation order */
+	long grant_rank; /* order in which the grants came */
+	long long token; /* the fencing token: the node's creation order */
 };
 
 static atomic_long grants;
@@ -240,8 +240,8 @@ static int by_rank(const void *a, const void *b)
 	       (x->grant_rank < y->grant_rank);
 }
 
-static void scale(const char *hosts, const char *dir, long n,
-		  char **files, int nfiles)
+static void scale(const char *hosts, const char *dir, long n, char **files,
+		  int nfiles)
 {
 	struct scale_waiter *w = calloc((size_t)n, sizeof(*w));
 	zhandle_t *zh = zkconn_open(hosts);

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 struct samples {
-	double *us;   /* microseconds */
+	double *us; /* microseconds */
 	size_t n, cap;
 };
 
@@ -25,8 +25,7 @@ void samples_free(struct samples *s);
 void samples_report(struct samples *s, size_t warmup);
 
 /* Print a message naming what failed and exit(1). */
-void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
-					      noreturn));
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* Parse a positive count or die naming `what`. */
 long parse_count(const char *text, const char *what);

@@ -88,8 +88,8 @@ void zkconn_wait_queue_len(zhandle_t *zh, const char *dir, int n,
 	while (zkconn_queue_len(zh, dir) != n) {
 		if (now_us() > deadline)
 			die("timed out after %.0f s waiting for %d nodes in %s "
-			    "(have %d)", timeout_s, n, dir,
-			    zkconn_queue_len(zh, dir));
+			    "(have %d)",
+			    timeout_s, n, dir, zkconn_queue_len(zh, dir));
 		usleep(200);
 	}
 }

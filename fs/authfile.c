@@ -20,7 +20,8 @@ int authfile_read(const char *path, char *buf, size_t size, char *err,
 
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "auth_file %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "auth_file %s: %s", path,
+			 strerror(errno));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -37,8 +38,10 @@ int authfile_read(const char *path, char *buf, size_t size, char *err,
 		return -EINVAL;
 	}
 	if (st.st_mode & S_IROTH) {
-		snprintf(err, errlen, "auth_file %s: readable by every user; "
-				      "chmod o-r it first", path);
+		snprintf(err, errlen,
+			 "auth_file %s: readable by every user; "
+			 "chmod o-r it first",
+			 path);
 		close(fd);
 		return -EPERM;
 	}
@@ -46,15 +49,16 @@ int authfile_read(const char *path, char *buf, size_t size, char *err,
 	close(fd);
 	if (got < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "auth_file %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "auth_file %s: %s", path,
+			 strerror(errno));
 		return rc;
 	}
 	buf[got] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
 	colon = strchr(buf, ':');
 	if (!colon || colon == buf || !colon[1]) {
-		snprintf(err, errlen, "auth_file %s: expected one line "
-				      "user:password", path);
+		snprintf(err, errlen,
+			 "auth_file %s: expected one line user:password", path);
 		memset(buf, 0, size);
 		return -EINVAL;
 	}

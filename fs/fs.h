@@ -19,10 +19,10 @@
 struct zkl_fs {
 	struct zkl_session *session;
 	struct tree tree;
-	uid_t uid;           /* owner of every file and directory */
+	uid_t uid; /* owner of every file and directory */
 	gid_t gid;
-	mode_t file_mode;    /* permission bits of the lock files */
-	mode_t dir_mode;     /* ... and of the resource directories */
+	mode_t file_mode;   /* permission bits of the lock files */
+	mode_t dir_mode;    /* ... and of the resource directories */
 	int on_lost_signal; /* 0: a lost lock is only logged */
 	char hostname[256];
 	struct timespec started; /* CLOCK_MONOTONIC, at mount */
@@ -37,8 +37,8 @@ struct zkl_fs {
 	struct zkl_link snapshots;   /* struct snapshot: open text files and
 				      * directories */
 	int stopping;
-	size_t signal_watched;       /* waiters the signal poller looks at */
-	pthread_cond_t signal_poll;  /* wakes the poller (with fs->lock) */
+	size_t signal_watched;      /* waiters the signal poller looks at */
+	pthread_cond_t signal_poll; /* wakes the poller (with fs->lock) */
 	pthread_t signal_poller;
 };
 
@@ -96,8 +96,7 @@ void lockfile_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		    size_t size, off_t off, struct fuse_file_info *fi);
 void lockfile_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		    struct fuse_file_info *fi);
-void lockfile_flush(fuse_req_t req, fuse_ino_t ino,
-		    struct fuse_file_info *fi);
+void lockfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lockfile_release(fuse_req_t req, fuse_ino_t ino,
 		      struct fuse_file_info *fi);
 /* flock(2) and fcntl(2) locks (ops_flock.c). */

@@ -42,7 +42,7 @@ struct lockfile {
 	struct zkl_lockreq *held; /* the description's lock, or NULL */
 	size_t identity_len;      /* of whoever took `held` */
 	char identity[IDENTITY_MAX];
-	off_t read_base;          /* file offset where read()'s text starts */
+	off_t read_base; /* file offset where read()'s text starts */
 
 	/* The OPEN or CREATE, until it is answered. */
 	struct fuse_file_info fi;
@@ -112,14 +112,14 @@ struct waiter {
 	const struct waiter_ops *ops;
 	fuse_req_t req;
 	struct zkl_lockreq *lr;
-	atomic_int refs;      /* the parking handler's and the reply's */
+	atomic_int refs; /* the parking handler's and the reply's */
 	pid_t tid;
-	struct lockfile *lf;  /* the file the request came through, with a
+	struct lockfile *lf;   /* the file the request came through, with a
 			       * reference */
-	uint64_t owner;       /* fcntl: the lock owner */
-	int fail_err;         /* the answer, once the node is gone */
+	uint64_t owner;        /* fcntl: the lock owner */
+	int fail_err;          /* the answer, once the node is gone */
 	int interrupted_early; /* set by the callback inside registration */
-	int watch_signals;    /* a signal was ignored: the poller looks;
+	int watch_signals;     /* a signal was ignored: the poller looks;
 			       * guarded by fs->lock */
 	size_t identity_len;
 	char identity[IDENTITY_MAX];

@@ -52,9 +52,8 @@ static void lost_signal_holder(pid_t pid, int sig)
 			rc < 0 ? strerror(errno) : "ok");
 	} else {
 		rc = kill(pid, sig);
-		log_msg(LOG_WARNING, "sent %s to pid %d: %s",
-			sigabbrev_np(sig), (int)pid,
-			rc < 0 ? strerror(errno) : "ok");
+		log_msg(LOG_WARNING, "sent %s to pid %d: %s", sigabbrev_np(sig),
+			(int)pid, rc < 0 ? strerror(errno) : "ok");
 	}
 }
 
@@ -66,9 +65,11 @@ void fs_lock_lost(const char *node, const void *data, size_t len, void *arg)
 
 	identity_get(data, len, "pid", pid_text, sizeof(pid_text));
 	identity_get(data, len, "cmd", cmd, sizeof(cmd));
-	log_msg(LOG_WARNING, "lost lock %s held by pid %s (%s): its ZooKeeper "
+	log_msg(LOG_WARNING,
+		"lost lock %s held by pid %s (%s): its ZooKeeper "
 		"session expired; reads and writes of its descriptor now fail "
-		"with EIO", node, pid_text, cmd);
+		"with EIO",
+		node, pid_text, cmd);
 	pid = (pid_t)strtol(pid_text, NULL, 10);
 	if (!fs->on_lost_signal || pid <= 1)
 		return;

@@ -135,7 +135,8 @@ static void main_notify_ready(const struct opts *o)
 		     (int)getpid(), o->connect, o->mountpoint) < 0)
 		msg = NULL;
 	if (!msg || notify_send(msg) < 0)
-		log_msg(LOG_WARNING, "cannot tell the service manager that "
+		log_msg(LOG_WARNING,
+			"cannot tell the service manager that "
 			"the mount is ready (NOTIFY_SOCKET=%s)",
 			getenv("NOTIFY_SOCKET"));
 	free(msg);
@@ -176,7 +177,8 @@ int main(int argc, char **argv)
 			opts_print_help(argv[0]);
 		else
 			printf("zklockfs %s (libfuse %s, ZooKeeper C client "
-			       "%s)\n", ZKLOCKFS_VERSION, fuse_pkgversion(),
+			       "%s)\n",
+			       ZKLOCKFS_VERSION, fuse_pkgversion(),
 			       ZOO_VERSION);
 		rc = 0;
 		goto out_opts;
@@ -232,8 +234,8 @@ int main(int argc, char **argv)
 		.base = o.base,
 		.session_timeout_ms = o.session_timeout * 1000,
 		.connect_timeout_ms = o.connect_timeout * 1000,
-		.zk_log_level = o.debug ? ZOO_LOG_LEVEL_INFO :
-					  ZOO_LOG_LEVEL_ERROR,
+		.zk_log_level = o.debug ? ZOO_LOG_LEVEL_INFO
+					: ZOO_LOG_LEVEL_ERROR,
 		.digest_auth = o.auth_file ? auth : NULL,
 	};
 	opened = session_open(&so, &fs.session, err, sizeof(err));
@@ -247,8 +249,7 @@ int main(int argc, char **argv)
 	if (fuse_set_signal_handlers(se) < 0)
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) < 0) {
-		fprintf(stderr, "zklockfs: cannot mount on %s\n",
-			o.mountpoint);
+		fprintf(stderr, "zklockfs: cannot mount on %s\n", o.mountpoint);
 		goto out_signals;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &fs.started);

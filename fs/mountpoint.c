@@ -13,8 +13,7 @@
 /* Field `n` (from 0) of a space-separated line, unescaped as mountinfo
  * writes it (\040 for a space, and so on), into out.  Returns 0, or -1 if
  * the line is shorter or the field longer than outlen. */
-static int mountpoint_field(const char *line, int n, char *out,
-			    size_t outlen)
+static int mountpoint_field(const char *line, int n, char *out, size_t outlen)
 {
 	const char *p = line;
 	size_t len = 0;
@@ -81,8 +80,10 @@ int mountpoint_check(const char *path, char *err, size_t errlen)
 	free(line);
 	fclose(f);
 	if (found) {
-		snprintf(err, errlen, "%s is already a zklockfs mount "
-			 "(unmount it first: fusermount3 -u %s)", path, path);
+		snprintf(err, errlen,
+			 "%s is already a zklockfs mount "
+			 "(unmount it first: fusermount3 -u %s)",
+			 path, path);
 		return -EBUSY;
 	}
 	return 0;

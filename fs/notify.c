@@ -30,9 +30,9 @@ int notify_send(const char *state)
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	sent = sendto(fd, state, strlen(state), MSG_NOSIGNAL,
-		      (struct sockaddr *)&sa,
-		      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
+	sent = sendto(
+		fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+		(socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
 	if (sent < 0)
 		err = -errno;
 	close(fd);

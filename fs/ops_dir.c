@@ -116,14 +116,13 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct stat st;
 
 	(void)fi;
-	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
-		      FUSE_SET_ATTR_GID))
+	if (to_set &
+	    (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
 		return fs_reply_err(req, EPERM);
 	if ((to_set & FUSE_SET_ATTR_SIZE) &&
 	    (tree_kind_of(ino) == TREE_DIR || attr->st_size != 0))
-		return fs_reply_err(req, tree_kind_of(ino) == TREE_DIR ?
-						 EISDIR :
-						 EPERM);
+		return fs_reply_err(req, tree_kind_of(ino) == TREE_DIR ? EISDIR
+								       : EPERM);
 	fs_fill_attr(fs, ino, &st);
 	fuse_reply_attr(req, &st, FS_ATTR_TIMEOUT);
 }
@@ -215,8 +214,7 @@ static int fs_dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 	return err ? -ENOMEM : 0;
 }
 
-static void fs_opendir_listed(int err, char *const *names, size_t n,
-			      void *arg)
+static void fs_opendir_listed(int err, char *const *names, size_t n, void *arg)
 {
 	struct fs_opendir_ctx *ctx = arg;
 	struct fs_dir *d = calloc(1, sizeof(*d));
@@ -269,8 +267,8 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 }
 
-static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-		       off_t off, struct fuse_file_info *fi)
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
 {
 	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
 	size_t i = 0, start, end;
@@ -421,8 +419,7 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	file_open(req, e.ino, fi, &e);
 }
 
-static void fs_refuse_name(fuse_req_t req, fuse_ino_t parent,
-			   const char *name)
+static void fs_refuse_name(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	(void)parent;
 	(void)name;
@@ -475,8 +472,14 @@ static void fs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
 		     void *arg, struct fuse_file_info *fi, unsigned flags,
 		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
-	(void)ino; (void)cmd; (void)arg; (void)fi; (void)flags;
-	(void)in_buf; (void)in_bufsz; (void)out_bufsz;
+	(void)ino;
+	(void)cmd;
+	(void)arg;
+	(void)fi;
+	(void)flags;
+	(void)in_buf;
+	(void)in_bufsz;
+	(void)out_bufsz;
 	fs_reply_err(req, ENOTTY);
 }
 

@@ -29,8 +29,8 @@ struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
 	ZKL_ASSERT_HELD(&fs->lock);
 	for (struct zkl_link *l = fs->posix_locks.next; l != &fs->posix_locks;
 	     l = l->next) {
-		struct posixlock *p = ZKL_CONTAINER_OF(l, struct posixlock,
-						       link);
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(l, struct posixlock, link);
 		if (p->ino == ino && p->owner == owner)
 			return p;
 	}
@@ -45,8 +45,8 @@ void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 	list_init(&taken);
 	pthread_mutex_lock(&fs->lock);
 	for (l = fs->posix_locks.next; l != &fs->posix_locks; l = next) {
-		struct posixlock *p = ZKL_CONTAINER_OF(l, struct posixlock,
-						       link);
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(l, struct posixlock, link);
 		next = l->next;
 		if (via ? p->via == via : p->ino == ino && p->owner == owner) {
 			list_del(&p->link);
@@ -252,8 +252,7 @@ static pid_t getlk_local_pid(struct zkl_fs *fs, const char *data, size_t len)
 	return (pid_t)strtol(pid, NULL, 10);
 }
 
-static void getlk_answered(int err, const struct lockquery_answer *a,
-			   void *arg)
+static void getlk_answered(int err, const struct lockquery_answer *a, void *arg)
 {
 	struct getlk_query *q = arg;
 
@@ -262,10 +261,10 @@ static void getlk_answered(int err, const struct lockquery_answer *a,
 	} else {
 		q->lock.l_type = F_UNLCK;
 		if (a->blocked) {
-			q->lock.l_type = a->mode == ZKL_MODE_WRITE ? F_WRLCK :
-								     F_RDLCK;
-			q->lock.l_pid = getlk_local_pid(q->fs, a->data,
-							a->datalen);
+			q->lock.l_type = a->mode == ZKL_MODE_WRITE ? F_WRLCK
+								   : F_RDLCK;
+			q->lock.l_pid =
+				getlk_local_pid(q->fs, a->data, a->datalen);
 		}
 		fuse_reply_lock(q->req, &q->lock);
 	}

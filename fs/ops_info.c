@@ -50,8 +50,8 @@ static struct infotext *info_of(const struct fuse_file_info *fi)
  * its text and answer the open with it. */
 static void info_finish(struct zkl_fs *fs, fuse_req_t req,
 			struct fuse_file_info *fi,
-			const struct fuse_entry_param *create_entry,
-			FILE *out, char **text, size_t *len)
+			const struct fuse_entry_param *create_entry, FILE *out,
+			char **text, size_t *len)
 {
 	struct infotext *t = malloc(sizeof(*t));
 	int rc;
@@ -101,19 +101,10 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 	session_stats(fs->session, &st);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	fprintf(out,
-		"state %s\n"
-		"session 0x%" PRIx64 "\n"
-		"session_timeout_ms %d\n"
-		"servers %s\n"
-		"server %s\n"
-		"base %s\n"
-		"held %" PRIu64 "\n"
-		"waiting %" PRIu64 "\n"
-		"grants %" PRIu64 "\n"
-		"losses %" PRIu64 "\n"
-		"expirations %" PRIu64 "\n"
-		"uptime_s %lld\n"
-		"version %s\n",
+		"state %s\nsession 0x%" PRIx64 "\nsession_timeout_ms %d\n"
+		"servers %s\nserver %s\nbase %s\nheld %" PRIu64 "\n"
+		"waiting %" PRIu64 "\ngrants %" PRIu64 "\nlosses %" PRIu64 "\n"
+		"expirations %" PRIu64 "\nuptime_s %lld\nversion %s\n",
 		info_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
 		session_hosts(fs->session), st.server[0] ? st.server : "-",
 		session_base(fs->session), st.held, st.waiting, st.grants,

@@ -183,10 +183,9 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
  * own, else the caller's fcntl lock on the file (the kernel names the
  * caller's lock owner in reads and writes), and its taker's identity if
  * `identity` is not NULL.  fs->lock held. */
-static struct zkl_lockreq *lockfile_lock_of_locked(struct lockfile *lf,
-						   const struct fuse_file_info *fi,
-						   const char **identity,
-						   size_t *identity_len)
+static struct zkl_lockreq *
+lockfile_lock_of_locked(struct lockfile *lf, const struct fuse_file_info *fi,
+			const char **identity, size_t *identity_len)
 {
 	struct posixlock *p = NULL;
 
@@ -237,7 +236,8 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		assert(n > 0 && (size_t)n < sizeof(text)); /* sized so */
 	}
 	if (err == -ENOENT || (err == 0 && off - base >= n))
-		lf->read_base = off; /* end of file: the next read starts over */
+		lf->read_base =
+			off; /* end of file: the next read starts over */
 	pthread_mutex_unlock(&fs->lock);
 	if (err == -ENOENT) /* holds nothing (lock file, LOCK_UN): empty */
 		return (void)fuse_reply_buf(req, NULL, 0);
@@ -348,8 +348,7 @@ void lockfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	unlock_reply_when_done(u, req);
 }
 
-void lockfile_release(fuse_req_t req, fuse_ino_t ino,
-		      struct fuse_file_info *fi)
+void lockfile_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	lockfile_close(lockfile_of(fi));
@@ -370,8 +369,8 @@ void lockfile_shutdown_all(struct zkl_fs *fs)
 		pthread_mutex_lock(&fs->lock);
 		for (struct zkl_link *l = fs->lockfiles.next;
 		     l != &fs->lockfiles; l = l->next) {
-			struct lockfile *c = ZKL_CONTAINER_OF(
-				l, struct lockfile, link);
+			struct lockfile *c =
+				ZKL_CONTAINER_OF(l, struct lockfile, link);
 			if (c->state == LF_OPEN) {
 				lf = c;
 				lockfile_get(lf);

@@ -28,7 +28,10 @@ enum {
 	OPTS_KEY_UMASK,
 };
 
-#define OPTS_OPT(t, p) { t, offsetof(struct opts, p), 1 }
+#define OPTS_OPT(t, p)                         \
+	{                                      \
+		t, offsetof(struct opts, p), 1 \
+	}
 
 static const struct fuse_opt opts_table[] = {
 	OPTS_OPT("on_lost=%s", on_lost),
@@ -117,8 +120,8 @@ static int opts_number(struct opts_ctx *c, const char *arg,
 		       const struct opts_number *kind, unsigned long *out)
 {
 	const char *value = strchr(arg, '=') + 1;
-	int rc = opts_parse_number(value, kind->base, kind->min, kind->max,
-				   out);
+	int rc =
+		opts_parse_number(value, kind->base, kind->min, kind->max, out);
 
 	if (rc < 0 && !c->failed) {
 		snprintf(c->err, c->errlen, "-o %s: %s; expected %s", arg,
@@ -198,8 +201,10 @@ static int opts_proc(void *data, const char *arg, int key,
 		 * make progress, since no request ever blocks a worker. */
 		return 0;
 	case OPTS_KEY_RO:
-		return opts_fail(c, "a lock filesystem cannot be mounted "
-				    "read-only (%s)", "-o ro");
+		return opts_fail(c,
+				 "a lock filesystem cannot be mounted "
+				 "read-only (%s)",
+				 "-o ro");
 	case FUSE_OPT_KEY_NONOPT:
 		if (!c->o->connect) {
 			c->o->connect = (char *)arg;
@@ -281,8 +286,9 @@ static int opts_server(const char *spec, size_t len, FILE *out, char *err,
 	}
 	port = colon + 1;
 	if (hostlen == 0) {
-		snprintf(err, errlen, "server '%.*s': no host name before the "
-			 "port", (int)len, spec);
+		snprintf(err, errlen,
+			 "server '%.*s': no host name before the port",
+			 (int)len, spec);
 		return -EINVAL;
 	}
 	if ((size_t)(spec + len - port) >= sizeof(portbuf))
@@ -290,15 +296,17 @@ static int opts_server(const char *spec, size_t len, FILE *out, char *err,
 	memcpy(portbuf, port, (size_t)(spec + len - port));
 	portbuf[spec + len - port] = '\0';
 	if (opts_parse_number(portbuf, 10, 1, 65535, &num) < 0) {
-		snprintf(err, errlen, "server '%.*s': invalid port '%s' "
-			 "(1 to 65535)", (int)len, spec, portbuf);
+		snprintf(err, errlen,
+			 "server '%.*s': invalid port '%s' (1 to 65535)",
+			 (int)len, spec, portbuf);
 		return -EINVAL;
 	}
 	fprintf(out, "%.*s:%lu", (int)hostlen, host, num);
 	return 0;
 bad:
-	snprintf(err, errlen, "server '%.*s': expected host:port or "
-		 "[IPv6 address]:port", (int)len, spec);
+	snprintf(err, errlen,
+		 "server '%.*s': expected host:port or [IPv6 address]:port",
+		 (int)len, spec);
 	return -EINVAL;
 }
 
@@ -361,8 +369,7 @@ int opts_check_base(const char *b, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "base path has byte 0x%02x at offset %zu, which "
 			 "ZooKeeper refuses in a path (control characters, "
-			 "characters past U+FFFF and bytes that are not "
-			 "UTF-8)",
+			 "characters past U+FFFF and bytes that are not UTF-8)",
 			 (unsigned char)b[ok], ok);
 		return -EINVAL;
 	}
@@ -381,8 +388,9 @@ int opts_split_connect(const char *connect, char **hosts, char **base,
 	const char *b = slash ? slash : OPTS_DEFAULT_BASE;
 
 	if (hlen == 0) {
-		snprintf(err, errlen, "CONNECT '%s' names no server "
-				      "(expected host:port[,...][/path])",
+		snprintf(err, errlen,
+			 "CONNECT '%s' names no server "
+			 "(expected host:port[,...][/path])",
 			 connect);
 		return -EINVAL;
 	}
@@ -420,19 +428,19 @@ int opts_parse(int argc, char **argv, struct opts *o,
 	if (o->show_help || o->show_version)
 		return 0;
 	if (!o->connect || !o->mountpoint) {
-		snprintf(err, errlen, "usage: %s [options] CONNECT MOUNTPOINT "
-				      "(see --help)",
+		snprintf(err, errlen,
+			 "usage: %s [options] CONNECT MOUNTPOINT (see --help)",
 			 argv[0]);
 		return -EINVAL;
 	}
 	if (o->on_lost && opts_parse_on_lost(o->on_lost, &o->on_lost_signal)) {
-		snprintf(err, errlen, "on_lost=%s: expected log, signal or "
-				      "signal:SIG (e.g. signal:KILL)",
+		snprintf(err, errlen,
+			 "on_lost=%s: expected log, signal or "
+			 "signal:SIG (e.g. signal:KILL)",
 			 o->on_lost);
 		return -EINVAL;
 	}
-	return opts_split_connect(o->connect, &o->hosts, &o->base, err,
-				  errlen);
+	return opts_split_connect(o->connect, &o->hosts, &o->base, err, errlen);
 }
 
 void opts_free(struct opts *o)
@@ -452,12 +460,9 @@ void opts_print_help(const char *progname)
 	       "blocks until the exclusive lock is held, .../read until a shared\n"
 	       "lock is held; the last close releases it.  <resource>/holders\n"
 	       "lists who holds and waits, MOUNTPOINT/.status this mount's\n"
-	       "session; see zklockfs(8).\n"
-	       "\n"
+	       "session; see zklockfs(8).\n\n"
 	       "CONNECT is host:port[,host:port...][/base/path]; the base path\n"
-	       "defaults to %s and is created if missing.\n"
-	       "\n"
-	       "options:\n"
+	       "defaults to %s and is created if missing.\n\noptions:\n"
 	       "    -h, --help               print this help and exit\n"
 	       "    -V, --version            print the version and exit\n"
 	       "    -f                       stay in the foreground, log to stderr\n"

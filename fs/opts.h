@@ -31,7 +31,7 @@ struct opts {
 	unsigned uid, gid;   /* owner of every file, if has_uid / has_gid */
 	unsigned umask;      /* mode bits taken away, if has_umask */
 	int has_uid, has_gid, has_umask;
-	int on_lost_signal;  /* 0: only log a lost lock */
+	int on_lost_signal; /* 0: only log a lost lock */
 };
 
 /* Parse the value of -o on_lost: "log" (0) or "signal[:SIG]" (SIGTERM

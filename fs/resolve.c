@@ -69,14 +69,15 @@ int resolve_check(const char *hosts, char *err, size_t errlen)
 	}
 	if (found == 0) {
 		/* A message longer than err ends in "...". */
-		if ((size_t)snprintf(err, errlen, "cannot resolve any "
-				     "ZooKeeper server: %s", list) >= errlen &&
+		if ((size_t)snprintf(err, errlen,
+				     "cannot resolve any ZooKeeper server: %s",
+				     list) >= errlen &&
 		    errlen > 4)
 			strcpy(err + errlen - 4, "...");
 		rc = -ENOENT;
 	} else if (failed) {
-		log_msg(LOG_WARNING, "cannot resolve %s; using the other "
-			"servers", list);
+		log_msg(LOG_WARNING,
+			"cannot resolve %s; using the other servers", list);
 	}
 	free(list);
 	return rc;

@@ -41,11 +41,10 @@ int sigpend_parse(const char *status, uint64_t *pending, uint64_t *blocked)
 
 int sigpend_cancels(uint64_t pending, uint64_t blocked)
 {
-	const uint64_t harmless =
-		SIGPEND_BIT(SIGCHLD) | SIGPEND_BIT(SIGWINCH) |
-		SIGPEND_BIT(SIGURG) | SIGPEND_BIT(SIGCONT) |
-		SIGPEND_BIT(SIGSTOP) | SIGPEND_BIT(SIGTSTP) |
-		SIGPEND_BIT(SIGTTIN) | SIGPEND_BIT(SIGTTOU);
+	const uint64_t harmless = SIGPEND_BIT(SIGCHLD) | SIGPEND_BIT(SIGWINCH) |
+				  SIGPEND_BIT(SIGURG) | SIGPEND_BIT(SIGCONT) |
+				  SIGPEND_BIT(SIGSTOP) | SIGPEND_BIT(SIGTSTP) |
+				  SIGPEND_BIT(SIGTTIN) | SIGPEND_BIT(SIGTTOU);
 	/* SIGKILL cannot be blocked, whatever the mask says. */
 	uint64_t effective = pending & (~blocked | SIGPEND_BIT(SIGKILL));
 

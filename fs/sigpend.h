@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 /* Bit (sig - 1) set for each signal, as /proc shows masks. */
-#define SIGPEND_BIT(sig) (UINT64_C(1) << ((sig) - 1))
+#define SIGPEND_BIT(sig) (UINT64_C(1) << ((sig)-1))
 
 /* Parse the SigPnd, ShdPnd and SigBlk lines of a /proc/<tid>/status text.
  * Returns 0, or -EINVAL if a line is missing or malformed. */

@@ -15,10 +15,8 @@
 #include "znodename.h"
 
 static const char *const tree_file_names[] = {
-	[TREE_WRITE] = "write",
-	[TREE_READ] = "read",
-	[TREE_LOCK] = "lock",
-	[TREE_HOLDERS] = "holders",
+	[TREE_WRITE] = "write",    [TREE_READ] = "read",
+	[TREE_LOCK] = "lock",      [TREE_HOLDERS] = "holders",
 	[TREE_STATUS] = ".status",
 };
 
@@ -56,8 +54,8 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 			return TREE_NAME_FILE;
 		}
 	}
-	for (size_t k = 0; k < sizeof(tree_reserved_names) /
-				      sizeof(tree_reserved_names[0]);
+	for (size_t k = 0;
+	     k < sizeof(tree_reserved_names) / sizeof(tree_reserved_names[0]);
 	     k++)
 		if (strcmp(name, tree_reserved_names[k]) == 0)
 			return TREE_NAME_INVALID;
@@ -133,8 +131,8 @@ uint64_t tree_ino(struct tree *t, struct tree_res *r, enum tree_kind kind)
 static struct tree_res **tree_slot(struct tree *t, struct tree_res *parent,
 				   const char *name)
 {
-	struct tree_res **pr = &t->buckets[tree_hash(parent, name) %
-					   t->nbuckets];
+	struct tree_res **pr =
+		&t->buckets[tree_hash(parent, name) % t->nbuckets];
 
 	while (*pr && ((*pr)->parent != parent || strcmp((*pr)->name, name)))
 		pr = &(*pr)->hash_next;

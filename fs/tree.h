@@ -16,13 +16,13 @@
 #include <stdint.h>
 
 enum tree_kind {
-	TREE_DIR = 0,   /* the resource itself */
-	TREE_WRITE = 1, /* <resource>/write */
-	TREE_READ = 2,  /* <resource>/read */
-	TREE_LOCK = 3,  /* <resource>/lock: opens at once, for flock/fcntl */
+	TREE_DIR = 0,     /* the resource itself */
+	TREE_WRITE = 1,   /* <resource>/write */
+	TREE_READ = 2,    /* <resource>/read */
+	TREE_LOCK = 3,    /* <resource>/lock: opens at once, for flock/fcntl */
 	TREE_HOLDERS = 4, /* <resource>/holders: who holds and waits (text) */
 	TREE_LAST_FILE = TREE_HOLDERS, /* files of every resource: 1..this */
-	TREE_STATUS = 5,  /* MOUNT/.status: the session (text), root only */
+	TREE_STATUS = 5, /* MOUNT/.status: the session (text), root only */
 	TREE_KIND_MAX = 15,
 };
 

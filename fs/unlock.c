@@ -77,7 +77,7 @@ void unlock_add(struct unlock *u, struct zkl_lockreq *lr)
 	if (!u) {
 		/* Out of memory for the wait: still let go, at once. */
 		log_msg(LOG_WARNING, "out of memory: an unlock returns before "
-			"ZooKeeper confirmed it");
+				     "ZooKeeper confirmed it");
 		return lockreq_release(lr);
 	}
 	atomic_fetch_add(&u->pending, 1);

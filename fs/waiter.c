@@ -66,8 +66,8 @@ static void waiter_unlist(struct waiter *w)
 
 static void waiter_reply_failure(struct waiter *w)
 {
-	log_msg(LOG_DEBUG, "%s by pid %d failed: %s", w->ops->what,
-		(int)w->tid, strerror(w->fail_err));
+	log_msg(LOG_DEBUG, "%s by pid %d failed: %s", w->ops->what, (int)w->tid,
+		strerror(w->fail_err));
 	if (w->ops->failed)
 		w->ops->failed(w, w->fail_err);
 	else
@@ -323,8 +323,10 @@ static void *waiter_poller(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			if (sigpend_thread_cancels(batch[i]->tid) &&
 			    waiter_cancel(batch[i])) {
-				log_msg(LOG_DEBUG, "pid %d: a later signal "
-					"cancels its wait", (int)batch[i]->tid);
+				log_msg(LOG_DEBUG,
+					"pid %d: a later signal "
+					"cancels its wait",
+					(int)batch[i]->tid);
 				waiter_fail(batch[i], EINTR);
 			}
 			waiter_put(batch[i]);

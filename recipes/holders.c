@@ -18,7 +18,7 @@ struct holders_query;
 /* What the read of one node brought back. */
 struct holders_read {
 	struct holders_query *q;
-	int gone;        /* deleted since the listing */
+	int gone; /* deleted since the listing */
 	int64_t czxid;
 	int64_t ctime_ms;
 	char *data;
@@ -29,13 +29,13 @@ struct holders_query {
 	struct zkl_session *s;
 	holders_fn cb;
 	void *arg;
-	int err;         /* the first failed read's */
-	size_t pending;  /* reads not answered, +1 while sending */
-	size_t nours;    /* nodes[0..nours): ours, in queue order */
-	size_t n;        /* nodes[nours..n): foreign, by sequence */
+	int err;        /* the first failed read's */
+	size_t pending; /* reads not answered, +1 while sending */
+	size_t nours;   /* nodes[0..nours): ours, in queue order */
+	size_t n;       /* nodes[nours..n): foreign, by sequence */
 	struct zkl_node *nodes;
 	struct holders_read *reads; /* parallel to nodes */
-	char **names;    /* copies of the listed names */
+	char **names;               /* copies of the listed names */
 	size_t nnames;
 	char dir[];
 };
@@ -123,8 +123,7 @@ static void holders_on_data(int rc, const char *value, int len,
 
 /* Keep copies of the names; parse ours into queue order, then the foreign
  * ones.  Returns 0 or -ENOMEM. */
-static int holders_parse(struct holders_query *q, char *const *names,
-			 size_t n)
+static int holders_parse(struct holders_query *q, char *const *names, size_t n)
 {
 	q->names = calloc(n + 1, sizeof(*q->names));
 	q->nodes = calloc(n + 1, sizeof(*q->nodes));
@@ -147,8 +146,7 @@ static int holders_parse(struct holders_query *q, char *const *names,
 	return 0;
 }
 
-static void holders_on_listed(int err, char *const *names, size_t n,
-			      void *arg)
+static void holders_on_listed(int err, char *const *names, size_t n, void *arg)
 {
 	struct holders_query *q = arg;
 	struct zkl_session *s = q->s;

@@ -15,18 +15,18 @@
 #include "session.h"
 
 enum holders_state {
-	HOLDERS_HELD,    /* nothing it must wait for is ahead of it */
+	HOLDERS_HELD, /* nothing it must wait for is ahead of it */
 	HOLDERS_WAITING,
 	HOLDERS_FOREIGN, /* another tool's lock node: not in our queue */
 };
 
 struct holders_node {
-	const char *name;     /* the node's name in the resource */
+	const char *name; /* the node's name in the resource */
 	enum holders_state state;
 	enum zkl_mode mode;
-	int64_t token;        /* czxid: the holder's fencing token */
-	int64_t ctime_ms;     /* when it was created, by the server's clock */
-	const char *data;     /* its content (len bytes, not NUL-ended) */
+	int64_t token;    /* czxid: the holder's fencing token */
+	int64_t ctime_ms; /* when it was created, by the server's clock */
+	const char *data; /* its content (len bytes, not NUL-ended) */
 	size_t len;
 };
 
@@ -34,8 +34,8 @@ struct holders_node {
  * node).  nodes[0..n) and what they point to are valid only during the
  * call: ours first, in queue order (holders before waiters), then the
  * foreign ones by sequence. */
-typedef void (*holders_fn)(int err, const struct holders_node *nodes,
-			   size_t n, void *arg);
+typedef void (*holders_fn)(int err, const struct holders_node *nodes, size_t n,
+			   void *arg);
 
 /* List the resource znode `dir` and read every lock node in it.  cb runs
  * once, on ZooKeeper's completion thread, unless this returns -errno. */

@@ -19,8 +19,8 @@ struct zkl_lockreq;
 struct zkl_session {
 	char *base;
 	char *hosts;
-	char *auth;              /* "user:password" for digest auth, or NULL */
-	struct ACL_vector *acl;  /* of every node we create */
+	char *auth;             /* "user:password" for digest auth, or NULL */
+	struct ACL_vector *acl; /* of every node we create */
 	int session_timeout_ms;
 	pthread_t keeper; /* replaces an expired handle (session.c) */
 	session_lost_fn lost_hook;
@@ -33,18 +33,18 @@ struct zkl_session {
 	 * only queues. */
 	pthread_mutex_t lock;
 	pthread_cond_t state_changed;
-	zhandle_t *zh;      /* replaced when the session expires: read it,
+	zhandle_t *zh; /* replaced when the session expires: read it,
 			     * and call zoo_a*() on it, with the lock held */
 	int64_t client_id;
 	enum zkl_conn_state state;
-	int expired;        /* zh's session expired: the keeper replaces it */
-	int draining;       /* the old handle is closing: resume nothing yet */
-	int closing;        /* session_close: the keeper stops */
-	int dead;           /* authentication failed: no new session helps */
-	struct zkl_link resume;  /* lock requests to resume on (re)connect */
-	struct zkl_link live;    /* every started, not yet freed request */
+	int expired;  /* zh's session expired: the keeper replaces it */
+	int draining; /* the old handle is closing: resume nothing yet */
+	int closing;  /* session_close: the keeper stops */
+	int dead;     /* authentication failed: no new session helps */
+	struct zkl_link resume; /* lock requests to resume on (re)connect */
+	struct zkl_link live;   /* every started, not yet freed request */
 	struct watchtab watches;
-	struct strtab queues;    /* of struct zkl_queue, by resource path */
+	struct strtab queues; /* of struct zkl_queue, by resource path */
 	uint64_t grants, losses, expirations; /* since session_open */
 };
 

@@ -12,7 +12,7 @@ struct zkl_link {
 };
 
 #define ZKL_CONTAINER_OF(ptr, type, member) \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 static inline void list_init(struct zkl_link *head)
 {

@@ -16,10 +16,10 @@
 #define LOCKQUERY_MAX_SKIP 2
 
 struct lockquery_answer {
-	int blocked;         /* 0: a request of that mode would hold at once */
-	enum zkl_mode mode;  /* the blocking node's mode */
-	const char *node;    /* its name */
-	const char *data;    /* its content, or NULL if it kept vanishing */
+	int blocked;        /* 0: a request of that mode would hold at once */
+	enum zkl_mode mode; /* the blocking node's mode */
+	const char *node;   /* its name */
+	const char *data;   /* its content, or NULL if it kept vanishing */
 	size_t datalen;
 };
 

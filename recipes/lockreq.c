@@ -50,10 +50,10 @@ enum lr_phase {
 
 struct zkl_lockreq {
 	struct zkl_session *s;
-	struct zkl_queue *q;    /* the resource's queue, once started */
+	struct zkl_queue *q;         /* the resource's queue, once started */
 	struct zkl_queue_wait qwait; /* in q->waiting for a listing */
 	struct zkl_queue_leaving leaving; /* in q->leaving while DELETING */
-	struct zkl_link live;   /* in s->live once started */
+	struct zkl_link live;             /* in s->live once started */
 	struct zkl_link resume; /* in s->resume while waiting to reconnect */
 	struct zkl_link notify; /* in a notify list until done() has run */
 	struct zkl_watch watch; /* in s->watches while PH_WATCHING */
@@ -78,7 +78,7 @@ struct zkl_lockreq {
 	void *gone_arg;
 	/* All in the one allocation of the request, after create_path: */
 	char *dir;
-	char *node;    /* full path of our node once known, else "" */
+	char *node; /* full path of our node once known, else "" */
 	size_t nodesize;
 	char *data;
 	size_t datalen;
@@ -200,7 +200,7 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	/* One allocation: nothing to free piecemeal, one malloc per lock. */
 	pathlen = dirlen + 1 + (size_t)rc;
 	lr = calloc(1, sizeof(*lr) + (pathlen + 1) + (pathlen + LR_SEQ_ROOM) +
-		       (dirlen + 1) + datalen);
+			       (dirlen + 1) + datalen);
 	if (!lr)
 		return -ENOMEM;
 	sprintf(lr->create_path, "%s/%s", dir, prefix);
@@ -248,8 +248,7 @@ static void lr_tell_locked(struct zkl_lockreq *lr, int err,
 
 /* If the owner waits for the node to be gone and it is, queue that news
  * (once).  Every entry point calls this before dropping its reference. */
-static void lr_tell_gone_locked(struct zkl_lockreq *lr,
-				struct zkl_link *notify)
+static void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	if (!lr->gone_fn || lr->gone_told || lr->phase != PH_GONE)
 		return;
@@ -273,9 +272,8 @@ static void lr_leave_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 void lockreq_notify_all(struct zkl_link *notify)
 {
 	while (!list_empty(notify)) {
-		struct zkl_lockreq *lr = ZKL_CONTAINER_OF(notify->next,
-							  struct zkl_lockreq,
-							  notify);
+		struct zkl_lockreq *lr = ZKL_CONTAINER_OF(
+			notify->next, struct zkl_lockreq, notify);
 		list_del(&lr->notify);
 		if (lr->notify_gone)
 			lr->gone_fn(lr->gone_arg);
@@ -530,7 +528,7 @@ static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 	if (me < 0) {
 		/* Deleted by someone else while we queued. */
 		log_msg(LOG_WARNING, "lock node %s vanished while queued",
-		       lr->node);
+			lr->node);
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, -EIO, notify);
 		return;
@@ -588,8 +586,7 @@ static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 void lockreq_listed_locked(struct zkl_queue_wait *w, int rc,
 			   struct zkl_link *notify)
 {
-	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq,
-						  qwait);
+	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, qwait);
 
 	if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
 		/* stale: the request moved on (cancelled, expired, or its
@@ -598,8 +595,7 @@ void lockreq_listed_locked(struct zkl_queue_wait *w, int rc,
 		lr_defer(lr, notify);
 	} else if (rc == ZOK && lr->phase == PH_LISTING) {
 		lr_evaluate(lr, notify);
-	} else if ((rc == ZOK || rc == ZNONODE) &&
-		   lr->phase == PH_RECOVERING) {
+	} else if ((rc == ZOK || rc == ZNONODE) && lr->phase == PH_RECOVERING) {
 		lr_recover(lr, notify);
 	} else {
 		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
@@ -633,9 +629,9 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 		/* Not ours after all (an earlier session's, or gone). */
 		if (rc == ZOK)
 			log_msg(LOG_WARNING,
-			       "%s carries our GUID but another session "
-			       "(0x%" PRIx64 ") owns it",
-			       lr->node, (uint64_t)st->ephemeralOwner);
+				"%s carries our GUID but another session "
+				"(0x%" PRIx64 ") owns it",
+				lr->node, (uint64_t)st->ephemeralOwner);
 		lr->node[0] = '\0';
 		if (lr->outcome == LR_FINISHED)
 			lr->phase = PH_GONE;
@@ -686,8 +682,7 @@ static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 		return;
 	}
 	memcpy(lr->guid, guid, sizeof(guid));
-	memcpy(lr->create_path + strlen(lr->dir) + 1 + 3, guid,
-	       NAMES_GUID_LEN);
+	memcpy(lr->create_path + strlen(lr->dir) + 1 + 3, guid, NAMES_GUID_LEN);
 	lr->node[0] = '\0';
 	lr->create_attempts = 0;
 	lr->maybe_stray = 0;

@@ -56,8 +56,8 @@ static int names_is_guid(const char *s)
 {
 	for (int i = 0; i < NAMES_GUID_LEN; i++) {
 		int dash = i == 8 || i == 13 || i == 18 || i == 23;
-		if (dash ? s[i] != '-' :
-			   !((s[i] >= '0' && s[i] <= '9') ||
+		if (dash ? s[i] != '-'
+			 : !((s[i] >= '0' && s[i] <= '9') ||
 			     (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	}
@@ -128,7 +128,7 @@ static int names_foreign_marker(const char *name, size_t sfx,
 				enum zkl_mode *mode)
 {
 	for (size_t i = 0; i < sizeof(names_foreign_markers) /
-				      sizeof(names_foreign_markers[0]);
+				       sizeof(names_foreign_markers[0]);
 	     i++) {
 		const char *m = names_foreign_markers[i].marker;
 		size_t mlen = strlen(m);

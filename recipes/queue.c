@@ -86,9 +86,11 @@ static int queue_replace_view(struct zkl_queue *q,
 	q->gone = (unsigned char *)(nodes + count);
 	memset(q->gone, 0, n);
 	q->n = n;
-	for (struct zkl_link *l = q->leaving.next; l != &q->leaving; l = l->next)
+	for (struct zkl_link *l = q->leaving.next; l != &q->leaving;
+	     l = l->next)
 		queue_mark_gone(q, ZKL_CONTAINER_OF(l, struct zkl_queue_leaving,
-						    link)->name);
+						    link)
+					   ->name);
 	return 0;
 }
 
@@ -188,7 +190,8 @@ static void queue_serve_locked(struct zkl_queue *q, uint64_t gen, int rc,
 		struct zkl_link *l = served.next;
 		list_del(l);
 		lockreq_listed_locked(ZKL_CONTAINER_OF(l, struct zkl_queue_wait,
-						       link), rc, notify);
+						       link),
+				      rc, notify);
 	}
 }
 

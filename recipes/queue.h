@@ -50,7 +50,7 @@ struct zkl_queue_wait {
 struct zkl_queue {
 	struct strtab_item item; /* in the session's table; key: dir */
 	struct zkl_session *s;
-	int refs;                /* requests + the listing in flight */
+	int refs; /* requests + the listing in flight */
 
 	/* The latest listing, in queue order; gone[i] once nodes[i] is known
 	 * to be deleted; every node before lo is gone. */

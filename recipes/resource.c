@@ -37,8 +37,8 @@ static void resource_on_listed(int rc, const struct String_vector *v,
 	free(op);
 }
 
-int resource_list(struct zkl_session *s, const char *path,
-		  resource_list_fn cb, void *arg)
+int resource_list(struct zkl_session *s, const char *path, resource_list_fn cb,
+		  void *arg)
 {
 	struct resource_op *op = resource_op_new(arg);
 	int rc;
@@ -85,8 +85,7 @@ int resource_create(struct zkl_session *s, const char *path,
 		rc = session_create_parents_locked(s, parent);
 	}
 	if (rc == 0)
-		rc = session_errno(zoo_acreate(s->zh, path, NULL, -1,
-					       s->acl,
+		rc = session_errno(zoo_acreate(s->zh, path, NULL, -1, s->acl,
 					       ZOO_PERSISTENT,
 					       resource_on_created, op));
 	pthread_mutex_unlock(&s->lock);

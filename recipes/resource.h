@@ -17,8 +17,8 @@ typedef void (*resource_list_fn)(int err, char *const *names, size_t n,
 typedef void (*resource_done_fn)(int err, void *arg);
 
 /* Children of the znode `path`.  Returns 0 or -errno (no callback). */
-int resource_list(struct zkl_session *s, const char *path,
-		  resource_list_fn cb, void *arg);
+int resource_list(struct zkl_session *s, const char *path, resource_list_fn cb,
+		  void *arg);
 
 /* Create `path` and any missing parent between the base and it.
  * err: 0, -EEXIST if path existed already. */

@@ -79,8 +79,7 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	out->timeout_ms = zoo_recv_timeout(s->zh);
 	/* The client formats it into a buffer of its own: copy at once. */
 	server = zoo_get_current_server(s->zh);
-	snprintf(out->server, sizeof(out->server), "%s",
-		 server ? server : "");
+	snprintf(out->server, sizeof(out->server), "%s", server ? server : "");
 	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next)
 		lockreq_count_locked(lockreq_from_live_link(l), &out->held,
 				     &out->waiting);
@@ -185,18 +184,22 @@ static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
 		   zstate == ZOO_ASSOCIATING_STATE) {
 		if (s->state == ZKL_CONN_CONNECTED) {
 			s->state = ZKL_CONN_CONNECTING;
-			log_msg(LOG_INFO, "ZooKeeper connection lost; session "
+			log_msg(LOG_INFO,
+				"ZooKeeper connection lost; session "
 				"0x%" PRIx64 " may still live: locks are kept "
-				"while reconnecting", (uint64_t)s->client_id);
+				"while reconnecting",
+				(uint64_t)s->client_id);
 		}
 	} else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
-		log_msg(LOG_WARNING, "ZooKeeper session 0x%" PRIx64 " expired: "
+		log_msg(LOG_WARNING,
+			"ZooKeeper session 0x%" PRIx64 " expired: "
 			"every lock it held is lost; waiters queue again on a "
-			"new session", (uint64_t)s->client_id);
+			"new session",
+			(uint64_t)s->client_id);
 		session_expired_locked(s, 1, &lost, &notify);
 	} else if (zstate == ZOO_AUTH_FAILED_STATE) {
 		log_msg(LOG_ERR, "ZooKeeper authentication failed: every lock "
-			"is lost and no new lock can be taken");
+				 "is lost and no new lock can be taken");
 		session_expired_locked(s, 0, &lost, &notify);
 	}
 	pthread_cond_broadcast(&s->state_changed);
@@ -223,8 +226,8 @@ static void session_wake_path_locked(struct zkl_session *s, const char *path,
 	ZKL_ASSERT_HELD(&s->lock);
 	watchtab_take(&s->watches, path, &fired);
 	while (!list_empty(&fired)) {
-		struct zkl_watch *w = ZKL_CONTAINER_OF(fired.next,
-						       struct zkl_watch, link);
+		struct zkl_watch *w =
+			ZKL_CONTAINER_OF(fired.next, struct zkl_watch, link);
 		list_del(&w->link);
 		lockreq_kick_locked(lockreq_from_watch(w),
 				    deleted ? path : NULL, notify);
@@ -358,9 +361,9 @@ int session_create_parents_locked(struct zkl_session *s, const char *dir)
 		if (path[i] != '/' && path[i] != '\0')
 			continue;
 		path[i] = '\0';
-		int rc = zoo_acreate(s->zh, path, NULL, -1,
-				     s->acl, ZOO_PERSISTENT,
-				     session_ignore_create, NULL);
+		int rc = zoo_acreate(s->zh, path, NULL, -1, s->acl,
+				     ZOO_PERSISTENT, session_ignore_create,
+				     NULL);
 		if (rc != ZOK)
 			return session_errno(rc);
 		path[i] = dir[i];
@@ -383,9 +386,8 @@ static int session_create_base(struct zkl_session *s, char *err, size_t errlen)
 		if (path[i] != '/' && path[i] != '\0')
 			continue;
 		path[i] = '\0';
-		int rc = zoo_create(s->zh, path, NULL, -1,
-				    s->acl, ZOO_PERSISTENT, NULL,
-				    0);
+		int rc = zoo_create(s->zh, path, NULL, -1, s->acl,
+				    ZOO_PERSISTENT, NULL, 0);
 		if (rc != ZOK && rc != ZNODEEXISTS) {
 			snprintf(err, errlen, "cannot create %s: %s", path,
 				 zerror(rc));
@@ -470,8 +472,10 @@ static void *session_keeper(void *arg)
 			break;
 		fresh = session_new_handle(s);
 		if (!fresh) {
-			log_msg(LOG_ERR, "cannot open a new ZooKeeper session: "
-				"%s; retrying", strerror(errno));
+			log_msg(LOG_ERR,
+				"cannot open a new ZooKeeper session: "
+				"%s; retrying",
+				strerror(errno));
 			session_nap_locked(s, 1000);
 			continue;
 		}
@@ -496,8 +500,7 @@ static void *session_keeper(void *arg)
 	return NULL;
 }
 
-void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn,
-			   void *arg)
+void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn, void *arg)
 {
 	pthread_mutex_lock(&s->lock);
 	s->lost_hook = fn;
@@ -514,9 +517,9 @@ static int session_wait_connected(struct zkl_session *s, int timeout_ms)
 	while (s->state == ZKL_CONN_CONNECTING && rc == 0)
 		rc = pthread_cond_timedwait(&s->state_changed, &s->lock,
 					    &deadline);
-	rc = s->state == ZKL_CONN_CONNECTED ? 0 :
-	     s->state == ZKL_CONN_EXPIRED   ? -ECONNREFUSED :
-					      -ETIMEDOUT;
+	rc = s->state == ZKL_CONN_CONNECTED ? 0
+	     : s->state == ZKL_CONN_EXPIRED ? -ECONNREFUSED
+					    : -ETIMEDOUT;
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -578,8 +581,8 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		return rc;
 	}
 	rc = session_create_base(s, err, errlen);
-	if (rc == 0 && (rc = -pthread_create(&s->keeper, NULL, session_keeper,
-					     s)) < 0)
+	if (rc == 0 &&
+	    (rc = -pthread_create(&s->keeper, NULL, session_keeper, s)) < 0)
 		snprintf(err, errlen, "cannot start a thread: %s",
 			 strerror(-rc));
 	if (rc < 0) {

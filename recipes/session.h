@@ -15,11 +15,11 @@
 struct zkl_session;
 
 struct zkl_session_opts {
-	const char *hosts;       /* "host:port[,host:port...]" */
-	const char *base;        /* absolute znode path, e.g. "/zklockfs" */
-	int session_timeout_ms;  /* requested session timeout */
-	int connect_timeout_ms;  /* give up on the first connection after this */
-	int zk_log_level;        /* ZOO_LOG_LEVEL_*; 0 keeps the client's */
+	const char *hosts;      /* "host:port[,host:port...]" */
+	const char *base;       /* absolute znode path, e.g. "/zklockfs" */
+	int session_timeout_ms; /* requested session timeout */
+	int connect_timeout_ms; /* give up on the first connection after this */
+	int zk_log_level;       /* ZOO_LOG_LEVEL_*; 0 keeps the client's */
 	/* "user:password": authenticate with ZooKeeper's digest scheme and
 	 * give every node we create to that identity alone.  NULL: no
 	 * authentication, nodes open to all. */
@@ -29,14 +29,14 @@ struct zkl_session_opts {
 enum zkl_conn_state {
 	ZKL_CONN_CONNECTING, /* no server yet, or the connection broke */
 	ZKL_CONN_CONNECTED,
-	ZKL_CONN_EXPIRED,    /* the session ended; a new one is on its way */
+	ZKL_CONN_EXPIRED, /* the session ended; a new one is on its way */
 };
 
 /* A held lock was lost with its session: `node` (its path) and `data` (the
  * content it was created with).  Called once per lost lock, on ZooKeeper's
  * completion thread, without any lock of ours held. */
-typedef void (*session_lost_fn)(const char *node, const void *data,
-				size_t len, void *arg);
+typedef void (*session_lost_fn)(const char *node, const void *data, size_t len,
+				void *arg);
 
 /* Connect and create the base path.  Blocks the calling thread (startup
  * only).  On failure returns -errno (-ETIMEDOUT when no server answered in
@@ -63,14 +63,14 @@ enum zkl_conn_state session_state(struct zkl_session *s);
 /* What .status shows: the state of the session and what it did. */
 struct zkl_session_stats {
 	enum zkl_conn_state state;
-	int dead;            /* no new session can help (authentication) */
+	int dead; /* no new session can help (authentication) */
 	int64_t session_id;
-	int timeout_ms;      /* as the server granted it */
-	char server[128];    /* the server connected to (or being tried) */
-	uint64_t held;       /* lock requests holding now */
-	uint64_t waiting;    /* ... queued or about to be */
-	uint64_t grants;     /* since the mount, over all its sessions */
-	uint64_t losses;     /* held locks lost with an expired session */
+	int timeout_ms;   /* as the server granted it */
+	char server[128]; /* the server connected to (or being tried) */
+	uint64_t held;    /* lock requests holding now */
+	uint64_t waiting; /* ... queued or about to be */
+	uint64_t grants;  /* since the mount, over all its sessions */
+	uint64_t losses;  /* held locks lost with an expired session */
 	uint64_t expirations;
 };
 

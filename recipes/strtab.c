@@ -34,8 +34,7 @@ void strtab_destroy(struct strtab *t)
 	t->nbuckets = t->nitems = 0;
 }
 
-static struct strtab_item **strtab_slot(const struct strtab *t,
-					const char *key)
+static struct strtab_item **strtab_slot(const struct strtab *t, const char *key)
 {
 	struct strtab_item **pi = &t->buckets[strtab_hash(key) % t->nbuckets];
 

@@ -37,7 +37,11 @@ int zoo_acreate2(zhandle_t *zh, const char *path, const char *value,
 		 int valuelen, const struct ACL_vector *acl, int mode,
 		 string_stat_completion_t completion, const void *data)
 {
-	(void)zh; (void)value; (void)valuelen; (void)acl; (void)mode;
+	(void)zh;
+	(void)value;
+	(void)valuelen;
+	(void)acl;
+	(void)mode;
 	fake_push(FAKE_CREATE, path, (const void *)completion, data);
 	return ZOK;
 }
@@ -46,7 +50,11 @@ int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
 		int valuelen, const struct ACL_vector *acl, int mode,
 		string_completion_t completion, const void *data)
 {
-	(void)zh; (void)value; (void)valuelen; (void)acl; (void)mode;
+	(void)zh;
+	(void)value;
+	(void)valuelen;
+	(void)acl;
+	(void)mode;
 	fake_push(FAKE_CREATE_PARENT, path, (const void *)completion, data);
 	return ZOK;
 }
@@ -70,8 +78,7 @@ int zoo_aexists(zhandle_t *zh, const char *path, int watch,
 }
 
 int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
-	      void *watcherCtx, data_completion_t completion,
-	      const void *data)
+	      void *watcherCtx, data_completion_t completion, const void *data)
 {
 	struct fake_call *c;
 	int rc = fake_awget_fails_with;
@@ -110,7 +117,10 @@ int zoo_adelete(zhandle_t *zh, const char *path, int version,
 int zoo_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen,
 	     int version, stat_completion_t completion, const void *data)
 {
-	(void)zh; (void)buffer; (void)buflen; (void)version;
+	(void)zh;
+	(void)buffer;
+	(void)buflen;
+	(void)version;
 	fake_push(FAKE_SET, path, (const void *)completion, data);
 	return ZOK;
 }
@@ -180,8 +190,8 @@ void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid)
 	snprintf(last_create_name, sizeof(last_create_name), "%s%s", c->path,
 		 seq_suffix);
 	((string_stat_completion_t)c->completion)(
-		rc, rc == ZOK ? last_create_name : NULL,
-		rc == ZOK ? &st : NULL, c->data);
+		rc, rc == ZOK ? last_create_name : NULL, rc == ZOK ? &st : NULL,
+		c->data);
 }
 
 void fake_complete_children(int rc, const char *const *names, int n)
@@ -198,8 +208,7 @@ void fake_complete_exists(int rc, int64_t owner, int64_t czxid)
 	struct fake_call *c = fake_pop(FAKE_EXISTS);
 	struct Stat st = { .czxid = czxid, .ephemeralOwner = owner };
 
-	((stat_completion_t)c->completion)(rc, rc == ZOK ? &st : NULL,
-					   c->data);
+	((stat_completion_t)c->completion)(rc, rc == ZOK ? &st : NULL, c->data);
 }
 
 void fake_complete_get(int rc)
@@ -207,8 +216,8 @@ void fake_complete_get(int rc)
 	struct fake_call *c = fake_pop(FAKE_GET);
 	struct Stat st = { 0 };
 
-	((data_completion_t)c->completion)(rc, "", 0,
-					   rc == ZOK ? &st : NULL, c->data);
+	((data_completion_t)c->completion)(rc, "", 0, rc == ZOK ? &st : NULL,
+					   c->data);
 }
 
 void fake_complete_read(int rc, const char *value, int64_t czxid,

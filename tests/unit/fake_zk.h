@@ -12,9 +12,16 @@
 
 #include "internal.h"
 
-enum fake_op { FAKE_CREATE, FAKE_CHILDREN, FAKE_EXISTS, FAKE_GET,
-	       FAKE_DELETE, FAKE_SET, FAKE_CREATE_PARENT,
-	       FAKE_READ /* zoo_aget: no watch */ };
+enum fake_op {
+	FAKE_CREATE,
+	FAKE_CHILDREN,
+	FAKE_EXISTS,
+	FAKE_GET,
+	FAKE_DELETE,
+	FAKE_SET,
+	FAKE_CREATE_PARENT,
+	FAKE_READ /* zoo_aget: no watch */
+};
 
 struct fake_call {
 	enum fake_op op;

@@ -47,9 +47,9 @@ Test(holders, reads_every_lock_node_in_queue_order_then_foreign_ones)
 {
 	struct zkl_session *s = fake_session();
 	static const char *const listing[] = {
-		"9f2c__lock__0000000002",         /* kazoo's: foreign */
+		"9f2c__lock__0000000002", /* kazoo's: foreign */
 		OURS("c", "read", "0000000004"),
-		"sub",                            /* a sub-resource */
+		"sub", /* a sub-resource */
 		OURS("a", "write", "0000000001"),
 		OURS("b", "read", "0000000003"),
 		OURS("d", "write", "0000000005"),

@@ -52,11 +52,13 @@ Test(identity, keys_match_whole_words_and_values_are_bounded)
 	const char text[] = "hostname x\nhost b\npid \nnote a long note";
 	char v[5];
 
-	cr_assert_geq(identity_get(text, strlen(text), "host", v, sizeof(v)), 0);
+	cr_assert_geq(identity_get(text, strlen(text), "host", v, sizeof(v)),
+		      0);
 	cr_assert_str_eq(v, "b", "'hostname' is not 'host'");
 	cr_assert_geq(identity_get(text, strlen(text), "pid", v, sizeof(v)), 0);
 	cr_assert_str_eq(v, "", "an empty value");
-	cr_assert_geq(identity_get(text, strlen(text), "note", v, sizeof(v)), 0);
+	cr_assert_geq(identity_get(text, strlen(text), "note", v, sizeof(v)),
+		      0);
 	cr_assert_str_eq(v, "a lo", "truncated to the buffer");
 	cr_assert_eq(identity_get(text, strlen(text), "uid", v, sizeof(v)),
 		     -ENOENT);
@@ -69,7 +71,7 @@ Test(identity, a_note_with_nul_bytes_is_read_whole)
 	static const char text[] = "host h\nnote a\0b\\c\n";
 	char v[32];
 
-	cr_assert_eq(identity_get(text, sizeof(text) - 1, "note", v,
-				  sizeof(v)), 5);
+	cr_assert_eq(identity_get(text, sizeof(text) - 1, "note", v, sizeof(v)),
+		     5);
 	cr_assert_eq(memcmp(v, "a\0b\\c", 5), 0);
 }

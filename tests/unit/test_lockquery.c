@@ -31,8 +31,8 @@ static void on_answer(int err, const struct lockquery_answer *a, void *arg)
 	if (a->node)
 		snprintf(out->node, sizeof(out->node), "%s", a->node);
 	if (a->data)
-		snprintf(out->data, sizeof(out->data), "%.*s",
-			 (int)a->datalen, a->data);
+		snprintf(out->data, sizeof(out->data), "%.*s", (int)a->datalen,
+			 a->data);
 }
 
 static struct zkl_session *s;
@@ -60,7 +60,8 @@ Test(lockquery, a_writer_in_the_way_is_reported_with_its_holder)
 	struct answer a = { 0 };
 
 	cr_assert_eq(lockquery_start(s, "/b/r", ZKL_MODE_READ, NULL, 0,
-				     on_answer, &a), 0);
+				     on_answer, &a),
+		     0);
 	listed(q, 2);
 	cr_assert(strstr(fake_peek(FAKE_READ)->path, WRITER));
 	fake_complete_read(ZOK, "pid 42", 1001, 0);
@@ -79,7 +80,8 @@ Test(lockquery, a_blocker_gone_before_its_read_and_no_other_is_no_lock)
 	struct answer a = { 0 };
 
 	cr_assert_eq(lockquery_start(s, "/b/r", ZKL_MODE_WRITE, NULL, 0,
-				     on_answer, &a), 0);
+				     on_answer, &a),
+		     0);
 	listed(q, 1);
 	fake_complete_read(ZNONODE, NULL, 0, 0);
 	cr_assert_eq(a.calls, 0, "lists again");
@@ -97,7 +99,8 @@ Test(lockquery, a_blocker_gone_before_its_read_reports_the_next_one)
 	struct answer a = { 0 };
 
 	cr_assert_eq(lockquery_start(s, "/b/r", ZKL_MODE_WRITE, NULL, 0,
-				     on_answer, &a), 0);
+				     on_answer, &a),
+		     0);
 	listed(first, 2);
 	fake_complete_read(ZNONODE, NULL, 0, 0);
 	listed(then, 1);
@@ -117,7 +120,8 @@ Test(lockquery, our_own_nodes_are_skipped)
 	struct answer a = { 0 };
 
 	cr_assert_eq(lockquery_start(s, "/b/r", ZKL_MODE_WRITE, skip, 1,
-				     on_answer, &a), 0);
+				     on_answer, &a),
+		     0);
 	listed(q, 1);
 	cr_assert_eq(a.calls, 1);
 	cr_assert_eq(a.blocked, 0);

@@ -45,8 +45,8 @@ static struct zkl_lockreq *start(enum zkl_mode mode, unsigned flags)
 {
 	struct zkl_lockreq *lr;
 
-	cr_assert_eq(lockreq_new(s, "/b/r", mode, flags, "id", 2, on_done,
-				 NULL, &lr),
+	cr_assert_eq(lockreq_new(s, "/b/r", mode, flags, "id", 2, on_done, NULL,
+				 &lr),
 		     0);
 	cr_assert_eq(lockreq_start(lr), 0);
 	cr_assert_eq(fake_pending(), 2, "create and listing are pipelined");
@@ -187,8 +187,9 @@ Test(lockreq, our_own_node_being_deleted_does_not_block_our_next_request)
 	listed_with(name_a, NULL);
 	cr_assert_eq(done_calls, 1);
 	/* The next open's create went out before the close's delete... */
-	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2,
-				 on_done, NULL, &b), 0);
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2, on_done,
+				 NULL, &b),
+		     0);
 	cr_assert_eq(lockreq_start(b), 0);
 	lockreq_release(a);
 	created(2);
@@ -209,12 +210,15 @@ Test(lockreq, requests_on_one_resource_share_the_listing_in_flight)
 	const char *names[3];
 
 	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "id", 2, on_done,
-				 NULL, &b), 0);
+				 NULL, &b),
+		     0);
 	cr_assert_eq(lockreq_start(b), 0);
 	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "id", 2, on_done,
-				 NULL, &c), 0);
+				 NULL, &c),
+		     0);
 	cr_assert_eq(lockreq_start(c), 0);
-	cr_assert_eq(fake_pending(), 4, "a listing is in flight: b and c "
+	cr_assert_eq(fake_pending(), 4,
+		     "a listing is in flight: b and c "
 		     "send their creates and wait for the next one");
 	created(1);
 	strcpy(name_a, my_name);
@@ -558,8 +562,8 @@ Test(lockreq, release_then_waits_through_a_lost_delete_reply)
 {
 	held_then_released();
 	fake_complete_void(FAKE_DELETE, ZCONNECTIONLOSS);
-	cr_assert_eq(gone_calls, 0, "a delete lost to the connection is not "
-		     "a delete");
+	cr_assert_eq(gone_calls, 0,
+		     "a delete lost to the connection is not a delete");
 	expect_delete_of_mine();
 	cr_assert_eq(gone_calls, 1);
 }
@@ -584,7 +588,8 @@ Test(lockreq, release_then_with_nothing_in_zookeeper_is_told_at_once)
 
 	gone_calls = 0;
 	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "", 0, on_done,
-				 NULL, &lr), 0);
+				 NULL, &lr),
+		     0);
 	lockreq_release_then(lr, on_gone, NULL);
 	cr_assert_eq(gone_calls, 1, "no node: nothing to wait for");
 	cr_assert_eq(fake_pending(), 0);

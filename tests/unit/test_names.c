@@ -35,12 +35,19 @@ Test(names, parses_wrapped_negative_sequence)
 Test(names, rejects_foreign_and_malformed_names)
 {
 	static const char *const bad[] = {
-		"", "deploy", "write-0000000001", "_c_-write-0000000001",
-		"_c_" G1 "-write-", "_c_" G1 "-write-12", "_c_" G1
-		"-write-00000000001", "_c_" G1 "-writ-0000000001",
-		"_c_" G1 "-write-000000000x", "_c_" G1 "-write-2147483648",
-		"_c_" G1 "-write--2147483649", "_c_0123ABCD-0000-4000-8000-"
-		"00000000000a-write-0000000001", "_c_" G1 "-lock-0000000001",
+		"",
+		"deploy",
+		"write-0000000001",
+		"_c_-write-0000000001",
+		"_c_" G1 "-write-",
+		"_c_" G1 "-write-12",
+		"_c_" G1 "-write-00000000001",
+		"_c_" G1 "-writ-0000000001",
+		"_c_" G1 "-write-000000000x",
+		"_c_" G1 "-write-2147483648",
+		"_c_" G1 "-write--2147483649",
+		"_c_0123ABCD-0000-4000-8000-00000000000a-write-0000000001",
+		"_c_" G1 "-lock-0000000001",
 		"x_c_" G1 "-read-0000000001",
 	};
 	struct zkl_node n;
@@ -100,8 +107,8 @@ Test(names, collect_sorts_and_skips_foreign_children)
 	cr_assert_eq(names_find(v, n, "sub-resource"), -1);
 	cr_assert_eq(names_find_guid(v, n, 0, G2), 1);
 	cr_assert_eq(names_find_guid(v, n, 2, G2), 2);
-	cr_assert_eq(names_find_guid(v, n, 0, "ffffffff-0000-4000-8000-"
-					      "000000000000"),
+	cr_assert_eq(names_find_guid(v, n, 0,
+				     "ffffffff-0000-4000-8000-000000000000"),
 		     -1);
 }
 
@@ -175,15 +182,18 @@ Test(names, deleted_nodes_ahead_are_skipped)
 Test(names, find_is_exact_on_name_and_sequence)
 {
 	char *children[] = {
-		"_c_" G1 "-write-0000000003", "_c_" G2 "-read-0000000001",
-		"_c_" G1 "-read-0000000007", "_c_" G2 "-write-0000000005",
+		"_c_" G1 "-write-0000000003",
+		"_c_" G2 "-read-0000000001",
+		"_c_" G1 "-read-0000000007",
+		"_c_" G2 "-write-0000000005",
 	};
 	struct zkl_node v[4];
 	size_t n = names_collect(children, 4, v);
 
 	for (size_t i = 0; i < 4; i++)
 		cr_assert_eq(strcmp(v[names_find(v, n, children[i])].name,
-				    children[i]), 0);
+				    children[i]),
+			     0);
 	cr_assert_eq(names_find(v, n, "_c_" G2 "-write-0000000003"), -1,
 		     "same sequence, other name");
 	cr_assert_eq(names_find(v, n, "_c_" G1 "-write-0000000004"), -1);
@@ -232,8 +242,13 @@ Test(names, foreign_lock_nodes_parse_with_their_mode)
 	};
 	static const char *const bad[] = {
 		"_c_" G1 "-write-0000000001", /* ours */
-		"deploy", "backup0000000001", "overwrite-0000000001",
-		"write-000000001", "write-00000000x1", "__lock__", "",
+		"deploy",
+		"backup0000000001",
+		"overwrite-0000000001",
+		"write-000000001",
+		"write-00000000x1",
+		"__lock__",
+		"",
 	};
 	enum zkl_mode mode;
 	int32_t seq;

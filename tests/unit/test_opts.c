@@ -39,8 +39,9 @@ Test(opts, default_base_and_timeouts)
 {
 	struct opts o;
 	char err[256];
-	char *argv[] = { "zklockfs", "-f", "-o",
-			 "session_timeout=3,connect_timeout=2", "h:1", "/m" };
+	char *argv[] = { "zklockfs", "-f",
+			 "-o",       "session_timeout=3,connect_timeout=2",
+			 "h:1",      "/m" };
 
 	cr_assert_eq(parse(&o, err, 6, argv), 0, "%s", err);
 	cr_assert_str_eq(o.base, "/zklockfs");
@@ -150,12 +151,14 @@ Test(opts, numbers_are_whole_in_range_and_nothing_else)
 {
 	static const char *const refused[] = {
 		"session_timeout=1.5", "session_timeout=10x",
-		"session_timeout= 5", "session_timeout=", "session_timeout=0",
-		"session_timeout=3601", "session_timeout=-1",
-		"connect_timeout=1e3", "connect_timeout=+5",
-		"uid=4294967296", "uid=4294967295", "uid=-1",
-		"gid=4294967297", "gid=99999999999999999999999",
-		"umask=0x1f", "umask=8", "umask=1000", "umask=-7",
+		"session_timeout= 5",  "session_timeout=",
+		"session_timeout=0",   "session_timeout=3601",
+		"session_timeout=-1",  "connect_timeout=1e3",
+		"connect_timeout=+5",  "uid=4294967296",
+		"uid=4294967295",      "uid=-1",
+		"gid=4294967297",      "gid=99999999999999999999999",
+		"umask=0x1f",          "umask=8",
+		"umask=1000",          "umask=-7",
 	};
 	struct opts o;
 	char err[256];
@@ -163,8 +166,8 @@ Test(opts, numbers_are_whole_in_range_and_nothing_else)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		cr_assert_eq(parse_option(&o, err, refused[i]), -EINVAL,
 			     "%s was accepted", refused[i]);
-		cr_assert(strstr(err, refused[i]), "'%s' does not name %s",
-			  err, refused[i]);
+		cr_assert(strstr(err, refused[i]), "'%s' does not name %s", err,
+			  refused[i]);
 		opts_free(&o);
 	}
 	cr_assert_eq(parse_option(&o, err, "uid=4294967294,gid=0,umask=0"), 0,
@@ -172,8 +175,9 @@ Test(opts, numbers_are_whole_in_range_and_nothing_else)
 	cr_assert(o.uid == 4294967294U && o.has_uid && o.has_gid &&
 		  o.has_umask && o.umask == 0);
 	opts_free(&o);
-	cr_assert_eq(parse_option(&o, err, "session_timeout=3600,"
-				  "connect_timeout=1"), 0, "%s", err);
+	cr_assert_eq(parse_option(&o, err,
+				  "session_timeout=3600,connect_timeout=1"),
+		     0, "%s", err);
 	cr_assert(o.session_timeout == 3600 && o.connect_timeout == 1);
 	opts_free(&o);
 	cr_assert_eq(parse_option(&o, err, "uid=12"), 0, "%s", err);
@@ -202,9 +206,9 @@ static int servers(const char *spec, char **hosts, char *err)
 Test(opts, servers_need_a_host_and_a_port_from_1_to_65535)
 {
 	static const char *const refused[] = {
-		"h:0", "h:99999", "h:65536", ":2181", "h", "h:", "h:0x50",
-		"h:21 81", "a:1,,b:2", "a:1,", "[::1]", "[::1]2181", "[]:1",
-		"[::1:2181",
+		"h:0",   "h:99999",   "h:65536", ":2181",     "h",
+		"h:",    "h:0x50",    "h:21 81", "a:1,,b:2",  "a:1,",
+		"[::1]", "[::1]2181", "[]:1",    "[::1:2181",
 	};
 	char err[256], *hosts = NULL;
 
@@ -215,13 +219,12 @@ Test(opts, servers_need_a_host_and_a_port_from_1_to_65535)
 	}
 	cr_assert_eq(servers("h:0", &hosts, err), -EINVAL);
 	cr_assert(strstr(err, "invalid port '0'"), "%s", err);
-	cr_assert_eq(servers("a:1,b.example:65535", &hosts, err), 0, "%s",
-		     err);
+	cr_assert_eq(servers("a:1,b.example:65535", &hosts, err), 0, "%s", err);
 	cr_assert_str_eq(hosts, "a:1,b.example:65535");
 	free(hosts);
 	/* The C client takes the last ':' as the port's: no brackets. */
-	cr_assert_eq(servers("[::1]:2181,127.0.0.1:2182", &hosts, err), 0,
-		     "%s", err);
+	cr_assert_eq(servers("[::1]:2181,127.0.0.1:2182", &hosts, err), 0, "%s",
+		     err);
 	cr_assert_str_eq(hosts, "::1:2181,127.0.0.1:2182");
 	free(hosts);
 }
@@ -229,8 +232,10 @@ Test(opts, servers_need_a_host_and_a_port_from_1_to_65535)
 Test(opts, base_paths_zookeeper_refuses_or_owns_are_refused)
 {
 	static const char *const refused[] = {
-		"/x/./b", "/x/ok/..", "/x/.", "/..", "/x//b", "/x/", "/",
-		"/zookeeper", "/zookeeper/locks", "x",
+		"/x/./b", "/x/ok/..",   "/x/.",
+		"/..",    "/x//b",      "/x/",
+		"/",      "/zookeeper", "/zookeeper/locks",
+		"x",
 	};
 	char err[1024], big[OPTS_MAX_BASE + 2];
 
@@ -239,8 +244,8 @@ Test(opts, base_paths_zookeeper_refuses_or_owns_are_refused)
 			     -EINVAL, "%s was accepted", refused[i]);
 		cr_assert(strstr(err, refused[i]), "%s", err);
 	}
-	cr_assert_eq(opts_check_base("/zookeeperish/x.y/..z", err,
-				     sizeof(err)), 0, "%s", err);
+	cr_assert_eq(opts_check_base("/zookeeperish/x.y/..z", err, sizeof(err)),
+		     0, "%s", err);
 	big[0] = '/';
 	memset(big + 1, 'a', OPTS_MAX_BASE);
 	big[OPTS_MAX_BASE + 1] = '\0';
@@ -252,8 +257,7 @@ Test(opts, base_paths_zookeeper_refuses_or_owns_are_refused)
 				     sizeof(err)),
 		     -EINVAL);
 	cr_assert(strstr(err, "0xf0 at offset 7"), "%s", err);
-	cr_assert_eq(opts_check_base("/locks/a\tb", err, sizeof(err)),
-		     -EINVAL);
+	cr_assert_eq(opts_check_base("/locks/a\tb", err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "0x09 at offset 8"), "%s", err);
 	cr_assert_eq(opts_check_base("/verrous/\xc3\xa9t\xc3\xa9", err,
 				     sizeof(err)),

@@ -47,8 +47,7 @@ Test(sigpend, terminating_signals_cancel)
 
 Test(sigpend, blocked_signals_do_not_cancel_but_sigkill_always_does)
 {
-	cr_assert(!sigpend_cancels(SIGPEND_BIT(SIGTERM),
-				   SIGPEND_BIT(SIGTERM)));
+	cr_assert(!sigpend_cancels(SIGPEND_BIT(SIGTERM), SIGPEND_BIT(SIGTERM)));
 	cr_assert(sigpend_cancels(SIGPEND_BIT(SIGKILL), ~UINT64_C(0)));
 }
 

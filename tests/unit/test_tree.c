@@ -55,8 +55,8 @@ Test(tree, classifies_names)
 	cr_assert_eq(tree_classify("_c_0123abcd-0000-4000-8000-00000000000a"
 				   "-write-0000000001",
 				   0, &kind),
-		     TREE_NAME_INVALID, "lock-node-shaped names are not "
-					"resources");
+		     TREE_NAME_INVALID,
+		     "lock-node-shaped names are not resources");
 	memset(long_name, 'x', 255);
 	long_name[255] = '\0';
 	cr_assert_eq(tree_classify(long_name, 0, &kind), TREE_NAME_RESOURCE);
@@ -134,9 +134,8 @@ Test(tree, names_zookeeper_refuses_are_encoded_in_the_znode_path)
 	cr_assert_str_eq(zpath_of(&t, dir), "/b/%F0%9F%9A%80go");
 	cr_assert_eq(tree_lookup(&t, dir, "tab\there", &sub), 0);
 	cr_assert_str_eq(zpath_of(&t, sub), "/b/%F0%9F%9A%80go/tab%09here");
-	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "\xf0\x9f\x9a\x80go",
-				 &again),
-		     0);
+	cr_assert_eq(
+		tree_lookup(&t, FUSE_ROOT_ID, "\xf0\x9f\x9a\x80go", &again), 0);
 	cr_assert_eq(again, dir, "one name, one inode");
 	cr_assert_eq(tree_child_zpath(tree_res_of(&t, dir), "\x80", path,
 				      sizeof(path)),

@@ -19,11 +19,11 @@
 /* ---- a scripted libfuse: these take precedence over libfuse3.so's ---- */
 
 struct fake_req {
-	int interrupted;   /* the kernel sent FUSE_INTERRUPT already */
+	int interrupted; /* the kernel sent FUSE_INTERRUPT already */
 	fuse_interrupt_func_t func;
 	void *data;
 	int replies;
-	int err;           /* of the last error reply; 0 for open */
+	int err; /* of the last error reply; 0 for open */
 };
 
 static struct zkl_fs fs;

@@ -72,9 +72,12 @@ Test(znodename, a_percent_is_escaped_only_where_it_would_read_as_escape)
 Test(znodename, decoding_gives_the_file_name_back)
 {
 	static const char *const names[] = {
-		"deploy", "a\tb", "\xf0\x9f\x9a\x80go", "caf\xe9", "50%",
-		"%E9", "%25", "%%E9", "%\xe9", "%E\xe9", "\xe9%", "%2", "%41",
-		"a%2525", "\x01", "\xff\xfe\xfd", "\xc3(",
+		"deploy",       "a\tb",   "\xf0\x9f\x9a\x80go",
+		"caf\xe9",      "50%",    "%E9",
+		"%25",          "%%E9",   "%\xe9",
+		"%E\xe9",       "\xe9%",  "%2",
+		"%41",          "a%2525", "\x01",
+		"\xff\xfe\xfd", "\xc3(",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
