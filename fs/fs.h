@@ -52,33 +52,20 @@ void fs_context_destroy(struct zkl_fs *fs);
 #define FS_ENTRY_TIMEOUT 3600.0
 #define FS_ATTR_TIMEOUT 3600.0
 
+/* The operation table (ops.c). */
 extern const struct fuse_lowlevel_ops fs_ops;
 
 /* Attributes of an inode of the tree. */
 void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st);
 
 /* Reply with an errno, mapping anything out of the kernel's range to EIO
- * (an errno outside 1..511 would leave the caller stuck). */
+ * (an errno outside 1..511 would leave the caller stuck).  (reply.c) */
 void fs_reply_err(fuse_req_t req, int err);
 
-/* File operations, routed by the kind of file (ops_file.c): lock files
- * or the read-only text files.  Open of a directory: EISDIR. */
-void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-	       const struct fuse_entry_param *create_entry);
-void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-	       struct fuse_file_info *fi);
-void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-		off_t off, struct fuse_file_info *fi);
-void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-		struct fuse_file_info *fi);
-void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void file_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		int op);
-void file_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		struct flock *lock);
-void file_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		struct flock *lock, int sleep);
+/* Look up `name` in directory `parent` and fill e for the kernel, with
+ * one kernel reference counted.  Returns 0 or -errno (ops_entry.c). */
+int fs_entry(struct zkl_fs *fs, fuse_ino_t parent, const char *name,
+	     struct fuse_entry_param *e);
 
 /* The read-only text files (ops_info.c): .status and holders. */
 void info_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

@@ -73,11 +73,16 @@ static inline struct lockfile *lockfile_of(const struct fuse_file_info *fi)
 struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
 				    uint64_t owner);
 
+/* Move the fcntl locks of (ino, owner), or if `via` is set, those taken
+ * through that open file, out of the table onto the list `taken`.  Takes
+ * fs->lock. */
+void posix_take(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		const struct lockfile *via, struct zkl_link *taken);
+
 struct unlock;
 
-/* Drop the fcntl locks of (ino, owner), or if `via` is set, those taken
- * through that open file.  With `u`, u's request waits for their deletes
- * (unlock.c); without, they are only queued. */
+/* Drop the fcntl locks posix_take would take.  With `u`, u's request
+ * waits for their deletes; without, they are only queued (unlock.c). */
 void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 		const struct lockfile *via, struct unlock *u);
 

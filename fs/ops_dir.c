@@ -1,8 +1,8 @@
 /*
- * ops_dir.c - the namespace: lookup, attributes, directories, and the
- * operations a lock filesystem refuses.  Also the operation table.
+ * ops_dir.c - directories: listing, mkdir, rmdir, and CREATE of a name in
+ * one.
  */
-#include "fs.h"
+#include "ops.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -19,119 +19,11 @@
 
 /* readdir's d_ino for entries whose inode exists only after a lookup
  * (the value libfuse's high-level API uses). */
-#define FS_UNKNOWN_INO 0xffffffffu
-
-void fs_reply_err(fuse_req_t req, int err)
-{
-	if (err <= 0 || err >= 512)
-		err = err == 0 ? 0 : EIO;
-	fuse_reply_err(req, err);
-}
-
-void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_ino = ino;
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
-	if (tree_kind_of(ino) == TREE_DIR) {
-		st->st_mode = S_IFDIR | fs->dir_mode;
-		st->st_nlink = 2;
-	} else if (tree_kind_is_info(tree_kind_of(ino))) {
-		st->st_mode = S_IFREG | (fs->file_mode & 0444);
-		st->st_nlink = 1;
-	} else {
-		st->st_mode = S_IFREG | fs->file_mode;
-		st->st_nlink = 1;
-	}
-}
-
-static int fs_entry(struct zkl_fs *fs, fuse_ino_t parent, const char *name,
-		    struct fuse_entry_param *e)
-{
-	uint64_t ino;
-	int err = tree_lookup(&fs->tree, parent, name, &ino);
-
-	if (err < 0)
-		return err;
-	memset(e, 0, sizeof(*e));
-	e->ino = ino;
-	e->entry_timeout = FS_ENTRY_TIMEOUT;
-	e->attr_timeout = FS_ATTR_TIMEOUT;
-	fs_fill_attr(fs, ino, &e->attr);
-	return 0;
-}
-
-static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct zkl_fs *fs = fuse_req_userdata(req);
-	struct fuse_entry_param e;
-	int err = fs_entry(fs, parent, name, &e);
-
-	if (err == -ENOENT) {
-		/* A name that can never exist: let the kernel remember. */
-		memset(&e, 0, sizeof(e));
-		e.entry_timeout = FS_ENTRY_TIMEOUT;
-		return (void)fuse_reply_entry(req, &e);
-	}
-	if (err < 0)
-		return fs_reply_err(req, -err);
-	fuse_reply_entry(req, &e);
-}
-
-static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
-{
-	struct zkl_fs *fs = fuse_req_userdata(req);
-
-	tree_forget(&fs->tree, ino, nlookup);
-	fuse_reply_none(req);
-}
-
-static void fs_forget_multi(fuse_req_t req, size_t count,
-			    struct fuse_forget_data *forgets)
-{
-	struct zkl_fs *fs = fuse_req_userdata(req);
-
-	for (size_t i = 0; i < count; i++)
-		tree_forget(&fs->tree, forgets[i].ino, forgets[i].nlookup);
-	fuse_reply_none(req);
-}
-
-static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
-		       struct fuse_file_info *fi)
-{
-	struct zkl_fs *fs = fuse_req_userdata(req);
-	struct stat st;
-
-	(void)fi;
-	fs_fill_attr(fs, ino, &st);
-	fuse_reply_attr(req, &st, FS_ATTR_TIMEOUT);
-}
-
-/* Only what `exec 9>file` and touch(1) need: truncation to 0 and times. */
-static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-		       int to_set, struct fuse_file_info *fi)
-{
-	struct zkl_fs *fs = fuse_req_userdata(req);
-	struct stat st;
-
-	(void)fi;
-	if (to_set &
-	    (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
-		return fs_reply_err(req, EPERM);
-	if ((to_set & FUSE_SET_ATTR_SIZE) &&
-	    (tree_kind_of(ino) == TREE_DIR || attr->st_size != 0))
-		return fs_reply_err(req, tree_kind_of(ino) == TREE_DIR ? EISDIR
-								       : EPERM);
-	fs_fill_attr(fs, ino, &st);
-	fuse_reply_attr(req, &st, FS_ATTR_TIMEOUT);
-}
-
-/* ---- directories ------------------------------------------------------- */
+#define DIR_UNKNOWN_INO 0xffffffffu
 
 /* A directory listing taken at opendir (snapshot.h): packed entries and
  * where each one ends (which is also its readdir offset). */
-struct fs_dir {
+struct dir_listing {
 	struct snapshot sn;
 	char *buf;
 	size_t len;
@@ -139,24 +31,24 @@ struct fs_dir {
 	size_t nents;
 };
 
-static void fs_dir_free(struct snapshot *sn)
+static void dir_free(struct snapshot *sn)
 {
-	struct fs_dir *d = ZKL_CONTAINER_OF(sn, struct fs_dir, sn);
+	struct dir_listing *d = ZKL_CONTAINER_OF(sn, struct dir_listing, sn);
 
 	free(d->buf);
 	free(d->ends);
 	free(d);
 }
 
-struct fs_opendir_ctx {
+struct dir_opendir_ctx {
 	fuse_req_t req;
 	struct zkl_fs *fs;
 	fuse_ino_t ino;
 	struct fuse_file_info fi;
 };
 
-static int fs_dir_add(struct fs_dir *d, fuse_req_t req, const char *name,
-		      fuse_ino_t ino, mode_t mode, size_t *cap)
+static int dir_add(struct dir_listing *d, fuse_req_t req, const char *name,
+		   fuse_ino_t ino, mode_t mode, size_t *cap)
 {
 	struct stat st = { .st_ino = ino, .st_mode = mode };
 	size_t need = fuse_add_direntry(req, NULL, 0, name, NULL, 0);
@@ -183,24 +75,24 @@ static int fs_dir_add(struct fs_dir *d, fuse_req_t req, const char *name,
 
 /* The children of a resource whose names are resources: not lock nodes,
  * not other tools' oddities. */
-static int fs_dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
-		       char *const *names, size_t n, struct fs_dir *d)
+static int dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
+		    char *const *names, size_t n, struct dir_listing *d)
 {
 	struct tree_res *res = tree_res_of(&fs->tree, ino);
 	int is_root = res == &fs->tree.root;
 	size_t cap = 0;
 	int err = 0;
 
-	err |= fs_dir_add(d, req, ".", ino, S_IFDIR, &cap);
-	err |= fs_dir_add(d, req, "..", FUSE_ROOT_ID, S_IFDIR, &cap);
+	err |= dir_add(d, req, ".", ino, S_IFDIR, &cap);
+	err |= dir_add(d, req, "..", FUSE_ROOT_ID, S_IFDIR, &cap);
 	for (int k = TREE_WRITE; !is_root && k <= TREE_LAST_FILE; k++)
-		err |= fs_dir_add(d, req, tree_kind_name((enum tree_kind)k),
-				  tree_ino(&fs->tree, res, (enum tree_kind)k),
-				  S_IFREG, &cap);
+		err |= dir_add(d, req, tree_kind_name((enum tree_kind)k),
+			       tree_ino(&fs->tree, res, (enum tree_kind)k),
+			       S_IFREG, &cap);
 	if (is_root)
-		err |= fs_dir_add(d, req, tree_kind_name(TREE_STATUS),
-				  tree_ino(&fs->tree, res, TREE_STATUS),
-				  S_IFREG, &cap);
+		err |= dir_add(d, req, tree_kind_name(TREE_STATUS),
+			       tree_ino(&fs->tree, res, TREE_STATUS), S_IFREG,
+			       &cap);
 	for (size_t i = 0; i < n && err == 0; i++) {
 		char name[256];
 		enum tree_kind kind;
@@ -209,24 +101,24 @@ static int fs_dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 		    tree_classify(name, is_root, &kind) != TREE_NAME_RESOURCE)
 			continue;
 		/* The kernel asks lookup for the real inode number. */
-		err = fs_dir_add(d, req, name, FS_UNKNOWN_INO, S_IFDIR, &cap);
+		err = dir_add(d, req, name, DIR_UNKNOWN_INO, S_IFDIR, &cap);
 	}
 	return err ? -ENOMEM : 0;
 }
 
-static void fs_opendir_listed(int err, char *const *names, size_t n, void *arg)
+static void dir_opendir_listed(int err, char *const *names, size_t n, void *arg)
 {
-	struct fs_opendir_ctx *ctx = arg;
-	struct fs_dir *d = calloc(1, sizeof(*d));
+	struct dir_opendir_ctx *ctx = arg;
+	struct dir_listing *d = calloc(1, sizeof(*d));
 
 	if (d)
-		snapshot_init(&d->sn, ctx->fs, fs_dir_free);
+		snapshot_init(&d->sn, ctx->fs, dir_free);
 	if (err == -ENOENT)
 		err = 0; /* a resource nobody created yet: just its files */
 	if (!d)
 		err = -ENOMEM;
 	if (err == 0)
-		err = fs_dir_fill(ctx->fs, ctx->req, ctx->ino, names, n, d);
+		err = dir_fill(ctx->fs, ctx->req, ctx->ino, names, n, d);
 	if (err < 0) {
 		if (d)
 			snapshot_put(&d->sn);
@@ -241,12 +133,11 @@ static void fs_opendir_listed(int err, char *const *names, size_t n, void *arg)
 }
 
 /* The listing is taken once, at opendir, so readdir offsets stay stable. */
-static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
-		       struct fuse_file_info *fi)
+void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	char zpath[NAMES_MAX_NODE_PATH + 1];
-	struct fs_opendir_ctx *ctx;
+	struct dir_opendir_ctx *ctx;
 	int err;
 
 	if (tree_kind_of(ino) != TREE_DIR)
@@ -260,17 +151,17 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	ctx->fs = fs;
 	ctx->ino = ino;
 	ctx->fi = *fi;
-	err = resource_list(fs->session, zpath, fs_opendir_listed, ctx);
+	err = resource_list(fs->session, zpath, dir_opendir_listed, ctx);
 	if (err < 0) {
 		free(ctx);
 		fs_reply_err(req, -err);
 	}
 }
 
-static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+void dir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi)
 {
-	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	struct dir_listing *d = (struct dir_listing *)(uintptr_t)fi->fh;
 	size_t i = 0, start, end;
 
 	(void)ino;
@@ -287,26 +178,25 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	snapshot_put(&d->sn);
 }
 
-static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
-			  struct fuse_file_info *fi)
+void dir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	struct dir_listing *d = (struct dir_listing *)(uintptr_t)fi->fh;
 
 	(void)ino;
 	snapshot_release(&d->sn);
 	fuse_reply_err(req, 0);
 }
 
-struct fs_mkdir_ctx {
+struct dir_mkdir_ctx {
 	fuse_req_t req;
 	struct zkl_fs *fs;
 	fuse_ino_t parent;
 	char name[];
 };
 
-static void fs_mkdir_done(int err, void *arg)
+static void dir_mkdir_done(int err, void *arg)
 {
-	struct fs_mkdir_ctx *ctx = arg;
+	struct dir_mkdir_ctx *ctx = arg;
 	struct fuse_entry_param e;
 
 	if (err == 0)
@@ -318,13 +208,12 @@ static void fs_mkdir_done(int err, void *arg)
 	free(ctx);
 }
 
-static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		     mode_t mode)
+void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	struct tree_res *dir = tree_res_of(&fs->tree, parent);
 	size_t len = strlen(name) + 1;
-	struct fs_mkdir_ctx *ctx;
+	struct dir_mkdir_ctx *ctx;
 	enum tree_kind kind;
 	char path[NAMES_MAX_NODE_PATH + 1];
 	int err;
@@ -349,19 +238,19 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ctx->fs = fs;
 	ctx->parent = parent;
 	memcpy(ctx->name, name, len);
-	err = resource_create(fs->session, path, fs_mkdir_done, ctx);
+	err = resource_create(fs->session, path, dir_mkdir_done, ctx);
 	if (err < 0) {
 		free(ctx);
 		fs_reply_err(req, -err);
 	}
 }
 
-static void fs_rmdir_done(int err, void *arg)
+static void dir_rmdir_done(int err, void *arg)
 {
 	fs_reply_err((fuse_req_t)arg, -err);
 }
 
-static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	struct tree_res *dir = tree_res_of(&fs->tree, parent);
@@ -379,22 +268,15 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (tree_child_zpath(dir, name, path, sizeof(path)) < 0)
 		return fs_reply_err(req, ENAMETOOLONG);
-	err = resource_remove(fs->session, path, fs_rmdir_done, req);
+	err = resource_remove(fs->session, path, dir_rmdir_done, req);
 	if (err < 0)
 		fs_reply_err(req, -err);
 }
 
-/* ---- files ------------------------------------------------------------- */
-
-static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	file_open(req, ino, fi, NULL);
-}
-
 /* CREATE comes only for names lookup called missing, or for O_CREAT of a
  * lock file name the kernel had not looked up yet. */
-static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      mode_t mode, struct fuse_file_info *fi)
+void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		mode_t mode, struct fuse_file_info *fi)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	struct tree_res *dir = tree_res_of(&fs->tree, parent);
@@ -418,97 +300,3 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return fs_reply_err(req, -err);
 	file_open(req, e.ino, fi, &e);
 }
-
-static void fs_refuse_name(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	(void)parent;
-	(void)name;
-	fuse_reply_err(req, EPERM);
-}
-
-static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      fuse_ino_t newparent, const char *newname,
-		      unsigned int flags)
-{
-	(void)newparent;
-	(void)newname;
-	(void)flags;
-	fs_refuse_name(req, parent, name);
-}
-
-static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-		    const char *newname)
-{
-	(void)ino;
-	fs_refuse_name(req, newparent, newname);
-}
-
-static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-		       const char *name)
-{
-	(void)link;
-	fs_refuse_name(req, parent, name);
-}
-
-static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-		     mode_t mode, dev_t rdev)
-{
-	(void)mode;
-	(void)rdev;
-	fs_refuse_name(req, parent, name);
-}
-
-static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
-{
-	struct statvfs sv = { .f_bsize = 4096, .f_namemax = 255 };
-
-	(void)ino;
-	fuse_reply_statfs(req, &sv);
-}
-
-/* No file of the mount has attributes or device controls: answered at
- * once, for lock files too (an ioctl must never wait for a lock). */
-static void fs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
-		     void *arg, struct fuse_file_info *fi, unsigned flags,
-		     const void *in_buf, size_t in_bufsz, size_t out_bufsz)
-{
-	(void)ino;
-	(void)cmd;
-	(void)arg;
-	(void)fi;
-	(void)flags;
-	(void)in_buf;
-	(void)in_bufsz;
-	(void)out_bufsz;
-	fs_reply_err(req, ENOTTY);
-}
-
-const struct fuse_lowlevel_ops fs_ops = {
-	.lookup = fs_lookup,
-	.forget = fs_forget,
-	.forget_multi = fs_forget_multi,
-	.getattr = fs_getattr,
-	.setattr = fs_setattr,
-	.mknod = fs_mknod,
-	.mkdir = fs_mkdir,
-	.unlink = fs_refuse_name,
-	.rmdir = fs_rmdir,
-	.symlink = fs_symlink,
-	.rename = fs_rename,
-	.link = fs_link,
-	.open = fs_open,
-	.create = fs_create,
-	.read = file_read,
-	.write = file_write,
-	.flush = file_flush,
-	.fsync = file_fsync,
-	.release = file_release,
-	.getlk = file_getlk,
-	.setlk = file_setlk,
-	.flock = file_flock,
-	.ioctl = fs_ioctl,
-	.opendir = fs_opendir,
-	.readdir = fs_readdir,
-	.releasedir = fs_releasedir,
-	.statfs = fs_statfs,
-};

@@ -4,7 +4,7 @@
  * (ops_info.c).  Their open files are different structures, so nothing
  * else may look at fi->fh before this choice.
  */
-#include "fs.h"
+#include "ops.h"
 
 #include <errno.h>
 

@@ -21,53 +21,6 @@
 #include "lockquery.h"
 #include "log.h"
 
-/* ---- the table of fcntl locks ------------------------------------------ */
-
-struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
-				    uint64_t owner)
-{
-	ZKL_ASSERT_HELD(&fs->lock);
-	for (struct zkl_link *l = fs->posix_locks.next; l != &fs->posix_locks;
-	     l = l->next) {
-		struct posixlock *p =
-			ZKL_CONTAINER_OF(l, struct posixlock, link);
-		if (p->ino == ino && p->owner == owner)
-			return p;
-	}
-	return NULL;
-}
-
-void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
-		const struct lockfile *via, struct unlock *u)
-{
-	struct zkl_link taken, *l, *next;
-
-	list_init(&taken);
-	pthread_mutex_lock(&fs->lock);
-	for (l = fs->posix_locks.next; l != &fs->posix_locks; l = next) {
-		struct posixlock *p =
-			ZKL_CONTAINER_OF(l, struct posixlock, link);
-		next = l->next;
-		if (via ? p->via == via : p->ino == ino && p->owner == owner) {
-			list_del(&p->link);
-			list_add_tail(&taken, &p->link);
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-	while (!list_empty(&taken)) {
-		struct posixlock *p =
-			ZKL_CONTAINER_OF(taken.next, struct posixlock, link);
-		list_del(&p->link);
-		log_msg(LOG_DEBUG, "fcntl lock of owner %016" PRIx64 " dropped",
-			p->owner);
-		if (u)
-			unlock_add(u, p->lr);
-		else
-			lockreq_release(p->lr);
-		free(p);
-	}
-}
-
 /* ---- grants ------------------------------------------------------------ */
 
 /* A grant for an open file that was closed meanwhile (only unmount can do

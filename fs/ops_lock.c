@@ -19,41 +19,6 @@
 
 #include "log.h"
 
-void lockfile_get(struct lockfile *lf)
-{
-	atomic_fetch_add(&lf->refs, 1);
-}
-
-void lockfile_put(struct lockfile *lf)
-{
-	struct zkl_fs *fs = lf->fs;
-
-	if (atomic_fetch_sub(&lf->refs, 1) != 1)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	list_del(&lf->link);
-	pthread_mutex_unlock(&fs->lock);
-	if (lf->held)
-		lockreq_release(lf->held);
-	free(lf);
-}
-
-int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode)
-{
-	return lr && lockreq_holds(lr) &&
-	       (mode == ZKL_MODE_READ || lockreq_mode(lr) == ZKL_MODE_WRITE);
-}
-
-void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,
-		    char out[NAMES_MAX_NODE_PATH + 1])
-{
-	int rc = tree_zpath(tree_res_of(&fs->tree, ino), out,
-			    NAMES_MAX_NODE_PATH + 1);
-
-	assert(rc > 0); /* tree_lookup checked its length */
-	(void)rc;
-}
-
 /* Close the open file: drop its lock, the fcntl locks taken through it
  * (POSIX ones are dropped at FLUSH already; open file description locks
  * only here), and the open file's reference. */

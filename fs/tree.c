@@ -35,8 +35,6 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 {
 	size_t len = strnlen(name, 256);
 	struct zkl_node node;
-	enum zkl_mode mode;
-	int32_t seq;
 
 	if (is_root && strcmp(name, tree_file_names[TREE_STATUS]) == 0) {
 		*kind = TREE_STATUS;
@@ -59,8 +57,7 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 	     k++)
 		if (strcmp(name, tree_reserved_names[k]) == 0)
 			return TREE_NAME_INVALID;
-	if (names_parse(name, &node) == 0 ||
-	    names_parse_foreign(name, &mode, &seq) == 0)
+	if (names_parse(name, &node) == 0)
 		return TREE_NAME_INVALID;
 	return TREE_NAME_RESOURCE;
 }

@@ -12,6 +12,7 @@
 #include "lockfile.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <syslog.h>
 
@@ -104,4 +105,25 @@ void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 	u->flags = flags;
 	u->owner = owner;
 	unlock_one_gone(u);
+}
+
+void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		const struct lockfile *via, struct unlock *u)
+{
+	struct zkl_link taken;
+
+	list_init(&taken);
+	posix_take(fs, ino, owner, via, &taken);
+	while (!list_empty(&taken)) {
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(taken.next, struct posixlock, link);
+		list_del(&p->link);
+		log_msg(LOG_DEBUG, "fcntl lock of owner %016" PRIx64 " dropped",
+			p->owner);
+		if (u)
+			unlock_add(u, p->lr);
+		else
+			lockreq_release(p->lr);
+		free(p);
+	}
 }

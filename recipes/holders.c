@@ -6,6 +6,7 @@
  */
 #include "holders.h"
 #include "internal.h"
+#include "lockrule.h"
 #include "resource.h"
 
 #include <errno.h>
@@ -82,7 +83,7 @@ static void holders_answer(struct holders_query *q)
 		};
 		if (i >= q->nours)
 			out[m].state = HOLDERS_FOREIGN;
-		else if (names_pick_watch(q->nodes, gone, 0, i) < 0)
+		else if (lockrule_watch(q->nodes, gone, 0, i, 1) < 0)
 			out[m].state = HOLDERS_HELD;
 		else
 			out[m].state = HOLDERS_WAITING;
@@ -133,16 +134,9 @@ static int holders_parse(struct holders_query *q, char *const *names, size_t n)
 	for (; q->nnames < n; q->nnames++)
 		if (!(q->names[q->nnames] = strdup(names[q->nnames])))
 			return -ENOMEM;
-	q->nours = names_collect(q->names, n, q->nodes);
-	q->n = q->nours;
-	for (size_t i = 0; i < n; i++) {
-		struct zkl_node *f = &q->nodes[q->n];
-		if (names_parse_foreign(q->names[i], &f->mode, &f->seq) == 0) {
-			f->name = q->names[i];
-			q->n++;
-		}
-	}
-	names_sort(q->nodes + q->nours, q->n - q->nours);
+	q->nours = lockrule_collect(q->names, n, LOCKRULE_QUEUED_STYLES, q->nodes);
+	q->n = q->nours + lockrule_collect(q->names, n, LOCKRULE_ALL_STYLES & ~LOCKRULE_QUEUED_STYLES,
+					   q->nodes + q->nours);
 	return 0;
 }
 

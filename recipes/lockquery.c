@@ -4,6 +4,7 @@
  */
 #include "lockquery.h"
 #include "internal.h"
+#include "lockrule.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -98,8 +99,9 @@ static void lq_on_listed(int rc, const struct String_vector *v,
 		return lq_finish(q, -ENOMEM);
 	for (size_t k = 0; k < q->nskip; k++)
 		skip[k] = q->skip[k];
-	n = names_collect(v->data, (size_t)v->count, nodes);
-	i = names_first_blocker(nodes, n, q->mode, skip, q->nskip);
+	n = lockrule_collect(v->data, (size_t)v->count, LOCKRULE_QUEUED_STYLES,
+			     nodes);
+	i = lockrule_first_blocker(nodes, n, q->mode, 1, skip, q->nskip);
 	if (i < 0) {
 		free(nodes);
 		return lq_finish(q, 0);
@@ -139,7 +141,7 @@ int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	q->mode = mode;
 	q->nskip = nskip;
 	for (size_t k = 0; k < nskip; k++)
-		memcpy(q->skip[k], skip[k], NAMES_GUID_LEN);
+		snprintf(q->skip[k], sizeof(q->skip[k]), "%s", skip[k]);
 	q->cb = cb;
 	q->arg = arg;
 	strcpy(q->dir, dir);

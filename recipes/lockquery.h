@@ -29,7 +29,7 @@ typedef void (*lockquery_fn)(int err, const struct lockquery_answer *a,
 			     void *arg);
 
 /* Ask about a request of `mode` on the resource znode `dir`, ignoring the
- * nodes whose GUID is in skip[0..nskip) (NAMES_GUID_LEN characters each).
+ * nodes whose tag is in skip[0..nskip) (NUL-ended, NAMES_TAG_MAX at most).
  * cb runs once, on ZooKeeper's completion thread, unless this returns
  * -errno. */
 int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,

@@ -19,6 +19,7 @@
  */
 #include "lockreq.h"
 #include "internal.h"
+#include "lockrule.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -70,7 +71,7 @@ struct zkl_lockreq {
 				   * node of ours may turn up */
 	int create_attempts;
 	enum zkl_mode mode;
-	char guid[NAMES_GUID_LEN + 1];
+	char guid[NAMES_TAG_MAX + 1];
 	int64_t czxid;
 	lockreq_done_fn done;
 	void *arg;
@@ -186,15 +187,16 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		unsigned flags, const void *data, size_t datalen,
 		lockreq_done_fn done, void *arg, struct zkl_lockreq **out)
 {
-	char prefix[NAMES_GUID_LEN + 16];
-	char guid[NAMES_GUID_LEN + 1];
+	char prefix[NAMES_NODE_NAME_MAX + 1];
+	char guid[NAMES_TAG_MAX + 1];
 	struct zkl_lockreq *lr;
 	size_t dirlen = strlen(dir), pathlen;
-	int rc = names_guid_new(guid);
+	int rc = names_tag_new(ZKL_STYLE_ZKLOCKFS, guid);
 
 	if (rc < 0)
 		return rc;
-	rc = names_format_prefix(prefix, sizeof(prefix), guid, mode);
+	rc = names_format_prefix(prefix, sizeof(prefix), ZKL_STYLE_ZKLOCKFS,
+				 mode, guid);
 	if (rc < 0)
 		return rc;
 	/* One allocation: nothing to free piecemeal, one malloc per lock. */
@@ -507,8 +509,8 @@ static void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me)
 	const struct zkl_node *nodes = lr->q->nodes;
 	size_t n = lr->q->n;
 
-	for (ssize_t i = names_find_guid(nodes, n, 0, lr->guid); i >= 0;
-	     i = names_find_guid(nodes, n, (size_t)i + 1, lr->guid))
+	for (ssize_t i = lockrule_find_tag(nodes, n, 0, lr->guid); i >= 0;
+	     i = lockrule_find_tag(nodes, n, (size_t)i + 1, lr->guid))
 		if (i != me)
 			lr_delete_stray(lr, nodes[i].name);
 }
@@ -565,7 +567,7 @@ static void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 /* After a lost create reply: is there a node with our GUID? */
 static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	ssize_t found = names_find_guid(lr->q->nodes, lr->q->n, 0, lr->guid);
+	ssize_t found = lockrule_find_tag(lr->q->nodes, lr->q->n, 0, lr->guid);
 
 	if (found < 0) {
 		lr->node[0] = '\0';
@@ -673,16 +675,21 @@ static void lr_on_deleted(int rc, const void *data)
  * session (which ZooKeeper deletes anyway) is ever taken for ours. */
 static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	char guid[NAMES_GUID_LEN + 1];
-	int err = names_guid_new(guid);
+	char guid[NAMES_TAG_MAX + 1];
+	size_t at = strlen(lr->dir) + 1;
+	int err = names_tag_new(ZKL_STYLE_ZKLOCKFS, guid);
 
+	/* A new tag of the same length: the prefix keeps its length. */
+	if (err >= 0)
+		err = names_format_prefix(lr->create_path + at,
+					  strlen(lr->create_path + at) + 1,
+					  ZKL_STYLE_ZKLOCKFS, lr->mode, guid);
 	if (err < 0) {
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, err, notify);
 		return;
 	}
 	memcpy(lr->guid, guid, sizeof(guid));
-	memcpy(lr->create_path + strlen(lr->dir) + 1 + 3, guid, NAMES_GUID_LEN);
 	lr->node[0] = '\0';
 	lr->create_attempts = 0;
 	lr->maybe_stray = 0;

@@ -4,6 +4,7 @@
  */
 #include "queue.h"
 #include "internal.h"
+#include "lockrule.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -76,11 +77,12 @@ static int queue_replace_view(struct zkl_queue *q,
 	for (size_t i = 0; i < count; i++) {
 		size_t len = strlen(v->data[i]) + 1;
 		memcpy(names, v->data[i], len);
-		if (names_parse(names, &nodes[n]) == 0)
+		if (names_parse(names, &nodes[n]) == 0 &&
+		    (LOCKRULE_QUEUED_STYLES & LOCKRULE_STYLE(nodes[n].style)))
 			n++;
 		names += len;
 	}
-	names_sort(nodes, n);
+	lockrule_sort(nodes, n);
 	queue_clear_view(q);
 	q->nodes = nodes;
 	q->gone = (unsigned char *)(nodes + count);
@@ -96,7 +98,7 @@ static int queue_replace_view(struct zkl_queue *q,
 
 ssize_t queue_find(const struct zkl_queue *q, const char *name)
 {
-	return names_find(q->nodes, q->n, name);
+	return lockrule_find(q->nodes, q->n, name);
 }
 
 void queue_mark_gone(struct zkl_queue *q, const char *name)
@@ -125,7 +127,7 @@ void queue_leaving_done(struct zkl_queue_leaving *l)
 
 ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self)
 {
-	return names_pick_watch(q->nodes, q->gone, q->lo, self);
+	return lockrule_watch(q->nodes, q->gone, q->lo, self, 1);
 }
 
 static void queue_on_listed(int rc, const struct String_vector *children,

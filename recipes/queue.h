@@ -96,7 +96,7 @@ void queue_mark_gone(struct zkl_queue *q, const char *name);
 void queue_leaving_add(struct zkl_queue *q, struct zkl_queue_leaving *l);
 void queue_leaving_done(struct zkl_queue_leaving *l);
 
-/* The node that nodes[self] must watch (names_pick_watch), or -1. */
+/* The node that nodes[self] must watch (lockrule_watch), or -1. */
 ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self);
 
 /* The session expired: its listings describe nothing that is left, and

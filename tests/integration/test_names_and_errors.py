@@ -170,7 +170,7 @@ def test_unresolvable_servers_are_named_at_once(tmp_path):
     assert "no ZooKeeper server answered" in res.stderr, res.stderr
 
 
-MAX_RESOURCE_PATH = 965  # recipes/names.h: NAMES_MAX_RESOURCE_PATH
+MAX_RESOURCE_PATH = 963  # recipes/names.h: NAMES_MAX_RESOURCE_PATH
 
 
 def test_the_path_limit_is_one_and_holds_everywhere(zk, base, m1):

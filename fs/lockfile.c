@@ -1,0 +1,77 @@
+/*
+ * lockfile.c - the open lock file's lifetime, and the table of fcntl locks
+ * (see lockfile.h).
+ */
+#include "lockfile.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+void lockfile_get(struct lockfile *lf)
+{
+	atomic_fetch_add(&lf->refs, 1);
+}
+
+void lockfile_put(struct lockfile *lf)
+{
+	struct zkl_fs *fs = lf->fs;
+
+	if (atomic_fetch_sub(&lf->refs, 1) != 1)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	list_del(&lf->link);
+	pthread_mutex_unlock(&fs->lock);
+	if (lf->held)
+		lockreq_release(lf->held);
+	free(lf);
+}
+
+int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode)
+{
+	return lr && lockreq_holds(lr) &&
+	       (mode == ZKL_MODE_READ || lockreq_mode(lr) == ZKL_MODE_WRITE);
+}
+
+void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,
+		    char out[NAMES_MAX_NODE_PATH + 1])
+{
+	int rc = tree_zpath(tree_res_of(&fs->tree, ino), out,
+			    NAMES_MAX_NODE_PATH + 1);
+
+	assert(rc > 0); /* tree_lookup checked its length */
+	(void)rc;
+}
+
+/* ---- the table of fcntl locks ------------------------------------------ */
+
+struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
+				    uint64_t owner)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->posix_locks.next; l != &fs->posix_locks;
+	     l = l->next) {
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(l, struct posixlock, link);
+		if (p->ino == ino && p->owner == owner)
+			return p;
+	}
+	return NULL;
+}
+
+void posix_take(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		const struct lockfile *via, struct zkl_link *taken)
+{
+	struct zkl_link *l, *next;
+
+	pthread_mutex_lock(&fs->lock);
+	for (l = fs->posix_locks.next; l != &fs->posix_locks; l = next) {
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(l, struct posixlock, link);
+		next = l->next;
+		if (via ? p->via == via : p->ino == ino && p->owner == owner) {
+			list_del(&p->link);
+			list_add_tail(taken, &p->link);
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+}

@@ -1,0 +1,69 @@
+/*
+ * lockrule.h - the queue rule: in what order lock nodes stand, and whether
+ * a request holds or which one node it watches.  Pure functions of parsed
+ * names (names.h); no ZooKeeper.
+ *
+ * Order: by sequence number, across the 2^31 wrap; for one number (a
+ * Curator 5.5 reader that took its writer's number when downgrading) the
+ * exclusive node first; then by name, so the order is total.
+ *
+ * Who waits for whom: a write request waits for every node ahead of it, a
+ * read request for write nodes ahead, a lease for lease nodes ahead.  A
+ * request holds when fewer than `limit` nodes it waits for are ahead of it
+ * (limit 1 for locks, N for a semaphore of N leases).
+ */
+#ifndef ZKL_LOCKRULE_H
+#define ZKL_LOCKRULE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "names.h"
+
+/* A set of styles (names.h) whose nodes take part. */
+#define LOCKRULE_STYLE(s) (1u << (s))
+#define LOCKRULE_ALL_STYLES ((1u << ZKL_STYLE_COUNT) - 1)
+/* The styles whose nodes a request queues behind: zklockfs's own.  Other
+ * tools' nodes are shown (holders), not obeyed. */
+#define LOCKRULE_QUEUED_STYLES LOCKRULE_STYLE(ZKL_STYLE_ZKLOCKFS)
+
+/* Does a request of mode `req` wait for a node of mode `ahead`? */
+int lockrule_waits_for(enum zkl_mode req, enum zkl_mode ahead);
+
+/* Sort parsed nodes into queue order. */
+void lockrule_sort(struct zkl_node *nodes, size_t n);
+
+/* Parse every name in names[0..n) that is a lock node of one of `styles`
+ * into out (capacity n), in queue order.  Returns how many there were. */
+size_t lockrule_collect(char *const *names, size_t n, unsigned styles,
+			struct zkl_node *out);
+
+/* Index in sorted[0..n) of the node named `name`, or -1.  O(log n). */
+ssize_t lockrule_find(const struct zkl_node *sorted, size_t n,
+		      const char *name);
+
+/* Index of the first node in sorted[from..n) whose tag is `tag` (a NUL-
+ * ended string), or -1. */
+ssize_t lockrule_find_tag(const struct zkl_node *sorted, size_t n,
+			  size_t from, const char *tag);
+
+/* The rule for sorted[self]: -1 if it holds now, else the index of the one
+ * node it watches -- of the nodes ahead it waits for, the limit-th
+ * nearest, so that with limit 1 a writer watches its predecessor and a
+ * reader the nearest writer ahead.  Nodes before `lo`, and those with
+ * gone[i] set (gone may be NULL), are known to be deleted and skipped.
+ * With limit > 1 a single watch does not see every way the count can drop
+ * (holders leave in any order): a lease recipe needs more than this. */
+ssize_t lockrule_watch(const struct zkl_node *sorted,
+		       const unsigned char *gone, size_t lo, size_t self,
+		       unsigned limit);
+
+/* The first node in sorted[0..n) that a new request of `mode`, queued now,
+ * would wait for, if it would wait: ignoring nodes whose tag is one of
+ * skip[0..nskip) (the caller's own).  Returns its index, or -1 if such a
+ * request would hold at once. */
+ssize_t lockrule_first_blocker(const struct zkl_node *sorted, size_t n,
+			       enum zkl_mode mode, unsigned limit,
+			       const char *const *skip, size_t nskip);
+
+#endif

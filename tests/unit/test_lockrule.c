@@ -1,0 +1,225 @@
+/* The queue rule over tables of node lists: order (mixed styles, wrap,
+ * one number twice), who holds, and the one node each waiter watches. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lockrule.h"
+
+#define G1 "0123abcd-0000-4000-8000-00000000000a"
+#define G2 "0123abcd-0000-4000-8000-00000000000b"
+#define K1 "9f2c0123abcd40008000000000000000"
+
+/* Nodes from a pattern, one letter per node in queue order: w write,
+ * r read, l lease; even positions carry G1, odd ones G2. */
+static size_t build(const char *modes, struct zkl_node *v)
+{
+	size_t n = strlen(modes);
+
+	for (size_t i = 0; i < n; i++) {
+		v[i] = (struct zkl_node){
+			.name = "x",
+			.style = ZKL_STYLE_ZKLOCKFS,
+			.seq = (int32_t)i,
+			.tag = i % 2 ? G2 : G1,
+			.taglen = NAMES_GUID_LEN,
+			.mode = modes[i] == 'w'   ? ZKL_MODE_WRITE
+				: modes[i] == 'r' ? ZKL_MODE_READ
+						  : ZKL_MODE_LEASE,
+		};
+	}
+	return n;
+}
+
+/* One row: the queue, which nodes are gone ('x' at their place, '.'
+ * elsewhere; "" for none), the limit, and for each node what the rule says
+ * ('h' holds, or the digit of the node it watches; '-' for gone ones). */
+static const struct {
+	const char *queue, *gone;
+	unsigned limit;
+	const char *expect, *why;
+} rows[] = {
+	{ "w", "", 1, "h", "alone: holds" },
+	{ "wrr", "", 1, "h00", "readers wait for the writer" },
+	{ "rrrw", "", 1, "hhh2", "a writer watches its predecessor" },
+	{ "wrw", "", 1, "h01", "" },
+	{ "rrwrrr", "", 1, "hh1222", "readers skip readers to the writer" },
+	{ "wrwr", "", 1, "h012", "a waiting writer blocks later readers" },
+	{ "wwrww", "...x.", 1, "h01-2", "the nearest node still there" },
+	{ "wwrww", "..xx.", 1, "h0--1", "" },
+	{ "wrwrr", "..x..", 1, "h0-00", "a reader skips a gone writer" },
+	{ "wrwrr", "x.x..", 1, "-h-hh", "no writer left: readers hold" },
+	/* N leases: hold while fewer than N are ahead; watch the N-th */
+	{ "lll", "", 2, "hh0", "two of two leases held, the third waits" },
+	{ "lllll", "", 2, "hh012", "" },
+	{ "lllll", ".x...", 2, "h-h02", "a lease returned out of order" },
+	{ "lll", "", 3, "hhh", "" },
+	{ "rlrl", "", 1, "hhh1", "reads and leases ignore each other" },
+	{ "lw", "", 1, "h0", "a writer waits for a lease" },
+};
+
+Test(lockrule, who_holds_and_what_each_waiter_watches)
+{
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct zkl_node v[16];
+		unsigned char gone[16] = { 0 };
+		size_t n = build(rows[r].queue, v);
+
+		for (size_t i = 0; rows[r].gone[i]; i++)
+			gone[i] = rows[r].gone[i] == 'x';
+		for (size_t i = 0; i < n; i++) {
+			ssize_t got;
+			char c;
+			if (gone[i])
+				continue;
+			got = lockrule_watch(v, gone, 0, i, rows[r].limit);
+			c = got < 0 ? 'h' : (char)('0' + got);
+			cr_expect_eq(c, rows[r].expect[i],
+				     "%s (gone %s, limit %u), node %zu: "
+				     "expected %c, got %c (%s)",
+				     rows[r].queue, rows[r].gone, rows[r].limit,
+				     i, rows[r].expect[i], c, rows[r].why);
+		}
+	}
+}
+
+Test(lockrule, nothing_before_lo_counts)
+{
+	struct zkl_node v[8];
+
+	build("wwrww", v);
+	cr_assert_eq(lockrule_watch(v, NULL, 2, 4, 1), 3);
+	cr_assert_eq(lockrule_watch(v, NULL, 4, 4, 1), -1);
+}
+
+/* Parse, filter by style and sort a child list; the names in queue order
+ * joined by ' ' into out. */
+static size_t order(char **children, size_t n, unsigned styles, char *out,
+		    size_t size, struct zkl_node *v)
+{
+	size_t got = lockrule_collect(children, n, styles, v);
+
+	out[0] = '\0';
+	for (size_t i = 0; i < got; i++)
+		snprintf(out + strlen(out), size - strlen(out), "%s%s",
+			 i ? " " : "", v[i].name);
+	return got;
+}
+
+Test(lockrule, mixed_styles_order_by_number_and_others_are_ignored)
+{
+	char *children[] = {
+		"c", /* sub-resource */
+		K1 "__lock__0000000004",
+		"_c_" G1 "-write-0000000002",
+		"x-72057594037927936-0000000001",
+		"_c_" G2 "-__READ__0000000003",
+		"data-node",
+	};
+	struct zkl_node v[8];
+	char got[512];
+	size_t n = order(children, 6, LOCKRULE_ALL_STYLES, got, sizeof(got), v);
+
+	cr_assert_eq(n, 4, "%s", got);
+	cr_assert_str_eq(got, "x-72057594037927936-0000000001 "
+			      "_c_" G1 "-write-0000000002 "
+			      "_c_" G2 "-__READ__0000000003 " K1
+			      "__lock__0000000004");
+	n = order(children, 6, LOCKRULE_STYLE(ZKL_STYLE_ZKLOCKFS), got,
+		  sizeof(got), v);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(got, "_c_" G1 "-write-0000000002");
+}
+
+Test(lockrule, order_survives_the_wrap)
+{
+	char *children[] = {
+		"_c_" G2 "-read--2147483648",
+		"_c_" G1 "-write-2147483646",
+		"_c_" G2 "-write-2147483647",
+		"_c_" G1 "-read--2147483647",
+	};
+	struct zkl_node v[4];
+	char got[512];
+
+	order(children, 4, LOCKRULE_ALL_STYLES, got, sizeof(got), v);
+	cr_assert_eq(v[0].seq, 2147483646);
+	cr_assert_eq(v[1].seq, 2147483647);
+	cr_assert_eq(v[2].seq, INT32_MIN);
+	cr_assert_eq(v[3].seq, INT32_MIN + 1);
+}
+
+Test(lockrule, a_reader_that_took_its_writers_number_stands_behind_it)
+{
+	/* Curator 5.5 downgrade: the read node reuses the write node's
+	 * number; it must not be taken for a reader ahead of the writer. */
+	char *children[] = {
+		"_c_" G1 "-__READ__0000000009",
+		"_c_" G1 "-__WRIT__0000000009",
+		"_c_" G2 "-write-0000000010",
+	};
+	struct zkl_node v[3];
+	char got[512];
+
+	order(children, 3, LOCKRULE_ALL_STYLES, got, sizeof(got), v);
+	cr_assert_eq(v[0].mode, ZKL_MODE_WRITE, "%s", got);
+	cr_assert_eq(v[1].mode, ZKL_MODE_READ, "%s", got);
+	cr_assert_eq(lockrule_watch(v, NULL, 0, 1, 1), 0);
+	cr_assert_eq(lockrule_watch(v, NULL, 0, 2, 1), 1);
+}
+
+Test(lockrule, find_is_exact_on_name_and_sequence)
+{
+	char *children[] = {
+		"_c_" G1 "-write-0000000003",
+		"_c_" G2 "-read-0000000001",
+		"_c_" G1 "-read-0000000007",
+		"_c_" G2 "-write-0000000005",
+	};
+	struct zkl_node v[4];
+	size_t n = lockrule_collect(children, 4, LOCKRULE_ALL_STYLES, v);
+
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_str_eq(v[lockrule_find(v, n, children[i])].name,
+				 children[i]);
+	cr_assert_eq(lockrule_find(v, n, "_c_" G2 "-write-0000000003"), -1,
+		     "same sequence, other name");
+	cr_assert_eq(lockrule_find(v, n, "_c_" G1 "-write-0000000004"), -1);
+	cr_assert_eq(lockrule_find(v, n, "sub-resource"), -1);
+	cr_assert_eq(lockrule_find(v, 0, children[0]), -1);
+	cr_assert_eq(lockrule_find_tag(v, n, 0, G2), 0);
+	cr_assert_eq(lockrule_find_tag(v, n, 1, G2), 2);
+	cr_assert_eq(lockrule_find_tag(v, n, 0,
+				       "ffffffff-0000-4000-8000-000000000000"),
+		     -1);
+	cr_assert_eq(lockrule_find_tag(v, n, 0, ""), -1, "no tag is no match");
+}
+
+Test(lockrule, first_blocker_of_a_request_queued_now)
+{
+	struct zkl_node v[8];
+	size_t n = build("rrwr", v);
+	const char *mine[] = { G1 };
+
+	cr_assert_eq(lockrule_first_blocker(v, n, ZKL_MODE_WRITE, 1, NULL, 0),
+		     0, "a writer waits for everyone: the first holder");
+	cr_assert_eq(lockrule_first_blocker(v, n, ZKL_MODE_READ, 1, NULL, 0), 2,
+		     "a reader waits for the first writer only");
+	cr_assert_eq(lockrule_first_blocker(v, 0, ZKL_MODE_WRITE, 1, NULL, 0),
+		     -1);
+	n = build("rr", v);
+	cr_assert_eq(lockrule_first_blocker(v, n, ZKL_MODE_READ, 1, NULL, 0),
+		     -1, "readers share");
+	/* Even indexes carry G1: skip them as the caller's own nodes. */
+	n = build("rwr", v);
+	cr_assert_eq(lockrule_first_blocker(v, n, ZKL_MODE_WRITE, 1, mine, 1),
+		     1);
+	n = build("w", v);
+	cr_assert_eq(lockrule_first_blocker(v, n, ZKL_MODE_WRITE, 1, mine, 1),
+		     -1, "one's own lock does not block one's own test");
+	n = build("ll", v);
+	cr_assert_eq(lockrule_first_blocker(v, n, ZKL_MODE_LEASE, 2, NULL, 0),
+		     0, "two of two leases taken");
+	cr_assert_eq(lockrule_first_blocker(v, n, ZKL_MODE_LEASE, 3, NULL, 0),
+		     -1, "one of three free");
+}
