@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "lockrule.h"
 #include "resource.h"
+#include "zkerr.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -110,7 +111,7 @@ static void holders_on_data(int rc, const char *value, int len,
 		r->gone = 1;
 	} else if (rc != ZOK) {
 		if (r->q->err == 0)
-			r->q->err = session_errno(rc);
+			r->q->err = zkerr_errno(rc);
 	} else {
 		r->czxid = st->czxid;
 		r->ctime_ms = st->ctime;
@@ -134,9 +135,12 @@ static int holders_parse(struct holders_query *q, char *const *names, size_t n)
 	for (; q->nnames < n; q->nnames++)
 		if (!(q->names[q->nnames] = strdup(names[q->nnames])))
 			return -ENOMEM;
-	q->nours = lockrule_collect(q->names, n, LOCKRULE_QUEUED_STYLES, q->nodes);
-	q->n = q->nours + lockrule_collect(q->names, n, LOCKRULE_ALL_STYLES & ~LOCKRULE_QUEUED_STYLES,
-					   q->nodes + q->nours);
+	q->nours =
+		lockrule_collect(q->names, n, LOCKRULE_QUEUED_STYLES, q->nodes);
+	q->n = q->nours +
+	       lockrule_collect(q->names, n,
+				LOCKRULE_ALL_STYLES & ~LOCKRULE_QUEUED_STYLES,
+				q->nodes + q->nours);
 	return 0;
 }
 
@@ -166,7 +170,7 @@ static void holders_on_listed(int err, char *const *names, size_t n, void *arg)
 				      &q->reads[i]);
 		if (rc != ZOK) {
 			if (q->err == 0)
-				q->err = session_errno(rc);
+				q->err = zkerr_errno(rc);
 			q->pending--;
 		}
 	}

@@ -30,7 +30,7 @@ struct holders_node {
 	size_t len;
 };
 
-/* err: 0, or -errno from session_errno (a missing resource is 0 and no
+/* err: 0, or -errno from zkerr_errno (a missing resource is 0 and no
  * node).  nodes[0..n) and what they point to are valid only during the
  * call: ours first, in queue order (holders before waiters), then the
  * foreign ones by sequence. */

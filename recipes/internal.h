@@ -5,16 +5,16 @@
 #define ZKL_INTERNAL_H
 
 #include <pthread.h>
+#include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
 #include "held.h"
 #include "list.h"
+#include "notice.h"
 #include "queue.h"
 #include "session.h"
 #include "strtab.h"
 #include "watchtab.h"
-
-struct zkl_lockreq;
 
 struct zkl_session {
 	char *base;
@@ -49,23 +49,32 @@ struct zkl_session {
 };
 
 /*
- * Hooks of the lock requests, called with s->lock held.  Whatever owner
- * callbacks they decide on are collected in `notify` and run by
- * lockreq_notify_all() once the caller has dropped the lock.
+ * What the session calls back.  The session knows these by their links
+ * and callbacks only, never what owns them (a lock request today): so it
+ * does not depend on lockreq.c, which depends on it.
  */
-/* The connection is back: redo the step that failed.  Consumes the
- * reference taken by session_resume_when_connected_locked. */
-void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
-/* The watched node changed or went: look at the queue again.  `gone` is
- * the watched node's path when it is known to be deleted, else NULL.
- * Consumes the reference held by the watch registration. */
-void lockreq_kick_locked(struct zkl_lockreq *lr, const char *gone,
-			 struct zkl_link *notify);
-/* The listing w lined up for (queue_want_listing_locked) came back with
- * ZooKeeper code rc; on ZOK the queue's view is that listing.  Consumes
- * the reference taken for the line. */
-void lockreq_listed_locked(struct zkl_queue_wait *w, int rc,
-			   struct zkl_link *notify);
+
+/* A member of the session: a started lock request. */
+struct zkl_member;
+struct zkl_member_ops {
+	/* The connection is back: redo the step that failed (after
+	 * session_resume_when_connected_locked; consumes its reference). */
+	void (*resume_locked)(struct zkl_member *m, struct zkl_link *notify);
+	/* The session is gone: a holder is lost (an entry is appended to
+	 * `lost`); a waiter is queued again, from scratch, on the next
+	 * session (requeue) or fails with -ENOTCONN (no next session). */
+	void (*expired_locked)(struct zkl_member *m, int requeue,
+			       struct zkl_link *lost, struct zkl_link *notify);
+	/* Count m into *held or *waiting if it is either. */
+	void (*count_locked)(const struct zkl_member *m, uint64_t *held,
+			     uint64_t *waiting);
+};
+struct zkl_member {
+	const struct zkl_member_ops *ops;
+	struct zkl_link live;   /* in s->live while started */
+	struct zkl_link resume; /* in s->resume while waiting to reconnect */
+};
+
 /* A held lock lost with its session, to be reported (session_lost_fn). */
 struct zkl_lost {
 	struct zkl_link link;
@@ -74,28 +83,29 @@ struct zkl_lost {
 	char data[];
 };
 
-/* The session is gone: a holder is lost (an entry is appended to `lost`);
- * a waiter is queued again, from scratch, on the next session (requeue)
- * or fails with -ENOTCONN (no next session); the rest is forgotten. */
-void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
-				    struct zkl_link *lost,
-				    struct zkl_link *notify);
-/* Count lr into *held or *waiting if it is either.  s->lock held. */
-void lockreq_count_locked(const struct zkl_lockreq *lr, uint64_t *held,
-			  uint64_t *waiting);
-/* Called without the lock: run the owner callbacks collected in notify. */
-void lockreq_notify_all(struct zkl_link *notify);
+/* Take the session's mutex for an entry point that may post notices;
+ * session_leave drops it and runs them. */
+static inline void session_enter(struct zkl_session *s, struct zkl_link *notify)
+{
+	list_init(notify);
+	pthread_mutex_lock(&s->lock);
+}
 
-/* Resume lr when the session is connected again (at once if the handle is
- * connected now).  The caller has taken a reference for it and made sure
- * `link` is not queued already.  s->lock held. */
+static inline void session_leave(struct zkl_session *s, struct zkl_link *notify)
+{
+	pthread_mutex_unlock(&s->lock);
+	notice_run_all(notify);
+}
+
+/* Call m->ops->resume_locked when the session is connected again (at once
+ * if the handle is connected now).  The caller has taken a reference for
+ * it and made sure m is not waiting already.  s->lock held. */
 void session_resume_when_connected_locked(struct zkl_session *s,
-					  struct zkl_lockreq *lr,
-					  struct zkl_link *link,
+					  struct zkl_member *m,
 					  struct zkl_link *notify);
 
-/* Ask ZooKeeper to tell us when `path` goes away or changes, and wake the
- * watches registered for it then.  s->lock held. */
+/* Ask ZooKeeper to tell us when `path` goes away or changes, and call
+ * w->fired_locked then (watchtab.h).  s->lock held.  Returns 0 or -errno. */
 int session_watch_locked(struct zkl_session *s, const char *path,
 			 struct zkl_watch *w);
 
@@ -104,10 +114,5 @@ int session_watch_locked(struct zkl_session *s, const char *path,
  * request queued after them sees them.  Errors (ZNODEEXISTS) are ignored:
  * the caller's own next request tells whether the path exists. */
 int session_create_parents_locked(struct zkl_session *s, const char *dir);
-
-/* Resume the request owning link (a zkl_lockreq).  s->lock held. */
-struct zkl_lockreq *lockreq_from_resume_link(struct zkl_link *link);
-struct zkl_lockreq *lockreq_from_watch(struct zkl_watch *w);
-struct zkl_lockreq *lockreq_from_live_link(struct zkl_link *link);
 
 #endif

@@ -5,6 +5,7 @@
 #include "lockquery.h"
 #include "internal.h"
 #include "lockrule.h"
+#include "zkerr.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -57,7 +58,7 @@ static void lq_list(struct lockquery *q)
 	int rc = lq_send_list(q);
 
 	if (rc != ZOK)
-		lq_finish(q, session_errno(rc));
+		lq_finish(q, zkerr_errno(rc));
 }
 
 static void lq_on_data(int rc, const char *value, int len,
@@ -69,7 +70,7 @@ static void lq_on_data(int rc, const char *value, int len,
 	if (rc == ZNONODE && q->attempts < LOCKQUERY_ATTEMPTS)
 		return lq_list(q);
 	if (rc != ZOK && rc != ZNONODE)
-		return lq_finish(q, session_errno(rc));
+		return lq_finish(q, zkerr_errno(rc));
 	if (rc == ZOK && value && len > 0) {
 		q->answer.data = value;
 		q->answer.datalen = (size_t)len;
@@ -93,7 +94,7 @@ static void lq_on_listed(int rc, const struct String_vector *v,
 	if (rc == ZNONODE) /* no resource, so no lock on it */
 		return lq_finish(q, 0);
 	if (rc != ZOK)
-		return lq_finish(q, session_errno(rc));
+		return lq_finish(q, zkerr_errno(rc));
 	nodes = malloc(((size_t)v->count + 1) * sizeof(*nodes));
 	if (!nodes)
 		return lq_finish(q, -ENOMEM);
@@ -122,7 +123,7 @@ static void lq_on_listed(int rc, const struct String_vector *v,
 	rc = zoo_aget(s->zh, q->node_path, 0, lq_on_data, q);
 	pthread_mutex_unlock(&s->lock);
 	if (rc != ZOK)
-		lq_finish(q, session_errno(rc));
+		lq_finish(q, zkerr_errno(rc));
 }
 
 int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
@@ -148,7 +149,7 @@ int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	rc = lq_send_list(q);
 	if (rc != ZOK) {
 		free(q);
-		return session_errno(rc);
+		return zkerr_errno(rc);
 	}
 	return 0;
 }

@@ -23,7 +23,7 @@ struct lockquery_answer {
 	size_t datalen;
 };
 
-/* err: 0 and an answer, or -errno from session_errno.  `a` and what it
+/* err: 0 and an answer, or -errno from zkerr_errno.  `a` and what it
  * points to are valid only during the call. */
 typedef void (*lockquery_fn)(int err, const struct lockquery_answer *a,
 			     void *arg);

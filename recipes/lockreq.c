@@ -20,6 +20,7 @@
 #include "lockreq.h"
 #include "internal.h"
 #include "lockrule.h"
+#include "zkerr.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -54,11 +55,11 @@ struct zkl_lockreq {
 	struct zkl_queue *q;         /* the resource's queue, once started */
 	struct zkl_queue_wait qwait; /* in q->waiting for a listing */
 	struct zkl_queue_leaving leaving; /* in q->leaving while DELETING */
-	struct zkl_link live;             /* in s->live once started */
-	struct zkl_link resume; /* in s->resume while waiting to reconnect */
-	struct zkl_link notify; /* in a notify list until done() has run */
-	struct zkl_watch watch; /* in s->watches while PH_WATCHING */
-	int refs;               /* owner + queued ops + watch + resume + notify
+	struct zkl_member member; /* in s->live once started, in s->resume
+				   * while waiting to reconnect */
+	struct zkl_notice notice; /* posted until done() has run */
+	struct zkl_watch watch;   /* in s->watches while PH_WATCHING */
+	int refs; /* owner + queued ops + watch + resume + notify
 				 * + line for a listing */
 	enum lr_outcome outcome;
 	enum lr_phase phase;
@@ -86,24 +87,26 @@ struct zkl_lockreq {
 	char create_path[]; /* dir + "/_c_<guid>-<mode>-" */
 };
 
+static void lr_notice_run(struct zkl_notice *n);
+static void lr_watch_fired(struct zkl_watch *w, const char *gone,
+			   struct zkl_link *notify);
+static void lr_listed(struct zkl_queue_wait *w, int rc,
+		      struct zkl_link *notify);
+static void lr_resume(struct zkl_member *m, struct zkl_link *notify);
+static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
+		       struct zkl_link *notify);
+static void lr_count(const struct zkl_member *m, uint64_t *held,
+		     uint64_t *waiting);
+
+static const struct zkl_member_ops lr_member_ops = {
+	.resume_locked = lr_resume,
+	.expired_locked = lr_expired,
+	.count_locked = lr_count,
+};
+
 /* The room a node path needs beyond the create path: the sequence
  * ZooKeeper appends ("%010d" of an int32, sign included) and a NUL. */
 #define LR_SEQ_ROOM 12
-
-struct zkl_lockreq *lockreq_from_resume_link(struct zkl_link *link)
-{
-	return ZKL_CONTAINER_OF(link, struct zkl_lockreq, resume);
-}
-
-struct zkl_lockreq *lockreq_from_live_link(struct zkl_link *link)
-{
-	return ZKL_CONTAINER_OF(link, struct zkl_lockreq, live);
-}
-
-struct zkl_lockreq *lockreq_from_watch(struct zkl_watch *w)
-{
-	return ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch);
-}
 
 enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr)
 {
@@ -121,7 +124,7 @@ static void lr_free(struct zkl_lockreq *lr)
 	/* Whoever waits for the delete is told before the last reference
 	 * goes: a step in flight holds one until the node is gone. */
 	assert(!lr->gone_fn || lr->gone_told);
-	assert(!list_linked(&lr->notify) && !list_linked(&lr->resume));
+	assert(!notice_posted(&lr->notice) && !list_linked(&lr->member.resume));
 	if (lr->q)
 		queue_put_locked(lr->q);
 	free(lr);
@@ -165,8 +168,8 @@ static void lr_put_locked(struct zkl_lockreq *lr)
 	assert(lr->refs > 0);
 	if (--lr->refs > 0)
 		return;
-	if (list_linked(&lr->live)) {
-		list_del(&lr->live);
+	if (list_linked(&lr->member.live)) {
+		list_del(&lr->member.live);
 		if (list_empty(&lr->s->live)) /* session_close may wait */
 			pthread_cond_broadcast(&lr->s->state_changed);
 	}
@@ -222,11 +225,14 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	lr->refs = 1;
 	lr->outcome = LR_PENDING;
 	lr->phase = PH_NEW;
-	list_init(&lr->live);
-	list_init(&lr->resume);
-	list_init(&lr->notify);
+	lr->member.ops = &lr_member_ops;
+	list_init(&lr->member.live);
+	list_init(&lr->member.resume);
+	notice_init(&lr->notice, lr_notice_run);
 	list_init(&lr->watch.link);
+	lr->watch.fired_locked = lr_watch_fired;
 	list_init(&lr->qwait.link);
+	lr->qwait.listed_locked = lr_listed;
 	list_init(&lr->leaving.link);
 	*out = lr;
 	return 0;
@@ -245,7 +251,7 @@ static void lr_tell_locked(struct zkl_lockreq *lr, int err,
 	if (!err)
 		lr->s->grants++;
 	lr->refs++;
-	list_add_tail(notify, &lr->notify);
+	notice_post(notify, &lr->notice);
 }
 
 /* If the owner waits for the node to be gone and it is, queue that news
@@ -256,11 +262,11 @@ static void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 		return;
 	/* The owner's done has run (it released the request), so the notify
 	 * link is free for this. */
-	assert(!list_linked(&lr->notify));
+	assert(!notice_posted(&lr->notice));
 	lr->gone_told = 1;
 	lr->notify_gone = 1;
 	lr->refs++;
-	list_add_tail(notify, &lr->notify);
+	notice_post(notify, &lr->notice);
 }
 
 /* The end of every entry point that may have moved the request: report a
@@ -271,18 +277,27 @@ static void lr_leave_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_put_locked(lr);
 }
 
-void lockreq_notify_all(struct zkl_link *notify)
+/* A posted notice: tell the owner, without the session's mutex. */
+static void lr_notice_run(struct zkl_notice *n)
 {
-	while (!list_empty(notify)) {
-		struct zkl_lockreq *lr = ZKL_CONTAINER_OF(
-			notify->next, struct zkl_lockreq, notify);
-		list_del(&lr->notify);
-		if (lr->notify_gone)
-			lr->gone_fn(lr->gone_arg);
-		else
-			lr->done(lr, lr->notify_err, lr->arg);
-		lr_put(lr);
-	}
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(n, struct zkl_lockreq, notice);
+
+	if (lr->notify_gone)
+		lr->gone_fn(lr->gone_arg);
+	else
+		lr->done(lr, lr->notify_err, lr->arg);
+	lr_put(lr);
+}
+
+/* The end of a completion: report a node that is gone, drop the
+ * completion's reference, unlock and run the notices. */
+static void lr_exit(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct zkl_session *s = lr->s;
+
+	lr_leave_locked(lr, notify);
+	session_leave(s, notify);
 }
 
 /* ---- sending ---------------------------------------------------------- */
@@ -295,7 +310,7 @@ static void lr_finish_locked(struct zkl_lockreq *lr, int err,
 			     struct zkl_link *notify);
 
 /* Line up for the next listing of the queue (queue.h); the reply comes
- * to lockreq_listed_locked.  Returns 0 or -errno. */
+ * to lr_listed.  Returns 0 or -errno. */
 static int lr_line_up(struct zkl_lockreq *lr)
 {
 	int linked = list_linked(&lr->qwait.link);
@@ -318,7 +333,7 @@ static int lr_queue_create(struct zkl_lockreq *lr)
 			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, lr);
 	if (rc != ZOK) {
 		lr->refs--;
-		return session_errno(rc);
+		return zkerr_errno(rc);
 	}
 	lr->create_attempts++;
 	lr->phase = PH_CREATING;
@@ -340,7 +355,7 @@ static void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 }
 
 /* List the queue: phase stays as the caller set it (LISTING or
- * RECOVERING), which tells lockreq_listed_locked what to do with it. */
+ * RECOVERING), which tells lr_listed what to do with it. */
 static void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	int err = lr_line_up(lr);
@@ -361,7 +376,7 @@ static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)
 	if (rc != ZOK) {
 		lr->refs--;
 		lr->phase = PH_GONE;
-		lr_finish_locked(lr, session_errno(rc), notify);
+		lr_finish_locked(lr, zkerr_errno(rc), notify);
 	}
 }
 
@@ -384,13 +399,13 @@ static void lr_ignore_void(int rc, const void *data)
 	(void)data;
 }
 
-/* Wait for the connection to come back, then lockreq_resume_locked. */
+/* Wait for the connection to come back, then lr_resume. */
 static void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	if (list_linked(&lr->resume))
+	if (list_linked(&lr->member.resume))
 		return;
 	lr->refs++;
-	session_resume_when_connected_locked(lr->s, lr, &lr->resume, notify);
+	session_resume_when_connected_locked(lr->s, &lr->member, notify);
 }
 
 static int lr_is_connection_loss(int rc)
@@ -449,8 +464,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
-	list_init(&notify);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (lr->phase != PH_CREATING) {
 		/* The session expired under us: nothing to do. */
 	} else if (rc == ZOK) {
@@ -483,12 +497,10 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			}
 		} else {
 			lr->phase = PH_GONE;
-			lr_finish_locked(lr, session_errno(rc), &notify);
+			lr_finish_locked(lr, zkerr_errno(rc), &notify);
 		}
 	}
-	lr_leave_locked(lr, &notify);
-	pthread_mutex_unlock(&s->lock);
-	lockreq_notify_all(&notify);
+	lr_exit(lr, &notify);
 }
 
 static void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
@@ -585,8 +597,7 @@ static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_check_owner(lr, notify);
 }
 
-void lockreq_listed_locked(struct zkl_queue_wait *w, int rc,
-			   struct zkl_link *notify)
+static void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 {
 	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, qwait);
 
@@ -601,7 +612,7 @@ void lockreq_listed_locked(struct zkl_queue_wait *w, int rc,
 		lr_recover(lr, notify);
 	} else {
 		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
-		lr_finish_locked(lr, rc == ZNONODE ? -EIO : session_errno(rc),
+		lr_finish_locked(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc),
 				 notify);
 	}
 	lr_leave_locked(lr, notify);
@@ -613,8 +624,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
-	list_init(&notify);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (lr->phase != PH_CHECKING) {
 		/* stale */
 	} else if (lr_is_connection_loss(rc)) {
@@ -641,11 +651,9 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 			lr_create(lr, &notify);
 	} else {
 		lr->phase = PH_GONE;
-		lr_finish_locked(lr, session_errno(rc), &notify);
+		lr_finish_locked(lr, zkerr_errno(rc), &notify);
 	}
-	lr_leave_locked(lr, &notify);
-	pthread_mutex_unlock(&s->lock);
-	lockreq_notify_all(&notify);
+	lr_exit(lr, &notify);
 }
 
 static void lr_on_deleted(int rc, const void *data)
@@ -654,8 +662,7 @@ static void lr_on_deleted(int rc, const void *data)
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
-	list_init(&notify);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (lr->phase == PH_DELETING) {
 		if (lr_is_connection_loss(rc)) {
 			lr_defer(lr, &notify); /* must not leave it behind */
@@ -664,9 +671,7 @@ static void lr_on_deleted(int rc, const void *data)
 			queue_leaving_done(&lr->leaving);
 		}
 	}
-	lr_leave_locked(lr, &notify);
-	pthread_mutex_unlock(&s->lock);
-	lockreq_notify_all(&notify);
+	lr_exit(lr, &notify);
 }
 
 /* ---- hooks called by the session -------------------------------------- */
@@ -696,8 +701,11 @@ static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_create(lr, notify);
 }
 
-void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 {
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	switch (lr->phase) {
 	case PH_NEW:
@@ -723,9 +731,10 @@ void lockreq_resume_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_leave_locked(lr, notify);
 }
 
-void lockreq_kick_locked(struct zkl_lockreq *lr, const char *gone,
-			 struct zkl_link *notify)
+static void lr_watch_fired(struct zkl_watch *w, const char *gone,
+			   struct zkl_link *notify)
 {
+	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch);
 	size_t dirlen = strlen(lr->dir);
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
@@ -760,11 +769,12 @@ static void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
 	list_add_tail(lost, &item->link);
 }
 
-void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
-				    struct zkl_link *lost,
-				    struct zkl_link *notify)
+static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
+		       struct zkl_link *notify)
 {
-	int queued = list_linked(&lr->resume);
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+	int queued = list_linked(&lr->member.resume);
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* Ours, so that dropping the references of the resume list and the
@@ -780,13 +790,13 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 		lr->phase = PH_NEW;
 		if (!queued) {
 			lr->refs++;
-			list_add_tail(&lr->s->resume, &lr->resume);
+			list_add_tail(&lr->s->resume, &lr->member.resume);
 		}
 		lr_unref_locked(lr); /* the resume list holds one */
 		return;
 	}
 	if (queued) {
-		list_del(&lr->resume);
+		list_del(&lr->member.resume);
 		lr->refs--;
 	}
 	if (lr->outcome == LR_HELD && !lr->lost) {
@@ -799,9 +809,12 @@ void lockreq_session_expired_locked(struct zkl_lockreq *lr, int requeue,
 	lr_leave_locked(lr, notify);
 }
 
-void lockreq_count_locked(const struct zkl_lockreq *lr, uint64_t *held,
-			  uint64_t *waiting)
+static void lr_count(const struct zkl_member *m, uint64_t *held,
+		     uint64_t *waiting)
 {
+	const struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	if (lr->outcome == LR_HELD && !lr->lost)
 		++*held;
@@ -825,11 +838,11 @@ int lockreq_start(struct zkl_lockreq *lr)
 		err = -ENOMEM;
 	} else if (s->state == ZKL_CONN_EXPIRED || s->draining) {
 		/* Between two sessions: queue on the next one. */
-		list_add_tail(&s->live, &lr->live);
+		list_add_tail(&s->live, &lr->member.live);
 		lr->refs++;
-		list_add_tail(&s->resume, &lr->resume);
+		list_add_tail(&s->resume, &lr->member.resume);
 	} else {
-		list_add_tail(&s->live, &lr->live);
+		list_add_tail(&s->live, &lr->member.live);
 		err = lr_queue_create(lr);
 	}
 	if (err < 0 && err != -ECANCELED) {
@@ -862,8 +875,7 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
-	list_init(&notify);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (lr->outcome == LR_HELD && !lr->lost)
 		log_msg(LOG_DEBUG, "released %s lock %s",
 			names_mode_str(lr->mode), lr->node);
@@ -873,9 +885,7 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 		lr->outcome = LR_FINISHED;
 		lr_abandon_locked(lr);
 	}
-	lr_leave_locked(lr, &notify);
-	pthread_mutex_unlock(&s->lock);
-	lockreq_notify_all(&notify);
+	lr_exit(lr, &notify);
 }
 
 void lockreq_release(struct zkl_lockreq *lr)
@@ -893,7 +903,7 @@ static void lr_on_set(int rc, const struct Stat *st, const void *data)
 	struct lr_set_ctx *ctx = (struct lr_set_ctx *)data;
 
 	(void)st;
-	ctx->cb(session_errno(rc), ctx->arg);
+	ctx->cb(zkerr_errno(rc), ctx->arg);
 	free(ctx);
 }
 
@@ -914,8 +924,8 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 	else if (lr->outcome != LR_HELD)
 		err = -ENOENT;
 	else
-		err = session_errno(zoo_aset(s->zh, lr->node, data, (int)len,
-					     -1, lr_on_set, ctx));
+		err = zkerr_errno(zoo_aset(s->zh, lr->node, data, (int)len, -1,
+					   lr_on_set, ctx));
 	pthread_mutex_unlock(&s->lock);
 	if (err < 0)
 		free(ctx);

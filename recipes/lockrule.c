@@ -48,8 +48,7 @@ size_t lockrule_collect(char *const *names, size_t n, unsigned styles,
 	return count;
 }
 
-ssize_t lockrule_find(const struct zkl_node *sorted, size_t n,
-		      const char *name)
+ssize_t lockrule_find(const struct zkl_node *sorted, size_t n, const char *name)
 {
 	struct zkl_node key;
 	size_t lo = 0, hi = n;
@@ -77,8 +76,8 @@ static int lockrule_tag_is(const struct zkl_node *node, const char *tag)
 	       memcmp(node->tag, tag, len) == 0;
 }
 
-ssize_t lockrule_find_tag(const struct zkl_node *sorted, size_t n,
-			  size_t from, const char *tag)
+ssize_t lockrule_find_tag(const struct zkl_node *sorted, size_t n, size_t from,
+			  const char *tag)
 {
 	for (size_t i = from; i < n; i++)
 		if (lockrule_tag_is(&sorted[i], tag))
@@ -86,9 +85,8 @@ ssize_t lockrule_find_tag(const struct zkl_node *sorted, size_t n,
 	return -1;
 }
 
-ssize_t lockrule_watch(const struct zkl_node *sorted,
-		       const unsigned char *gone, size_t lo, size_t self,
-		       unsigned limit)
+ssize_t lockrule_watch(const struct zkl_node *sorted, const unsigned char *gone,
+		       size_t lo, size_t self, unsigned limit)
 {
 	enum zkl_mode mode = sorted[self].mode;
 	unsigned ahead = 0;
@@ -103,8 +101,8 @@ ssize_t lockrule_watch(const struct zkl_node *sorted,
 	return -1;
 }
 
-static int lockrule_tag_in(const struct zkl_node *node,
-			   const char *const *set, size_t n)
+static int lockrule_tag_in(const struct zkl_node *node, const char *const *set,
+			   size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (lockrule_tag_is(node, set[i]))

@@ -44,8 +44,8 @@ ssize_t lockrule_find(const struct zkl_node *sorted, size_t n,
 
 /* Index of the first node in sorted[from..n) whose tag is `tag` (a NUL-
  * ended string), or -1. */
-ssize_t lockrule_find_tag(const struct zkl_node *sorted, size_t n,
-			  size_t from, const char *tag);
+ssize_t lockrule_find_tag(const struct zkl_node *sorted, size_t n, size_t from,
+			  const char *tag);
 
 /* The rule for sorted[self]: -1 if it holds now, else the index of the one
  * node it watches -- of the nodes ahead it waits for, the limit-th
@@ -54,9 +54,8 @@ ssize_t lockrule_find_tag(const struct zkl_node *sorted, size_t n,
  * gone[i] set (gone may be NULL), are known to be deleted and skipped.
  * With limit > 1 a single watch does not see every way the count can drop
  * (holders leave in any order): a lease recipe needs more than this. */
-ssize_t lockrule_watch(const struct zkl_node *sorted,
-		       const unsigned char *gone, size_t lo, size_t self,
-		       unsigned limit);
+ssize_t lockrule_watch(const struct zkl_node *sorted, const unsigned char *gone,
+		       size_t lo, size_t self, unsigned limit);
 
 /* The first node in sorted[0..n) that a new request of `mode`, queued now,
  * would wait for, if it would wait: ignoring nodes whose tag is one of

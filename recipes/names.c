@@ -116,7 +116,8 @@ static int names_zklockfs(const char *name, size_t len, struct zkl_node *n)
 	static const struct {
 		const char *word;
 		enum zkl_mode mode;
-	} kinds[] = { { "-write-", ZKL_MODE_WRITE }, { "-read-", ZKL_MODE_READ } };
+	} kinds[] = { { "-write-", ZKL_MODE_WRITE },
+		      { "-read-", ZKL_MODE_READ } };
 
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		size_t wlen = strlen(kinds[k].word);
@@ -177,7 +178,8 @@ static int names_zookeeper(const char *name, size_t len, struct zkl_node *n)
 	static const struct {
 		const char *word;
 		enum zkl_mode mode;
-	} kinds[] = { { "write-", ZKL_MODE_WRITE }, { "read-", ZKL_MODE_READ } };
+	} kinds[] = { { "write-", ZKL_MODE_WRITE },
+		      { "read-", ZKL_MODE_READ } };
 	size_t i = 2;
 
 	n->style = ZKL_STYLE_ZOOKEEPER;

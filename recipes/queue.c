@@ -5,6 +5,7 @@
 #include "queue.h"
 #include "internal.h"
 #include "lockrule.h"
+#include "zkerr.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -162,7 +163,7 @@ int queue_want_listing_locked(struct zkl_queue *q, struct zkl_queue_wait *w)
 	rc = queue_send_locked(q);
 	if (rc != ZOK)
 		list_del(&w->link);
-	return session_errno(rc);
+	return zkerr_errno(rc);
 }
 
 int queue_leave_line_locked(struct zkl_queue_wait *w)
@@ -191,9 +192,9 @@ static void queue_serve_locked(struct zkl_queue *q, uint64_t gen, int rc,
 	while (!list_empty(&served)) {
 		struct zkl_link *l = served.next;
 		list_del(l);
-		lockreq_listed_locked(ZKL_CONTAINER_OF(l, struct zkl_queue_wait,
-						       link),
-				      rc, notify);
+		struct zkl_queue_wait *w =
+			ZKL_CONTAINER_OF(l, struct zkl_queue_wait, link);
+		w->listed_locked(w, rc, notify);
 	}
 }
 
@@ -204,8 +205,7 @@ static void queue_on_listed(int rc, const struct String_vector *children,
 	struct zkl_session *s = q->s;
 	struct zkl_link notify;
 
-	list_init(&notify);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	/* Not in flight: a reply of an expired session's handle. */
 	if (q->in_flight) {
 		q->in_flight = 0;
@@ -223,8 +223,7 @@ static void queue_on_listed(int rc, const struct String_vector *children,
 		}
 	}
 	queue_put_locked(q);
-	pthread_mutex_unlock(&s->lock);
-	lockreq_notify_all(&notify);
+	session_leave(s, &notify);
 }
 
 static void queue_forget_listing(struct strtab_item *item, void *arg)

@@ -45,6 +45,11 @@ struct zkl_queue_leaving {
 struct zkl_queue_wait {
 	struct zkl_link link; /* in q->waiting, in order of gen */
 	uint64_t gen;         /* the listing that will serve it */
+	/* The listing came back with ZooKeeper code rc; on ZOK the queue's
+	 * view is that listing.  Session mutex held; consumes the reference
+	 * the owner took to line up. */
+	void (*listed_locked)(struct zkl_queue_wait *w, int rc,
+			      struct zkl_link *notify);
 };
 
 struct zkl_queue {
@@ -71,7 +76,7 @@ struct zkl_queue *queue_get_locked(struct zkl_session *s, const char *dir);
 void queue_put_locked(struct zkl_queue *q);
 
 /* Line up w for a listing that reflects every request the session has
- * sent so far; lockreq_listed_locked(w, ...) is called when it comes.
+ * sent so far; w->listed_locked is called when it comes.
  * If w was in line already it moves to the back.  Returns 0, or -errno if
  * no listing could be sent (w is not in line then). */
 int queue_want_listing_locked(struct zkl_queue *q, struct zkl_queue_wait *w);

@@ -3,6 +3,7 @@
  */
 #include "resource.h"
 #include "internal.h"
+#include "zkerr.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ static void resource_on_listed(int rc, const struct String_vector *v,
 	if (rc == ZOK)
 		op->cb.list(0, v->data, (size_t)v->count, op->arg);
 	else
-		op->cb.list(session_errno(rc), NULL, 0, op->arg);
+		op->cb.list(zkerr_errno(rc), NULL, 0, op->arg);
 	free(op);
 }
 
@@ -51,7 +52,7 @@ int resource_list(struct zkl_session *s, const char *path, resource_list_fn cb,
 	pthread_mutex_unlock(&s->lock);
 	if (rc != ZOK) {
 		free(op);
-		return session_errno(rc);
+		return zkerr_errno(rc);
 	}
 	return 0;
 }
@@ -61,7 +62,7 @@ static void resource_on_created(int rc, const char *name, const void *data)
 	struct resource_op *op = (struct resource_op *)data;
 
 	(void)name;
-	op->cb.done(session_errno(rc), op->arg);
+	op->cb.done(zkerr_errno(rc), op->arg);
 	free(op);
 }
 
@@ -85,9 +86,9 @@ int resource_create(struct zkl_session *s, const char *path,
 		rc = session_create_parents_locked(s, parent);
 	}
 	if (rc == 0)
-		rc = session_errno(zoo_acreate(s->zh, path, NULL, -1, s->acl,
-					       ZOO_PERSISTENT,
-					       resource_on_created, op));
+		rc = zkerr_errno(zoo_acreate(s->zh, path, NULL, -1, s->acl,
+					     ZOO_PERSISTENT,
+					     resource_on_created, op));
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
 		free(op);
@@ -98,7 +99,7 @@ static void resource_on_removed(int rc, const void *data)
 {
 	struct resource_op *op = (struct resource_op *)data;
 
-	op->cb.done(rc == ZNONODE ? 0 : session_errno(rc), op->arg);
+	op->cb.done(rc == ZNONODE ? 0 : zkerr_errno(rc), op->arg);
 	free(op);
 }
 
@@ -116,7 +117,7 @@ int resource_remove(struct zkl_session *s, const char *path,
 	pthread_mutex_unlock(&s->lock);
 	if (rc != ZOK) {
 		free(op);
-		return session_errno(rc);
+		return zkerr_errno(rc);
 	}
 	return 0;
 }

@@ -11,7 +11,7 @@
 #include "session.h"
 
 /* names[0..n) are valid only during the callback.  err: 0, -ENOENT (no
- * such znode), or -errno from session_errno. */
+ * such znode), or -errno from zkerr_errno. */
 typedef void (*resource_list_fn)(int err, char *const *names, size_t n,
 				 void *arg);
 typedef void (*resource_done_fn)(int err, void *arg);

@@ -3,8 +3,8 @@
  */
 #include "internal.h"
 #include "deadline.h"
-#include "lockreq.h"
 #include "log.h"
+#include "zkerr.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -15,36 +15,9 @@
 #include <syslog.h>
 #include <time.h>
 
-int session_errno(int zrc)
+static struct zkl_member *session_member_of_live(struct zkl_link *l)
 {
-	switch (zrc) {
-	case ZOK:
-		return 0;
-	case ZNONODE:
-		return -ENOENT;
-	case ZNODEEXISTS:
-		return -EEXIST;
-	case ZNOTEMPTY:
-		return -ENOTEMPTY;
-	case ZNOAUTH:
-	case ZAUTHFAILED:
-		return -EACCES;
-	case ZBADARGUMENTS:
-		return -EINVAL;
-	case ZNOCHILDRENFOREPHEMERALS:
-		return -ENOTDIR;
-	case ZCONNECTIONLOSS:
-	case ZOPERATIONTIMEOUT:
-		return -EAGAIN;
-	case ZSESSIONEXPIRED:
-	case ZINVALIDSTATE:
-	case ZCLOSING:
-		return -ENOTCONN;
-	case ZSYSTEMERROR:
-		return errno > 0 && errno < 512 ? -errno : -EIO;
-	default:
-		return -EIO;
-	}
+	return ZKL_CONTAINER_OF(l, struct zkl_member, live);
 }
 
 const char *session_base(const struct zkl_session *s)
@@ -80,9 +53,10 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	/* The client formats it into a buffer of its own: copy at once. */
 	server = zoo_get_current_server(s->zh);
 	snprintf(out->server, sizeof(out->server), "%s", server ? server : "");
-	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next)
-		lockreq_count_locked(lockreq_from_live_link(l), &out->held,
-				     &out->waiting);
+	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
+		struct zkl_member *m = session_member_of_live(l);
+		m->ops->count_locked(m, &out->held, &out->waiting);
+	}
 	out->grants = s->grants;
 	out->losses = s->losses;
 	out->expirations = s->expirations;
@@ -109,7 +83,9 @@ static void session_resume_all_locked(struct zkl_session *s,
 	while (!list_empty(&pending)) {
 		struct zkl_link *l = pending.next;
 		list_del(l);
-		lockreq_resume_locked(lockreq_from_resume_link(l), notify);
+		struct zkl_member *m =
+			ZKL_CONTAINER_OF(l, struct zkl_member, resume);
+		m->ops->resume_locked(m, notify);
 	}
 }
 
@@ -157,8 +133,8 @@ static void session_expired_locked(struct zkl_session *s, int renew,
 	 * session learns it now, not from a watch that will never come. */
 	for (struct zkl_link *l = s->live.next; l != &s->live;) {
 		struct zkl_link *next = l->next;
-		lockreq_session_expired_locked(lockreq_from_live_link(l), renew,
-					       lost, notify);
+		struct zkl_member *m = session_member_of_live(l);
+		m->ops->expired_locked(m, renew, lost, notify);
 		l = next;
 	}
 	watchtab_take_all(&s->watches, &gone);
@@ -205,7 +181,7 @@ static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
 	pthread_cond_broadcast(&s->state_changed);
 	pthread_mutex_unlock(&s->lock);
 	session_report_lost(s, &lost);
-	lockreq_notify_all(&notify);
+	notice_run_all(&notify);
 }
 
 /* The handle's default watcher: session events only. */
@@ -229,8 +205,7 @@ static void session_wake_path_locked(struct zkl_session *s, const char *path,
 		struct zkl_watch *w =
 			ZKL_CONTAINER_OF(fired.next, struct zkl_watch, link);
 		list_del(&w->link);
-		lockreq_kick_locked(lockreq_from_watch(w),
-				    deleted ? path : NULL, notify);
+		w->fired_locked(w, deleted ? path : NULL, notify);
 	}
 }
 
@@ -250,7 +225,7 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 	pthread_mutex_lock(&s->lock);
 	session_wake_path_locked(s, path, type == ZOO_DELETED_EVENT, &notify);
 	pthread_mutex_unlock(&s->lock);
-	lockreq_notify_all(&notify);
+	notice_run_all(&notify);
 }
 
 struct session_watch_ctx {
@@ -276,7 +251,7 @@ static void session_watch_reply(int rc, const char *value, int len,
 		pthread_mutex_lock(&s->lock);
 		session_wake_path_locked(s, ctx->path, rc == ZNONODE, &notify);
 		pthread_mutex_unlock(&s->lock);
-		lockreq_notify_all(&notify);
+		notice_run_all(&notify);
 	}
 	free(ctx);
 }
@@ -321,23 +296,22 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 	if (rc != ZOK) {
 		free(ctx);
 		session_unwatch_first_locked(s, path, w);
-		return session_errno(rc);
+		return zkerr_errno(rc);
 	}
 	return 0;
 }
 
 void session_resume_when_connected_locked(struct zkl_session *s,
-					  struct zkl_lockreq *lr,
-					  struct zkl_link *link,
+					  struct zkl_member *m,
 					  struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&s->lock);
 	if (s->dead || (s->state == ZKL_CONN_CONNECTED && !s->draining &&
 			zoo_state(s->zh) == ZOO_CONNECTED_STATE)) {
-		lockreq_resume_locked(lr, notify);
+		m->ops->resume_locked(m, notify);
 		return;
 	}
-	list_add_tail(&s->resume, link);
+	list_add_tail(&s->resume, &m->resume);
 }
 
 static void session_ignore_create(int rc, const char *name, const void *data)
@@ -365,7 +339,7 @@ int session_create_parents_locked(struct zkl_session *s, const char *dir)
 				     ZOO_PERSISTENT, session_ignore_create,
 				     NULL);
 		if (rc != ZOK)
-			return session_errno(rc);
+			return zkerr_errno(rc);
 		path[i] = dir[i];
 	}
 	return 0;
@@ -391,7 +365,7 @@ static int session_create_base(struct zkl_session *s, char *err, size_t errlen)
 		if (rc != ZOK && rc != ZNODEEXISTS) {
 			snprintf(err, errlen, "cannot create %s: %s", path,
 				 zerror(rc));
-			return session_errno(rc);
+			return zkerr_errno(rc);
 		}
 		path[i] = s->base[i];
 	}
@@ -493,7 +467,7 @@ static void *session_keeper(void *arg)
 		if (s->state == ZKL_CONN_CONNECTED)
 			session_resume_all_locked(s, &notify);
 		pthread_mutex_unlock(&s->lock);
-		lockreq_notify_all(&notify);
+		notice_run_all(&notify);
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -628,14 +602,14 @@ static void session_finish_all(struct zkl_session *s)
 	s->dead = 1;
 	for (struct zkl_link *l = s->live.next; l != &s->live;) {
 		struct zkl_link *next = l->next;
-		lockreq_session_expired_locked(lockreq_from_live_link(l), 0,
-					       &lost, &notify);
+		struct zkl_member *m = session_member_of_live(l);
+		m->ops->expired_locked(m, 0, &lost, &notify);
 		l = next;
 	}
 	pthread_mutex_unlock(&s->lock);
 	s->lost_hook = NULL; /* released already: nobody holds them */
 	session_report_lost(s, &lost);
-	lockreq_notify_all(&notify);
+	notice_run_all(&notify);
 	assert(list_empty(&s->resume));
 }
 

@@ -80,7 +80,4 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out);
 /* The server list, as given at open. */
 const char *session_hosts(const struct zkl_session *s);
 
-/* The one translation of ZooKeeper return codes into -errno values. */
-int session_errno(int zrc);
-
 #endif

@@ -1,5 +1,5 @@
 /*
- * watchtab.h - which lock requests wait for which znode path.
+ * watchtab.h - which watches wait for which znode path.
  *
  * ZooKeeper's C client calls a watcher once per (function, context, path),
  * so zklockfs registers one watcher per session and keeps here the list of
@@ -20,6 +20,11 @@
 struct zkl_watch {
 	struct zkl_link link; /* in its entry's list while registered */
 	struct watchtab_entry *entry;
+	/* The watched node changed or went: `gone` is its path when it is
+	 * known to be deleted, else NULL.  Called by the table's owner with
+	 * its mutex held; the owner's notices go on `notify`. */
+	void (*fired_locked)(struct zkl_watch *w, const char *gone,
+			     struct zkl_link *notify);
 };
 
 struct watchtab {

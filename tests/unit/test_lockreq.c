@@ -440,11 +440,12 @@ static void expire(int requeue, struct zkl_link *lost)
 	s->state = ZKL_CONN_EXPIRED;
 	for (struct zkl_link *l = s->live.next, *n; l != &s->live; l = n) {
 		n = l->next;
-		lockreq_session_expired_locked(lockreq_from_live_link(l),
-					       requeue, lost, &notify);
+		struct zkl_member *m =
+			ZKL_CONTAINER_OF(l, struct zkl_member, live);
+		m->ops->expired_locked(m, requeue, lost, &notify);
 	}
 	pthread_mutex_unlock(&s->lock);
-	lockreq_notify_all(&notify);
+	notice_run_all(&notify);
 }
 
 static void free_lost(struct zkl_link *lost)
@@ -508,10 +509,12 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 	while (!list_empty(&s->resume)) {
 		struct zkl_link *l = s->resume.next;
 		list_del(l);
-		lockreq_resume_locked(lockreq_from_resume_link(l), &notify);
+		struct zkl_member *m =
+			ZKL_CONTAINER_OF(l, struct zkl_member, resume);
+		m->ops->resume_locked(m, &notify);
 	}
 	pthread_mutex_unlock(&s->lock);
-	lockreq_notify_all(&notify);
+	notice_run_all(&notify);
 	cr_assert_eq(fake_pending(), 2, "create and listing, pipelined");
 	cr_assert(strcmp(lockreq_guid(waiter), old_guid) != 0);
 	cr_assert(strstr(fake_peek(FAKE_CREATE)->path, lockreq_guid(waiter)));
