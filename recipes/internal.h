@@ -75,6 +75,11 @@ struct zkl_member {
 	struct zkl_link resume; /* in s->resume while waiting to reconnect */
 };
 
+static inline struct zkl_member *member_of_live(struct zkl_link *l)
+{
+	return ZKL_CONTAINER_OF(l, struct zkl_member, live);
+}
+
 /* A held lock lost with its session, to be reported (session_lost_fn). */
 struct zkl_lost {
 	struct zkl_link link;
@@ -114,5 +119,9 @@ int session_watch_locked(struct zkl_session *s, const char *path,
  * request queued after them sees them.  Errors (ZNODEEXISTS) are ignored:
  * the caller's own next request tells whether the path exists. */
 int session_create_parents_locked(struct zkl_session *s, const char *dir);
+
+/* Create the base path and its parents, synchronously (startup only).
+ * Returns 0 or -errno with a message in err (session_path.c). */
+int session_create_base(struct zkl_session *s, char *err, size_t errlen);
 
 #endif

@@ -15,64 +15,6 @@
 #include <syslog.h>
 #include <time.h>
 
-static struct zkl_member *session_member_of_live(struct zkl_link *l)
-{
-	return ZKL_CONTAINER_OF(l, struct zkl_member, live);
-}
-
-const char *session_base(const struct zkl_session *s)
-{
-	return s->base;
-}
-
-int64_t session_id(struct zkl_session *s)
-{
-	int64_t id;
-
-	pthread_mutex_lock(&s->lock);
-	id = s->client_id;
-	pthread_mutex_unlock(&s->lock);
-	return id;
-}
-
-const char *session_hosts(const struct zkl_session *s)
-{
-	return s->hosts;
-}
-
-void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
-{
-	const char *server;
-
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&s->lock);
-	out->state = s->state;
-	out->dead = s->dead;
-	out->session_id = s->client_id;
-	out->timeout_ms = zoo_recv_timeout(s->zh);
-	/* The client formats it into a buffer of its own: copy at once. */
-	server = zoo_get_current_server(s->zh);
-	snprintf(out->server, sizeof(out->server), "%s", server ? server : "");
-	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
-		struct zkl_member *m = session_member_of_live(l);
-		m->ops->count_locked(m, &out->held, &out->waiting);
-	}
-	out->grants = s->grants;
-	out->losses = s->losses;
-	out->expirations = s->expirations;
-	pthread_mutex_unlock(&s->lock);
-}
-
-enum zkl_conn_state session_state(struct zkl_session *s)
-{
-	enum zkl_conn_state st;
-
-	pthread_mutex_lock(&s->lock);
-	st = s->state;
-	pthread_mutex_unlock(&s->lock);
-	return st;
-}
-
 static void session_resume_all_locked(struct zkl_session *s,
 				      struct zkl_link *notify)
 {
@@ -133,7 +75,7 @@ static void session_expired_locked(struct zkl_session *s, int renew,
 	 * session learns it now, not from a watch that will never come. */
 	for (struct zkl_link *l = s->live.next; l != &s->live;) {
 		struct zkl_link *next = l->next;
-		struct zkl_member *m = session_member_of_live(l);
+		struct zkl_member *m = member_of_live(l);
 		m->ops->expired_locked(m, renew, lost, notify);
 		l = next;
 	}
@@ -193,114 +135,6 @@ static void session_watcher(zhandle_t *zh, int type, int state,
 		session_on_state(ctx, zh, state);
 }
 
-/* Wake the requests watching path; `deleted`: the node is known gone. */
-static void session_wake_path_locked(struct zkl_session *s, const char *path,
-				     int deleted, struct zkl_link *notify)
-{
-	struct zkl_link fired;
-
-	ZKL_ASSERT_HELD(&s->lock);
-	watchtab_take(&s->watches, path, &fired);
-	while (!list_empty(&fired)) {
-		struct zkl_watch *w =
-			ZKL_CONTAINER_OF(fired.next, struct zkl_watch, link);
-		list_del(&w->link);
-		w->fired_locked(w, deleted ? path : NULL, notify);
-	}
-}
-
-/* The per-node watcher.  The client also copies every session event to it;
- * those are the default watcher's business. */
-static void session_node_watcher(zhandle_t *zh, int type, int state,
-				 const char *path, void *ctx)
-{
-	struct zkl_session *s = ctx;
-	struct zkl_link notify;
-
-	(void)zh;
-	(void)state;
-	if (type == ZOO_SESSION_EVENT || !path)
-		return;
-	list_init(&notify);
-	pthread_mutex_lock(&s->lock);
-	session_wake_path_locked(s, path, type == ZOO_DELETED_EVENT, &notify);
-	pthread_mutex_unlock(&s->lock);
-	notice_run_all(&notify);
-}
-
-struct session_watch_ctx {
-	struct zkl_session *s;
-	char path[];
-};
-
-/* The reply to the get that set a watch.  If no watch was set (the node is
- * already gone, or the connection broke), nobody will be told by ZooKeeper:
- * wake every request waiting for this path so each looks again. */
-static void session_watch_reply(int rc, const char *value, int len,
-				const struct Stat *stat, const void *data)
-{
-	struct session_watch_ctx *ctx = (struct session_watch_ctx *)data;
-	struct zkl_session *s = ctx->s;
-
-	(void)value;
-	(void)len;
-	(void)stat;
-	if (rc != ZOK) {
-		struct zkl_link notify;
-		list_init(&notify);
-		pthread_mutex_lock(&s->lock);
-		session_wake_path_locked(s, ctx->path, rc == ZNONODE, &notify);
-		pthread_mutex_unlock(&s->lock);
-		notice_run_all(&notify);
-	}
-	free(ctx);
-}
-
-/* Undo the registration of w, the first watch on path, when ZooKeeper was
- * not asked to watch it after all.  The whole entry goes: an entry left
- * behind would tell the next waiter on path that a watch is already set,
- * and that waiter would wait for an event that never comes. */
-static void session_unwatch_first_locked(struct zkl_session *s,
-					 const char *path, struct zkl_watch *w)
-{
-	struct zkl_link taken;
-	size_t n = watchtab_take(&s->watches, path, &taken);
-
-	assert(n == 1 && taken.next == &w->link);
-	(void)n;
-	list_del(&w->link);
-}
-
-int session_watch_locked(struct zkl_session *s, const char *path,
-			 struct zkl_watch *w)
-{
-	struct session_watch_ctx *ctx;
-	size_t len = strlen(path) + 1;
-	int first = watchtab_add(&s->watches, path, w);
-	int rc;
-
-	ZKL_ASSERT_HELD(&s->lock);
-	if (first <= 0)
-		return first;
-	ctx = malloc(sizeof(*ctx) + len);
-	if (!ctx) {
-		session_unwatch_first_locked(s, path, w);
-		return -ENOMEM;
-	}
-	ctx->s = s;
-	memcpy(ctx->path, path, len);
-	/* A get, not an exists: on a missing node exists would leave a watch
-	 * for its creation behind, and lock node names are never reused. */
-	rc = zoo_awget(s->zh, path, session_node_watcher, s,
-		       session_watch_reply, ctx);
-	if (rc != ZOK) {
-		free(ctx);
-		session_unwatch_first_locked(s, path, w);
-		return zkerr_errno(rc);
-	}
-	return 0;
-}
-
 void session_resume_when_connected_locked(struct zkl_session *s,
 					  struct zkl_member *m,
 					  struct zkl_link *notify)
@@ -312,64 +146,6 @@ void session_resume_when_connected_locked(struct zkl_session *s,
 		return;
 	}
 	list_add_tail(&s->resume, &m->resume);
-}
-
-static void session_ignore_create(int rc, const char *name, const void *data)
-{
-	(void)rc;
-	(void)name;
-	(void)data;
-}
-
-int session_create_parents_locked(struct zkl_session *s, const char *dir)
-{
-	size_t baselen = strlen(s->base);
-	char path[NAMES_MAX_NODE_PATH + 1];
-	size_t len = strlen(dir);
-
-	ZKL_ASSERT_HELD(&s->lock);
-	if (len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
-	for (size_t i = baselen + 1; i <= len; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		int rc = zoo_acreate(s->zh, path, NULL, -1, s->acl,
-				     ZOO_PERSISTENT, session_ignore_create,
-				     NULL);
-		if (rc != ZOK)
-			return zkerr_errno(rc);
-		path[i] = dir[i];
-	}
-	return 0;
-}
-
-/* Create the base path and its parents, synchronously (startup only). */
-static int session_create_base(struct zkl_session *s, char *err, size_t errlen)
-{
-	char path[NAMES_MAX_NODE_PATH + 1];
-	size_t len = strlen(s->base);
-
-	if (len >= sizeof(path)) {
-		snprintf(err, errlen, "base path too long: %s", s->base);
-		return -ENAMETOOLONG;
-	}
-	memcpy(path, s->base, len + 1);
-	for (size_t i = 1; i <= len; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		int rc = zoo_create(s->zh, path, NULL, -1, s->acl,
-				    ZOO_PERSISTENT, NULL, 0);
-		if (rc != ZOK && rc != ZNODEEXISTS) {
-			snprintf(err, errlen, "cannot create %s: %s", path,
-				 zerror(rc));
-			return zkerr_errno(rc);
-		}
-		path[i] = s->base[i];
-	}
-	return 0;
 }
 
 /* The client's own messages (one per failed connection attempt) are
@@ -602,7 +378,7 @@ static void session_finish_all(struct zkl_session *s)
 	s->dead = 1;
 	for (struct zkl_link *l = s->live.next; l != &s->live;) {
 		struct zkl_link *next = l->next;
-		struct zkl_member *m = session_member_of_live(l);
+		struct zkl_member *m = member_of_live(l);
 		m->ops->expired_locked(m, 0, &lost, &notify);
 		l = next;
 	}
