@@ -1,0 +1,104 @@
+/*
+ * lr.h - what the files of the lock request share (lockreq.c, the owner's
+ * calls; lr_machine.c, the steps and completions; lr_core.c, references,
+ * telling the owner, node names).  Nobody else includes it.
+ */
+#ifndef ZKL_LR_H
+#define ZKL_LR_H
+
+#include "internal.h"
+#include "lockreq.h"
+
+enum lr_outcome { LR_PENDING, LR_HELD, LR_FINISHED };
+
+enum lr_phase {
+	PH_NEW,        /* not started */
+	PH_CREATING,   /* create in flight (a listing lined up behind it) */
+	PH_RECOVERING, /* a create's reply was lost: looking for our GUID */
+	PH_CHECKING,   /* found a node with our GUID: is it this session's? */
+	PH_LISTING,    /* node known, listing the queue */
+	PH_WATCHING,   /* waiting for one node ahead of us to go */
+	PH_IDLE,       /* node known, nothing in flight (held) */
+	PH_DELETING,   /* deleting our node */
+	PH_GONE,       /* no node of ours exists (or ever will) */
+};
+
+/* A resource removed between creating its znode and queueing in it is
+ * recreated this many times before the open fails. */
+#define LR_MAX_CREATE_ATTEMPTS 5
+
+struct zkl_lockreq {
+	struct zkl_session *s;
+	struct zkl_queue *q;         /* the resource's queue, once started */
+	struct zkl_queue_wait qwait; /* in q->waiting for a listing */
+	struct zkl_queue_leaving leaving; /* in q->leaving while DELETING */
+	struct zkl_member member; /* in s->live once started, in s->resume
+				   * while waiting to reconnect */
+	struct zkl_notice notice; /* posted until done() has run */
+	struct zkl_watch watch;   /* in s->watches while PH_WATCHING */
+	int refs; /* owner + queued ops + watch + resume + notify
+				 * + line for a listing */
+	enum lr_outcome outcome;
+	enum lr_phase phase;
+	int notify_err;
+	unsigned notify_gone : 1; /* the notify entry is for gone_fn */
+	unsigned gone_told : 1;   /* gone_fn has been queued */
+	unsigned try_only : 1;
+	unsigned lost : 1;
+	unsigned maybe_stray : 1; /* a create's reply was lost: a duplicate
+				   * node of ours may turn up */
+	int create_attempts;
+	enum zkl_mode mode;
+	char guid[NAMES_TAG_MAX + 1];
+	int64_t czxid;
+	lockreq_done_fn done;
+	void *arg;
+	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
+	void *gone_arg;
+	/* All in the one allocation of the request, after create_path: */
+	char *dir;
+	char *node; /* full path of our node once known, else "" */
+	size_t nodesize;
+	char *data;
+	size_t datalen;
+	char create_path[]; /* dir + "/_c_<guid>-<mode>-" */
+};
+
+/* The room a node path needs beyond the create path: the sequence
+ * ZooKeeper appends ("%010d" of an int32, sign included) and a NUL. */
+#define LR_SEQ_ROOM 12
+
+/* The callbacks the session calls (lr_hooks.c). */
+extern const struct zkl_member_ops lr_member_ops;
+
+void lr_free(struct zkl_lockreq *lr);
+int lr_has_node(const struct zkl_lockreq *lr);
+const char *lr_node_name(const struct zkl_lockreq *lr);
+int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name);
+void lr_unref_locked(struct zkl_lockreq *lr);
+void lr_put_locked(struct zkl_lockreq *lr);
+void lr_put(struct zkl_lockreq *lr);
+void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
+void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+void lr_leave_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+void lr_notice_run(struct zkl_notice *n);
+void lr_exit(struct zkl_lockreq *lr, struct zkl_link *notify);
+void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost);
+void lr_delete_stray(struct zkl_lockreq *lr, const char *name);
+void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
+void lr_ignore_void(int rc, const void *data);
+void lr_abandon_locked(struct zkl_lockreq *lr);
+void lr_watch_fired(struct zkl_watch *w, const char *gone,
+		    struct zkl_link *notify);
+void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
+int lr_queue_create(struct zkl_lockreq *lr);
+void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
+void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify);
+
+/* Steps of the machine the hooks take (lr_machine.c). */
+void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify);
+void lr_delete(struct zkl_lockreq *lr);
+void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify);
+void lr_unwatch(struct zkl_lockreq *lr);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * lr_hooks.c - what the session calls on a lock request (lr.h): resume
+ * after a reconnection, a fired watch, the end of the session, counting.
+ */
+#include "lr.h"
+#include "lockrule.h"
+#include "zkerr.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "log.h"
+
+/* Queue anew on a new session: a fresh GUID, so that nothing of an earlier
+ * session (which ZooKeeper deletes anyway) is ever taken for ours. */
+static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	char guid[NAMES_TAG_MAX + 1];
+	size_t at = strlen(lr->dir) + 1;
+	int err = names_tag_new(ZKL_STYLE_ZKLOCKFS, guid);
+
+	/* A new tag of the same length: the prefix keeps its length. */
+	if (err >= 0)
+		err = names_format_prefix(lr->create_path + at,
+					  strlen(lr->create_path + at) + 1,
+					  ZKL_STYLE_ZKLOCKFS, lr->mode, guid);
+	if (err < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, err, notify);
+		return;
+	}
+	memcpy(lr->guid, guid, sizeof(guid));
+	lr->node[0] = '\0';
+	lr->create_attempts = 0;
+	lr->maybe_stray = 0;
+	lr_create(lr, notify);
+}
+
+static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	switch (lr->phase) {
+	case PH_NEW:
+		if (lr->outcome == LR_PENDING)
+			lr_restart(lr, notify);
+		else
+			lr->phase = PH_GONE;
+		break;
+	case PH_RECOVERING:
+	case PH_CHECKING:
+		lr->phase = PH_RECOVERING;
+		lr_list(lr, notify);
+		break;
+	case PH_LISTING:
+		lr_list(lr, notify);
+		break;
+	case PH_DELETING:
+		lr_delete(lr);
+		break;
+	default:
+		break;
+	}
+	lr_leave_locked(lr, notify);
+}
+
+void lr_watch_fired(struct zkl_watch *w, const char *gone,
+		    struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch);
+	size_t dirlen = strlen(lr->dir);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->phase == PH_WATCHING) {
+		lr->phase = PH_LISTING;
+		if (gone && strncmp(gone, lr->dir, dirlen) == 0 &&
+		    gone[dirlen] == '/') {
+			/* No listing needed: see queue.h. */
+			queue_mark_gone(lr->q, gone + dirlen + 1);
+			lr_evaluate(lr, notify);
+		} else {
+			lr_list(lr, notify); /* changed, or we cannot tell */
+		}
+	}
+	lr_leave_locked(lr, notify);
+}
+
+static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
+		       struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+	int queued = list_linked(&lr->member.resume);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	/* Ours, so that dropping the references of the resume list and the
+	 * line cannot free the request under us (a released one may have
+	 * no other). */
+	lr->refs++;
+	lr_unwatch(lr);
+	if (queue_leave_line_locked(&lr->qwait))
+		lr_unref_locked(lr); /* the session's list holds one */
+	/* Replies still to come from the old handle find a phase that does
+	 * not expect them, and are dropped. */
+	if (lr->outcome == LR_PENDING && requeue) {
+		lr->phase = PH_NEW;
+		if (!queued) {
+			lr->refs++;
+			list_add_tail(&lr->s->resume, &lr->member.resume);
+		}
+		lr_unref_locked(lr); /* the resume list holds one */
+		return;
+	}
+	if (queued) {
+		list_del(&lr->member.resume);
+		lr->refs--;
+	}
+	if (lr->outcome == LR_HELD && !lr->lost) {
+		lr->lost = 1;
+		lr_report_lost(lr, lost);
+	}
+	queue_leaving_done(&lr->leaving);
+	lr->phase = PH_GONE;
+	lr_finish_locked(lr, -ENOTCONN, notify);
+	lr_leave_locked(lr, notify);
+}
+
+static void lr_count(const struct zkl_member *m, uint64_t *held,
+		     uint64_t *waiting)
+{
+	const struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->outcome == LR_HELD && !lr->lost)
+		++*held;
+	else if (lr->outcome == LR_PENDING)
+		++*waiting;
+}
+
+const struct zkl_member_ops lr_member_ops = {
+	.resume_locked = lr_resume,
+	.expired_locked = lr_expired,
+	.count_locked = lr_count,
+};

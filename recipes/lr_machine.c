@@ -1,0 +1,359 @@
+/*
+ * lr_machine.c - the lock request's steps and the ZooKeeper completions
+ * that drive them (see lockreq.c for the two variables, outcome and
+ * phase, and doc/design.md for the diagram).
+ */
+#include "lr.h"
+#include "lockrule.h"
+#include "zkerr.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "log.h"
+
+static void lr_on_created(int rc, const char *name, const struct Stat *st,
+			  const void *data);
+static void lr_on_checked(int rc, const struct Stat *st, const void *data);
+static void lr_on_deleted(int rc, const void *data);
+
+/* ---- sending ---------------------------------------------------------- */
+
+/* Line up for the next listing of the queue (queue.h); the reply comes
+ * to lr_listed.  Returns 0 or -errno. */
+static int lr_line_up(struct zkl_lockreq *lr)
+{
+	int linked = list_linked(&lr->qwait.link);
+	int err = queue_want_listing_locked(lr->q, &lr->qwait);
+
+	if (err == 0 && !linked)
+		lr->refs++;
+	else if (err < 0 && linked)
+		lr_unref_locked(lr); /* the caller holds one */
+	return err;
+}
+
+int lr_queue_create(struct zkl_lockreq *lr)
+{
+	int rc;
+
+	lr->refs++;
+	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
+			  (int)lr->datalen, lr->s->acl,
+			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, lr);
+	if (rc != ZOK) {
+		lr->refs--;
+		return zkerr_errno(rc);
+	}
+	lr->create_attempts++;
+	lr->phase = PH_CREATING;
+	/* Pipelined: the session orders our requests, so a listing sent now
+	 * already contains the node created just before it.  If this fails,
+	 * the create's reply lines up again. */
+	lr_line_up(lr);
+	return 0;
+}
+
+void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int err = lr_queue_create(lr);
+
+	if (err < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, err, notify);
+	}
+}
+
+/* List the queue: phase stays as the caller set it (LISTING or
+ * RECOVERING), which tells lr_listed what to do with it. */
+void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int err = lr_line_up(lr);
+
+	if (err < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, err, notify);
+	}
+}
+
+static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int rc;
+
+	lr->phase = PH_CHECKING;
+	lr->refs++;
+	rc = zoo_aexists(lr->s->zh, lr->node, 0, lr_on_checked, lr);
+	if (rc != ZOK) {
+		lr->refs--;
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, zkerr_errno(rc), notify);
+	}
+}
+
+void lr_delete(struct zkl_lockreq *lr)
+{
+	lr->phase = PH_DELETING;
+	lr->leaving.name = lr_node_name(lr);
+	queue_leaving_add(lr->q, &lr->leaving);
+	lr->refs++;
+	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK) {
+		/* Only a dead handle refuses; its nodes die with it. */
+		lr->refs--;
+		lr->phase = PH_GONE;
+	}
+}
+
+/* Wait for the connection to come back, then lr_resume. */
+static void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (list_linked(&lr->member.resume))
+		return;
+	lr->refs++;
+	session_resume_when_connected_locked(lr->s, &lr->member, notify);
+}
+
+static int lr_is_connection_loss(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
+/* Stop waiting for the watched node; returns the watch's reference. */
+void lr_unwatch(struct zkl_lockreq *lr)
+{
+	if (watchtab_remove(&lr->s->watches, &lr->watch))
+		lr_unref_locked(lr); /* the caller holds one */
+}
+
+/*
+ * Nobody wants the node any more (the owner let go, or the request
+ * failed): delete it now if we know it, or make sure the step in flight
+ * deletes it when it learns the name (those check outcome == FINISHED).
+ */
+void lr_abandon_locked(struct zkl_lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_unwatch(lr);
+	switch (lr->phase) {
+	case PH_CREATING:
+	case PH_RECOVERING:
+	case PH_CHECKING:
+	case PH_DELETING:
+		return;
+	case PH_NEW:
+	case PH_GONE:
+		lr->phase = PH_GONE;
+		return;
+	case PH_LISTING:
+	case PH_WATCHING:
+	case PH_IDLE:
+		lr_delete(lr);
+		return;
+	}
+}
+
+void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
+{
+	lr_tell_locked(lr, err, notify);
+	lr->outcome = LR_FINISHED;
+	lr_abandon_locked(lr);
+}
+
+/* ---- completions ------------------------------------------------------ */
+
+static void lr_on_created(int rc, const char *name, const struct Stat *st,
+			  const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (lr->phase != PH_CREATING) {
+		/* The session expired under us: nothing to do. */
+	} else if (rc == ZOK) {
+		lr->czxid = st->czxid;
+		if (lr_set_node(lr, name, NULL) < 0) {
+			lr->phase = PH_GONE;
+			lr_finish_locked(lr, -ENAMETOOLONG, &notify);
+			/* the node dies with the session; nothing better */
+		} else if (lr->outcome == LR_FINISHED) {
+			lr_delete(lr);
+		} else {
+			lr->phase = PH_LISTING;
+			if (!list_linked(&lr->qwait.link))
+				lr_list(lr, &notify);
+		}
+	} else {
+		if (lr_is_connection_loss(rc)) {
+			/* Created or not?  Only a listing can tell. */
+			lr->phase = PH_RECOVERING;
+			lr->maybe_stray = 1;
+			lr_defer(lr, &notify);
+		} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
+			   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
+			int err = session_create_parents_locked(s, lr->dir);
+			if (err < 0) {
+				lr->phase = PH_GONE;
+				lr_finish_locked(lr, err, &notify);
+			} else {
+				lr_create(lr, &notify);
+			}
+		} else {
+			lr->phase = PH_GONE;
+			lr_finish_locked(lr, zkerr_errno(rc), &notify);
+		}
+	}
+	lr_exit(lr, &notify);
+}
+
+/* Look at the queue (the session's view of it): held, or watch the one
+ * node ahead. */
+void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct zkl_queue *q = lr->q;
+	ssize_t me = queue_find(q, lr_node_name(lr));
+	ssize_t ahead;
+	char path[NAMES_MAX_NODE_PATH + 1];
+	int err;
+
+	if (lr->maybe_stray)
+		lr_delete_strays(lr, me);
+	if (me < 0) {
+		/* Deleted by someone else while we queued. */
+		log_msg(LOG_WARNING, "lock node %s vanished while queued",
+			lr->node);
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, -EIO, notify);
+		return;
+	}
+	ahead = queue_pick_watch(q, (size_t)me);
+	if (ahead < 0) {
+		lr->phase = PH_IDLE;
+		lr_tell_locked(lr, 0, notify);
+		return;
+	}
+	if (lr->try_only) {
+		lr->phase = PH_IDLE;
+		lr_finish_locked(lr, -EAGAIN, notify);
+		return;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", lr->dir,
+			     q->nodes[ahead].name) >= sizeof(path)) {
+		/* A cut path would name no node: its watch would fire at
+		 * once and the request would list again, for ever. */
+		lr->phase = PH_IDLE;
+		lr_finish_locked(lr, -ENAMETOOLONG, notify);
+		return;
+	}
+	lr->phase = PH_WATCHING;
+	lr->refs++;
+	err = session_watch_locked(lr->s, path, &lr->watch);
+	if (err < 0) {
+		lr->refs--;
+		lr->phase = PH_IDLE;
+		lr_finish_locked(lr, err, notify);
+	}
+}
+
+/* After a lost create reply: is there a node with our GUID? */
+static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	ssize_t found = lockrule_find_tag(lr->q->nodes, lr->q->n, 0, lr->guid);
+
+	if (found < 0) {
+		lr->node[0] = '\0';
+		if (lr->outcome == LR_FINISHED)
+			lr->phase = PH_GONE;
+		else
+			lr_create(lr, notify);
+		return;
+	}
+	if (lr_set_node(lr, lr->dir, lr->q->nodes[found].name) < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, -ENAMETOOLONG, notify);
+		return;
+	}
+	lr_check_owner(lr, notify);
+}
+
+void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, qwait);
+
+	if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
+		/* stale: the request moved on (cancelled, expired, or its
+		 * create failed and it lined up again) */
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, notify);
+	} else if (rc == ZOK && lr->phase == PH_LISTING) {
+		lr_evaluate(lr, notify);
+	} else if ((rc == ZOK || rc == ZNONODE) && lr->phase == PH_RECOVERING) {
+		lr_recover(lr, notify);
+	} else {
+		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
+		lr_finish_locked(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc),
+				 notify);
+	}
+	lr_leave_locked(lr, notify);
+}
+
+static void lr_on_checked(int rc, const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (lr->phase != PH_CHECKING) {
+		/* stale */
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, &notify);
+	} else if (rc == ZOK && st->ephemeralOwner == s->client_id) {
+		lr->czxid = st->czxid;
+		if (lr->outcome == LR_FINISHED) {
+			lr_delete(lr);
+		} else {
+			lr->phase = PH_LISTING;
+			lr_list(lr, &notify);
+		}
+	} else if (rc == ZOK || rc == ZNONODE) {
+		/* Not ours after all (an earlier session's, or gone). */
+		if (rc == ZOK)
+			log_msg(LOG_WARNING,
+				"%s carries our GUID but another session "
+				"(0x%" PRIx64 ") owns it",
+				lr->node, (uint64_t)st->ephemeralOwner);
+		lr->node[0] = '\0';
+		if (lr->outcome == LR_FINISHED)
+			lr->phase = PH_GONE;
+		else
+			lr_create(lr, &notify);
+	} else {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, zkerr_errno(rc), &notify);
+	}
+	lr_exit(lr, &notify);
+}
+
+static void lr_on_deleted(int rc, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (lr->phase == PH_DELETING) {
+		if (lr_is_connection_loss(rc)) {
+			lr_defer(lr, &notify); /* must not leave it behind */
+		} else {
+			lr->phase = PH_GONE;
+			queue_leaving_done(&lr->leaving);
+		}
+	}
+	lr_exit(lr, &notify);
+}
