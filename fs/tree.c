@@ -7,10 +7,12 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "list.h"
 #include "names.h"
 #include "znodename.h"
 
@@ -62,13 +64,17 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 	return TREE_NAME_RESOURCE;
 }
 
-static size_t tree_hash(const struct tree_res *parent, const char *name)
-{
-	uint64_t h = (uint64_t)(uintptr_t)parent * 0x9e3779b97f4a7c15ull;
+/* The table key of `name` under parent, into key (TREE_KEY_MAX bytes). */
+#define TREE_KEY_MAX (2 * sizeof(uintptr_t) + 1 + ZNODENAME_MAX + 1)
 
-	while (*name)
-		h = (h ^ (unsigned char)*name++) * 1099511628211ull;
-	return (size_t)h;
+static void tree_key(const struct tree_res *parent, const char *name,
+		     char key[TREE_KEY_MAX])
+{
+	int n = snprintf(key, TREE_KEY_MAX, "%0*" PRIxPTR "/%s",
+			 (int)(2 * sizeof(uintptr_t)), (uintptr_t)parent, name);
+
+	assert(n > 0 && n < (int)TREE_KEY_MAX); /* names are encoded already */
+	(void)n;
 }
 
 int tree_init(struct tree *t, const char *base)
@@ -76,11 +82,9 @@ int tree_init(struct tree *t, const char *base)
 	char *name = strdup(base);
 
 	memset(t, 0, sizeof(*t));
-	t->nbuckets = 1024;
-	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
-	if (!name || !t->buckets) {
+	if (!name || strtab_init(&t->table) < 0) {
 		free(name);
-		free(t->buckets);
+		strtab_destroy(&t->table);
 		return -ENOMEM;
 	}
 	t->root.name = name;
@@ -91,15 +95,14 @@ int tree_init(struct tree *t, const char *base)
 
 void tree_destroy(struct tree *t)
 {
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct tree_res *r = t->buckets[i];
-		while (r) {
-			struct tree_res *next = r->hash_next;
-			free(r);
-			r = next;
-		}
+	struct strtab_item *item = strtab_detach_all(&t->table);
+
+	while (item) {
+		struct strtab_item *next = item->next;
+		free(ZKL_CONTAINER_OF(item, struct tree_res, item));
+		item = next;
 	}
-	free(t->buckets);
+	strtab_destroy(&t->table);
 	free((char *)t->root.name);
 	pthread_mutex_destroy(&t->lock);
 }
@@ -125,58 +128,41 @@ uint64_t tree_ino(struct tree *t, struct tree_res *r, enum tree_kind kind)
 	return (uint64_t)(uintptr_t)r | (uint64_t)kind;
 }
 
-static struct tree_res **tree_slot(struct tree *t, struct tree_res *parent,
-				   const char *name)
+static struct tree_res *tree_find_locked(struct tree *t,
+					 const struct tree_res *parent,
+					 const char *name)
 {
-	struct tree_res **pr =
-		&t->buckets[tree_hash(parent, name) % t->nbuckets];
+	char key[TREE_KEY_MAX];
+	struct strtab_item *item;
 
-	while (*pr && ((*pr)->parent != parent || strcmp((*pr)->name, name)))
-		pr = &(*pr)->hash_next;
-	return pr;
-}
-
-static void tree_grow_locked(struct tree *t)
-{
-	size_t n = t->nbuckets * 2;
-	struct tree_res **b = calloc(n, sizeof(*b));
-
-	if (!b)
-		return;
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct tree_res *r = t->buckets[i];
-		while (r) {
-			struct tree_res *next = r->hash_next;
-			size_t k = tree_hash(r->parent, r->name) % n;
-			r->hash_next = b[k];
-			b[k] = r;
-			r = next;
-		}
-	}
-	free(t->buckets);
-	t->buckets = b;
-	t->nbuckets = n;
+	tree_key(parent, name, key);
+	item = strtab_find(&t->table, key);
+	return item ? ZKL_CONTAINER_OF(item, struct tree_res, item) : NULL;
 }
 
 static int tree_get_res_locked(struct tree *t, struct tree_res *parent,
 			       const char *name, struct tree_res **out)
 {
-	struct tree_res **pr = tree_slot(t, parent, name);
-	struct tree_res *r = *pr;
+	struct tree_res *r = tree_find_locked(t, parent, name);
 
 	if (!r) {
-		size_t size = sizeof(*r) + strlen(name) + 1;
+		char key[TREE_KEY_MAX];
+		size_t size;
+		char *k;
+
+		tree_key(parent, name, key);
+		size = sizeof(*r) + strlen(key) + 1;
 		/* aligned_alloc wants a multiple of the alignment */
 		r = aligned_alloc(16, (size + 15) & ~(size_t)15);
 		if (!r)
 			return -ENOMEM;
 		memset(r, 0, sizeof(*r));
-		r->name = strcpy((char *)(r + 1), name);
+		k = strcpy((char *)(r + 1), key);
+		r->item.key = k;
+		r->name = strchr(k, '/') + 1;
 		r->parent = parent;
 		parent->children++;
-		*pr = r;
-		if (++t->count > t->nbuckets)
-			tree_grow_locked(t);
+		strtab_insert(&t->table, &r->item);
 	}
 	*out = r;
 	return 0;
@@ -276,8 +262,7 @@ static void tree_drop_locked(struct tree *t, struct tree_res *r)
 {
 	while (r != &t->root && r->nlookup == 0 && r->children == 0) {
 		struct tree_res *parent = r->parent;
-		*tree_slot(t, parent, r->name) = r->hash_next;
-		t->count--;
+		strtab_remove(&t->table, &r->item);
 		free(r);
 		parent->children--;
 		r = parent;

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strtab.h"
+
 enum tree_kind {
 	TREE_DIR = 0,     /* the resource itself */
 	TREE_WRITE = 1,   /* <resource>/write */
@@ -35,22 +37,22 @@ static inline int tree_kind_is_info(enum tree_kind kind)
 /* An entry holds its own znode name, not its path, so that its size does
  * not grow with its depth: tree_zpath walks the parents. */
 struct tree_res {
-	struct tree_res *parent;    /* NULL for the root */
-	struct tree_res *hash_next; /* chain in tree.buckets */
-	uint64_t nlookup;           /* kernel references to it and its files */
-	uint64_t children;          /* cached sub-resources pointing here */
-	/* The znode name (znodename.h), in the same allocation; for the root,
-	 * the base path. */
+	struct tree_res *parent; /* NULL for the root */
+	/* In tree.table; key "<parent's address in hex>/<znode name>", in
+	 * the same allocation. */
+	struct strtab_item item;
+	uint64_t nlookup;  /* kernel references to it and its files */
+	uint64_t children; /* cached sub-resources pointing here */
+	/* The znode name (znodename.h), inside the key; for the root, the
+	 * base path. */
 	const char *name;
 } __attribute__((aligned(16)));
 
 struct tree {
-	/* Guards the hash table and every nlookup/children count. */
+	/* Guards the table and every nlookup/children count. */
 	pthread_mutex_t lock;
 	struct tree_res root;
-	struct tree_res **buckets;
-	size_t nbuckets;
-	size_t count;
+	struct strtab table; /* every entry but the root */
 };
 
 /* What a name means inside a resource directory. */

@@ -84,11 +84,11 @@ Test(tree, lookup_gives_stable_inodes_and_forget_frees)
 	cr_assert_str_eq(zpath_of(&t, sub), "/base/deploy/db");
 	cr_assert_eq(tree_lookup(&t, file, "x", &sub), -ENOTDIR);
 	cr_assert_eq(tree_lookup(&t, dir, "..", &sub), -ENOENT);
-	cr_assert_eq(t.count, 2);
+	cr_assert_eq(t.table.nitems, 2);
 	tree_forget(&t, dir, 3); /* two dir lookups, one file lookup */
-	cr_assert_eq(t.count, 2, "kept alive by its sub-resource");
+	cr_assert_eq(t.table.nitems, 2, "kept alive by its sub-resource");
 	tree_forget(&t, tree_ino(&t, tree_res_of(&t, sub), TREE_DIR), 1);
-	cr_assert_eq(t.count, 0);
+	cr_assert_eq(t.table.nitems, 0);
 	tree_destroy(&t);
 }
 
