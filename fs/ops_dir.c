@@ -24,9 +24,7 @@
 /* A directory listing taken at opendir (snapshot.h): packed entries and
  * where each one ends (which is also its readdir offset). */
 struct dir_listing {
-	struct snapshot sn;
-	char *buf;
-	size_t len;
+	struct snapshot sn; /* its buffer holds the packed entries */
 	size_t *ends;
 	size_t nents;
 };
@@ -35,7 +33,6 @@ static void dir_free(struct snapshot *sn)
 {
 	struct dir_listing *d = ZKL_CONTAINER_OF(sn, struct dir_listing, sn);
 
-	free(d->buf);
 	free(d->ends);
 	free(d);
 }
@@ -53,23 +50,23 @@ static int dir_add(struct dir_listing *d, fuse_req_t req, const char *name,
 	struct stat st = { .st_ino = ino, .st_mode = mode };
 	size_t need = fuse_add_direntry(req, NULL, 0, name, NULL, 0);
 
-	if (d->len + need > *cap) {
+	if (d->sn.len + need > *cap) {
 		size_t ncap = (*cap + need) * 2;
-		char *nbuf = realloc(d->buf, ncap);
+		char *nbuf = realloc(d->sn.buf, ncap);
 		/* every entry takes at least 24 bytes of buf */
 		size_t *nends = realloc(d->ends, ncap / 24 * sizeof(*nends));
 		if (nbuf)
-			d->buf = nbuf;
+			d->sn.buf = nbuf;
 		if (nends)
 			d->ends = nends;
 		if (!nbuf || !nends)
 			return -ENOMEM;
 		*cap = ncap;
 	}
-	fuse_add_direntry(req, d->buf + d->len, *cap - d->len, name, &st,
-			  (off_t)(d->len + need));
-	d->len += need;
-	d->ends[d->nents++] = d->len;
+	fuse_add_direntry(req, d->sn.buf + d->sn.len, *cap - d->sn.len, name,
+			  &st, (off_t)(d->sn.len + need));
+	d->sn.len += need;
+	d->ends[d->nents++] = d->sn.len;
 	return 0;
 }
 
@@ -173,9 +170,7 @@ void dir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	end = start;
 	while (i < d->nents && d->ends[i] - start <= size)
 		end = d->ends[i++];
-	snapshot_get(&d->sn);
-	fuse_reply_buf(req, d->buf + start, end - start);
-	snapshot_put(&d->sn);
+	snapshot_reply(&d->sn, req, start, end - start);
 }
 
 void dir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -26,24 +26,10 @@
 #include "names.h"
 #include "snapshot.h"
 
-/* The text an open file reads, taken at open (snapshot.h). */
-struct infotext {
-	struct snapshot sn;
-	char *text;
-	size_t len;
-};
-
-static void info_free(struct snapshot *sn)
+/* The text an open file reads, taken at open. */
+static struct snapshot *info_of(const struct fuse_file_info *fi)
 {
-	struct infotext *t = ZKL_CONTAINER_OF(sn, struct infotext, sn);
-
-	free(t->text);
-	free(t);
-}
-
-static struct infotext *info_of(const struct fuse_file_info *fi)
-{
-	return (struct infotext *)(uintptr_t)fi->fh;
+	return (struct snapshot *)(uintptr_t)fi->fh;
 }
 
 /* Close the stream (open_memstream sets *text and *len only then), take
@@ -53,7 +39,7 @@ static void info_finish(struct zkl_fs *fs, fuse_req_t req,
 			const struct fuse_entry_param *create_entry, FILE *out,
 			char **text, size_t *len)
 {
-	struct infotext *t = malloc(sizeof(*t));
+	struct snapshot *t = malloc(sizeof(*t));
 	int rc;
 
 	if (fclose(out) != 0 || !t) {
@@ -61,20 +47,20 @@ static void info_finish(struct zkl_fs *fs, fuse_req_t req,
 		free(t);
 		return fs_reply_err(req, ENOMEM);
 	}
-	snapshot_init(&t->sn, fs, info_free);
-	t->text = *text;
+	snapshot_init(t, fs, NULL);
+	t->buf = *text;
 	t->len = *len;
 	fi->fh = (uint64_t)(uintptr_t)t;
 	fi->direct_io = 1; /* the size is 0: reads must reach us */
 	fi->keep_cache = 0;
 	fi->noflush = 1;
-	snapshot_opened(&t->sn);
+	snapshot_opened(t);
 	if (create_entry)
 		rc = fuse_reply_create(req, create_entry, fi);
 	else
 		rc = fuse_reply_open(req, fi);
 	if (rc < 0) /* the opener is gone: no RELEASE will come */
-		snapshot_release(&t->sn);
+		snapshot_release(t);
 }
 
 /* ---- .status ------------------------------------------------------------ */
@@ -252,19 +238,13 @@ void info_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void info_read(fuse_req_t req, size_t size, off_t off,
 	       struct fuse_file_info *fi)
 {
-	struct infotext *t = info_of(fi);
-
-	if (off < 0 || (size_t)off >= t->len)
+	if (off < 0)
 		return (void)fuse_reply_buf(req, NULL, 0);
-	if (size > t->len - (size_t)off)
-		size = t->len - (size_t)off;
-	snapshot_get(&t->sn);
-	fuse_reply_buf(req, t->text + off, size);
-	snapshot_put(&t->sn);
+	snapshot_reply(info_of(fi), req, (size_t)off, size);
 }
 
 void info_release(fuse_req_t req, struct fuse_file_info *fi)
 {
-	snapshot_release(&info_of(fi)->sn);
+	snapshot_release(info_of(fi));
 	fuse_reply_err(req, 0);
 }

@@ -5,6 +5,7 @@
 #include "snapshot.h"
 
 #include <assert.h>
+#include <stdlib.h>
 
 void snapshot_init(struct snapshot *sn, struct zkl_fs *fs,
 		   void (*free_fn)(struct snapshot *))
@@ -12,15 +13,25 @@ void snapshot_init(struct snapshot *sn, struct zkl_fs *fs,
 	atomic_init(&sn->refs, 1);
 	list_init(&sn->link);
 	sn->fs = fs;
+	sn->buf = NULL;
+	sn->len = 0;
 	sn->free_fn = free_fn;
 }
 
-void snapshot_get(struct snapshot *sn)
+void snapshot_reply(struct snapshot *sn, fuse_req_t req, size_t off,
+		    size_t size)
 {
-	int before = atomic_fetch_add(&sn->refs, 1);
+	int before;
 
-	assert(before > 0); /* only a holder of a reference takes another */
+	if (off >= sn->len)
+		return (void)fuse_reply_buf(req, NULL, 0);
+	if (size > sn->len - off)
+		size = sn->len - off;
+	before = atomic_fetch_add(&sn->refs, 1);
+	assert(before > 0); /* the open handle's reference is there */
 	(void)before;
+	fuse_reply_buf(req, sn->buf + off, size);
+	snapshot_put(sn);
 }
 
 void snapshot_put(struct snapshot *sn)
@@ -30,7 +41,11 @@ void snapshot_put(struct snapshot *sn)
 	assert(before > 0);
 	if (before == 1) {
 		assert(!list_linked(&sn->link));
-		sn->free_fn(sn);
+		free(sn->buf);
+		if (sn->free_fn)
+			sn->free_fn(sn);
+		else
+			free(sn);
 	}
 }
 

@@ -19,10 +19,14 @@ struct snapshot {
 	atomic_int refs;
 	struct zkl_link link; /* in fs->snapshots while open */
 	struct zkl_fs *fs;
-	void (*free_fn)(struct snapshot *); /* frees the enclosing object */
+	char *buf; /* what reads see (malloc'd, the snapshot's) */
+	size_t len;
+	/* Frees the enclosing object once buf is freed; NULL: sn itself was
+	 * malloc'd alone. */
+	void (*free_fn)(struct snapshot *);
 };
 
-/* One reference (the caller's); not yet listed. */
+/* One reference (the caller's); not yet listed; an empty buffer. */
 void snapshot_init(struct snapshot *sn, struct zkl_fs *fs,
 		   void (*free_fn)(struct snapshot *));
 
@@ -32,8 +36,12 @@ void snapshot_init(struct snapshot *sn, struct zkl_fs *fs,
  * RELEASE will come), call snapshot_release. */
 void snapshot_opened(struct snapshot *sn);
 
-/* A read: hold the buffer while the reply is sent from it. */
-void snapshot_get(struct snapshot *sn);
+/* A read: reply with up to size bytes of the buffer from off (none past
+ * its end), holding it while the reply is sent from it. */
+void snapshot_reply(struct snapshot *sn, fuse_req_t req, size_t off,
+		    size_t size);
+
+/* Drop a reference (the caller's, before snapshot_opened). */
 void snapshot_put(struct snapshot *sn);
 
 /* RELEASE: drop the open handle's reference. */
