@@ -5,6 +5,7 @@
 #include "lockquery.h"
 #include "internal.h"
 #include "lockrule.h"
+#include "resource.h"
 #include "zkerr.h"
 
 #include <errno.h>
@@ -36,29 +37,22 @@ static void lq_finish(struct lockquery *q, int err)
 	free(q);
 }
 
-static void lq_on_listed(int rc, const struct String_vector *v,
-			 const void *data);
+static void lq_on_listed(int err, char *const *names, size_t n, void *arg);
 
-/* The completion may run, and free q, before zoo_a*() returns: after the
- * call, only locals. */
+/* The completion may run, and free q, before resource_list returns: after
+ * the call, only locals.  Returns 0 or -errno (then q is still ours). */
 static int lq_send_list(struct lockquery *q)
 {
-	struct zkl_session *s = q->s;
-	int rc;
-
 	q->attempts++;
-	pthread_mutex_lock(&s->lock); /* s->zh changes at expiry */
-	rc = zoo_aget_children(s->zh, q->dir, 0, lq_on_listed, q);
-	pthread_mutex_unlock(&s->lock);
-	return rc;
+	return resource_list(q->s, q->dir, lq_on_listed, q);
 }
 
 static void lq_list(struct lockquery *q)
 {
-	int rc = lq_send_list(q);
+	int err = lq_send_list(q);
 
-	if (rc != ZOK)
-		lq_finish(q, zkerr_errno(rc));
+	if (err < 0)
+		lq_finish(q, err);
 }
 
 static void lq_on_data(int rc, const char *value, int len,
@@ -78,30 +72,29 @@ static void lq_on_data(int rc, const char *value, int len,
 	lq_finish(q, 0);
 }
 
-static void lq_on_listed(int rc, const struct String_vector *v,
-			 const void *data)
+static void lq_on_listed(int err, char *const *names, size_t count, void *arg)
 {
-	struct lockquery *q = (struct lockquery *)data;
+	struct lockquery *q = arg;
 	const char *skip[LOCKQUERY_MAX_SKIP];
 	struct zkl_session *s;
 	struct zkl_node *nodes;
 	size_t n;
 	ssize_t i;
+	int rc;
 
 	/* A fresh listing, a fresh answer: what an earlier listing found in
 	 * the way may be gone now. */
 	memset(&q->answer, 0, sizeof(q->answer));
-	if (rc == ZNONODE) /* no resource, so no lock on it */
+	if (err == -ENOENT) /* no resource, so no lock on it */
 		return lq_finish(q, 0);
-	if (rc != ZOK)
-		return lq_finish(q, zkerr_errno(rc));
-	nodes = malloc(((size_t)v->count + 1) * sizeof(*nodes));
+	if (err < 0)
+		return lq_finish(q, err);
+	nodes = malloc((count + 1) * sizeof(*nodes));
 	if (!nodes)
 		return lq_finish(q, -ENOMEM);
 	for (size_t k = 0; k < q->nskip; k++)
 		skip[k] = q->skip[k];
-	n = lockrule_collect(v->data, (size_t)v->count, LOCKRULE_QUEUED_STYLES,
-			     nodes);
+	n = lockrule_collect(names, count, LOCKRULE_QUEUED_STYLES, nodes);
 	i = lockrule_first_blocker(nodes, n, q->mode, 1, skip, q->nskip);
 	if (i < 0) {
 		free(nodes);
@@ -131,7 +124,7 @@ int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		    void *arg)
 {
 	struct lockquery *q;
-	int rc;
+	int err;
 
 	if (nskip > LOCKQUERY_MAX_SKIP)
 		return -EINVAL;
@@ -146,10 +139,8 @@ int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	q->cb = cb;
 	q->arg = arg;
 	strcpy(q->dir, dir);
-	rc = lq_send_list(q);
-	if (rc != ZOK) {
+	err = lq_send_list(q);
+	if (err < 0)
 		free(q);
-		return zkerr_errno(rc);
-	}
-	return 0;
+	return err;
 }
