@@ -3,8 +3,6 @@
  */
 #include "opts.h"
 
-#include "znodename.h"
-
 #include <assert.h>
 #include <errno.h>
 #include <signal.h>
