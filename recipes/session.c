@@ -237,13 +237,11 @@ static void *session_keeper(void *arg)
 		s->state = ZKL_CONN_CONNECTING;
 		pthread_mutex_unlock(&s->lock);
 		zookeeper_close(old);
-		list_init(&notify);
-		pthread_mutex_lock(&s->lock);
+		session_enter(s, &notify);
 		s->draining = 0;
 		if (s->state == ZKL_CONN_CONNECTED)
 			session_resume_all_locked(s, &notify);
-		pthread_mutex_unlock(&s->lock);
-		notice_run_all(&notify);
+		session_leave(s, &notify);
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);

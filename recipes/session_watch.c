@@ -39,11 +39,9 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 	(void)state;
 	if (type == ZOO_SESSION_EVENT || !path)
 		return;
-	list_init(&notify);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	session_wake_path_locked(s, path, type == ZOO_DELETED_EVENT, &notify);
-	pthread_mutex_unlock(&s->lock);
-	notice_run_all(&notify);
+	session_leave(s, &notify);
 }
 
 struct session_watch_ctx {
@@ -65,11 +63,9 @@ static void session_watch_reply(int rc, const char *value, int len,
 	(void)stat;
 	if (rc != ZOK) {
 		struct zkl_link notify;
-		list_init(&notify);
-		pthread_mutex_lock(&s->lock);
+		session_enter(s, &notify);
 		session_wake_path_locked(s, ctx->path, rc == ZNONODE, &notify);
-		pthread_mutex_unlock(&s->lock);
-		notice_run_all(&notify);
+		session_leave(s, &notify);
 	}
 	free(ctx);
 }
