@@ -237,6 +237,7 @@ int main(int argc, char **argv)
 		.zk_log_level = o.debug ? ZOO_LOG_LEVEL_INFO
 					: ZOO_LOG_LEVEL_ERROR,
 		.digest_auth = o.auth_file ? auth : NULL,
+		.dialect = o.style,
 	};
 	opened = session_open(&so, &fs.session, err, sizeof(err));
 	memset(auth, 0, sizeof(auth)); /* the session keeps its own copy */

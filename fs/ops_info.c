@@ -120,25 +120,45 @@ static void info_field(FILE *out, const char *s, size_t len, int keep_spaces)
 	}
 }
 
+/* Does the node carry a zklockfs identity (any mount's, any dialect)? */
+static int info_has_identity(const struct holders_node *n)
+{
+	char value[IDENTITY_MAX];
+
+	return n->data &&
+	       identity_get(n->data, n->len, "host", value, sizeof(value)) >= 0;
+}
+
+/* One identity field.  Another tool's node has none of ours; its data is
+ * still worth showing: Curator stores the client's address (the host),
+ * kazoo the identifier its caller chose (a note). */
 static void info_identity_field(FILE *out, const struct holders_node *n,
 				const char *key, int keep_spaces)
 {
 	char value[IDENTITY_NOTE_MAX + 1];
-	int len = n->data ? identity_get(n->data, n->len, key, value,
-					 sizeof(value))
-			  : -ENOENT;
+	int len = -ENOENT;
 
 	fputc(' ', out);
+	if (info_has_identity(n)) {
+		len = identity_get(n->data, n->len, key, value, sizeof(value));
+	} else if (n->data && n->len > 0 &&
+		   strcmp(key, n->style == ZKL_STYLE_CURATOR ? "host"
+							     : "note") == 0) {
+		info_field(out, n->data,
+			   n->len < IDENTITY_NOTE_MAX ? n->len
+						      : IDENTITY_NOTE_MAX,
+			   keep_spaces);
+		return;
+	}
 	info_field(out, value, len < 0 ? 0 : (size_t)len, keep_spaces);
 }
 
 static const char *const info_holder_states[] = {
 	[HOLDERS_HELD] = "held",
 	[HOLDERS_WAITING] = "waiting",
-	[HOLDERS_FOREIGN] = "foreign",
 };
 
-/* state mode token host pid uid cmd age node note */
+/* state mode token host pid uid cmd age node tool note */
 static void info_holder_line(FILE *out, const struct holders_node *n,
 			     int64_t now_ms)
 {
@@ -152,6 +172,7 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 	info_identity_field(out, n, "cmd", 0);
 	fprintf(out, " %" PRId64 "s ", age > 0 ? age : 0);
 	info_field(out, n->name, strlen(n->name), 0);
+	fprintf(out, " %s", names_style_str(n->style));
 	info_identity_field(out, n, "note", 1);
 	fputc('\n', out);
 }

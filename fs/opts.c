@@ -34,6 +34,7 @@ enum {
 static const struct fuse_opt opts_table[] = {
 	OPTS_OPT("on_lost=%s", on_lost),
 	OPTS_OPT("auth_file=%s", auth_file),
+	OPTS_OPT("dialect=%s", dialect),
 	FUSE_OPT_KEY("session_timeout=", OPTS_KEY_SESSION_TIMEOUT),
 	FUSE_OPT_KEY("connect_timeout=", OPTS_KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("uid=", OPTS_KEY_UID),
@@ -201,6 +202,22 @@ static int opts_proc(void *data, const char *arg, int key,
 	}
 }
 
+int opts_parse_dialect(const char *value, enum zkl_style *style)
+{
+	static const enum zkl_style dialects[] = {
+		ZKL_STYLE_ZKLOCKFS,
+		ZKL_STYLE_CURATOR,
+		ZKL_STYLE_KAZOO,
+	};
+
+	for (size_t i = 0; i < sizeof(dialects) / sizeof(dialects[0]); i++)
+		if (strcmp(value, names_style_str(dialects[i])) == 0) {
+			*style = dialects[i];
+			return 0;
+		}
+	return -EINVAL;
+}
+
 int opts_parse_on_lost(const char *value, int *sig)
 {
 	const char *name;
@@ -258,6 +275,13 @@ int opts_parse(int argc, char **argv, struct opts *o,
 			 argv[0]);
 		return -EINVAL;
 	}
+	o->style = ZKL_STYLE_ZKLOCKFS;
+	if (o->dialect && opts_parse_dialect(o->dialect, &o->style) < 0) {
+		snprintf(err, errlen,
+			 "dialect=%s: expected zklockfs, curator or kazoo",
+			 o->dialect);
+		return -EINVAL;
+	}
 	if (o->on_lost && opts_parse_on_lost(o->on_lost, &o->on_lost_signal)) {
 		snprintf(err, errlen,
 			 "on_lost=%s: expected log, signal or "
@@ -273,8 +297,9 @@ void opts_free(struct opts *o)
 	free(o->hosts);
 	free(o->base);
 	free(o->on_lost);
+	free(o->dialect);
 	free(o->auth_file);
-	o->hosts = o->base = o->on_lost = o->auth_file = NULL;
+	o->hosts = o->base = o->on_lost = o->auth_file = o->dialect = NULL;
 }
 
 void opts_print_help(const char *progname)
@@ -301,6 +326,11 @@ void opts_print_help(const char *progname)
 	       "                             session: only log it (default), or\n"
 	       "                             also send SIG (default TERM) to the\n"
 	       "                             holder's process group\n"
+	       "    -o dialect=zklockfs|curator|kazoo\n"
+	       "                             whose names the lock nodes this\n"
+	       "                             mount creates have, so that Curator\n"
+	       "                             or kazoo services see them (every\n"
+	       "                             dialect waits behind all of them)\n"
 	       "    -o auth_file=PATH        authenticate to ZooKeeper as the\n"
 	       "                             user:password in PATH (digest) and\n"
 	       "                             give the nodes created to it alone\n"

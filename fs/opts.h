@@ -5,6 +5,8 @@
 #ifndef ZKL_OPTS_H
 #define ZKL_OPTS_H
 
+#include "names.h"
+
 #include <stddef.h>
 
 #include <fuse_lowlevel.h>
@@ -31,8 +33,14 @@ struct opts {
 	unsigned uid, gid;   /* owner of every file, if has_uid / has_gid */
 	unsigned umask;      /* mode bits taken away, if has_umask */
 	int has_uid, has_gid, has_umask;
-	int on_lost_signal; /* 0: only log a lost lock */
+	int on_lost_signal;   /* 0: only log a lost lock */
+	char *dialect;        /* as given: "zklockfs", "curator" or "kazoo" */
+	enum zkl_style style; /* of the lock nodes the mount creates */
 };
+
+/* Parse the value of -o dialect into the style of names the mount
+ * creates.  Returns 0 and sets *style, or -EINVAL. */
+int opts_parse_dialect(const char *value, enum zkl_style *style);
 
 /* Parse the value of -o on_lost: "log" (0) or "signal[:SIG]" (SIGTERM
  * unless SIG, a name with or without "SIG" or a number, says otherwise).

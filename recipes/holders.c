@@ -33,8 +33,7 @@ struct holders_query {
 	void *arg;
 	int err;        /* the first failed read's */
 	size_t pending; /* reads not answered, +1 while sending */
-	size_t nours;   /* nodes[0..nours): ours, in queue order */
-	size_t n;       /* nodes[nours..n): foreign, by sequence */
+	size_t n;       /* nodes[0..n): every lock node, in queue order */
 	struct zkl_node *nodes;
 	struct holders_read *reads; /* parallel to nodes */
 	char **names;               /* copies of the listed names */
@@ -77,14 +76,13 @@ static void holders_answer(struct holders_query *q)
 		out[m] = (struct holders_node){
 			.name = q->nodes[i].name,
 			.mode = q->nodes[i].mode,
+			.style = q->nodes[i].style,
 			.token = r->czxid,
 			.ctime_ms = r->ctime_ms,
 			.data = r->data,
 			.len = r->len,
 		};
-		if (i >= q->nours)
-			out[m].state = HOLDERS_FOREIGN;
-		else if (lockrule_watch(q->nodes, gone, 0, i, 1) < 0)
+		if (lockrule_watch(q->nodes, gone, 0, i, 1) < 0)
 			out[m].state = HOLDERS_HELD;
 		else
 			out[m].state = HOLDERS_WAITING;
@@ -123,8 +121,8 @@ static void holders_on_data(int rc, const char *value, int len,
 	holders_read_done(r->q);
 }
 
-/* Keep copies of the names; parse ours into queue order, then the foreign
- * ones.  Returns 0 or -ENOMEM. */
+/* Keep copies of the names; parse the lock nodes of every tool into queue
+ * order.  Returns 0 or -ENOMEM. */
 static int holders_parse(struct holders_query *q, char *const *names, size_t n)
 {
 	q->names = calloc(n + 1, sizeof(*q->names));
@@ -135,12 +133,7 @@ static int holders_parse(struct holders_query *q, char *const *names, size_t n)
 	for (; q->nnames < n; q->nnames++)
 		if (!(q->names[q->nnames] = strdup(names[q->nnames])))
 			return -ENOMEM;
-	q->nours =
-		lockrule_collect(q->names, n, LOCKRULE_QUEUED_STYLES, q->nodes);
-	q->n = q->nours +
-	       lockrule_collect(q->names, n,
-				LOCKRULE_ALL_STYLES & ~LOCKRULE_QUEUED_STYLES,
-				q->nodes + q->nours);
+	q->n = lockrule_collect(q->names, n, LOCKRULE_QUEUED_STYLES, q->nodes);
 	return 0;
 }
 

@@ -1,8 +1,8 @@
 /*
  * holders.h - everyone queued on a resource, read fresh from ZooKeeper: each
  * lock node in queue order with its state (holding or waiting), fencing
- * token, creation time and content (its holder's identity and note), then
- * the lock nodes other tools left there.  A snapshot, stale as soon as it
+ * token, creation time and content (its holder's identity and note),
+ * whichever tool made it.  A snapshot, stale as soon as it
  * is taken; it takes no lock and changes nothing.
  */
 #ifndef ZKL_HOLDERS_H
@@ -17,23 +17,22 @@
 enum holders_state {
 	HOLDERS_HELD, /* nothing it must wait for is ahead of it */
 	HOLDERS_WAITING,
-	HOLDERS_FOREIGN, /* another tool's lock node: not in our queue */
 };
 
 struct holders_node {
 	const char *name; /* the node's name in the resource */
 	enum holders_state state;
 	enum zkl_mode mode;
-	int64_t token;    /* czxid: the holder's fencing token */
-	int64_t ctime_ms; /* when it was created, by the server's clock */
-	const char *data; /* its content (len bytes, not NUL-ended) */
+	enum zkl_style style; /* which tool made it */
+	int64_t token;        /* czxid: the holder's fencing token */
+	int64_t ctime_ms;     /* when it was created, by the server's clock */
+	const char *data;     /* its content (len bytes, not NUL-ended) */
 	size_t len;
 };
 
 /* err: 0, or -errno from zkerr_errno (a missing resource is 0 and no
  * node).  nodes[0..n) and what they point to are valid only during the
- * call: ours first, in queue order (holders before waiters), then the
- * foreign ones by sequence. */
+ * call: every tool's lock nodes in queue order (holders before waiters). */
 typedef void (*holders_fn)(int err, const struct holders_node *nodes, size_t n,
 			   void *arg);
 

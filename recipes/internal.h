@@ -22,7 +22,8 @@ struct zkl_session {
 	char *auth;             /* "user:password" for digest auth, or NULL */
 	struct ACL_vector *acl; /* of every node we create */
 	int session_timeout_ms;
-	pthread_t keeper; /* replaces an expired handle (session.c) */
+	enum zkl_style dialect; /* of the lock nodes we create */
+	pthread_t keeper;       /* replaces an expired handle (session.c) */
 	session_lost_fn lost_hook;
 	void *lost_arg;
 

@@ -39,12 +39,12 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	char guid[NAMES_TAG_MAX + 1];
 	struct zkl_lockreq *lr;
 	size_t dirlen = strlen(dir), pathlen;
-	int rc = names_tag_new(ZKL_STYLE_ZKLOCKFS, guid);
+	int rc = names_tag_new(s->dialect, guid);
 
 	if (rc < 0)
 		return rc;
-	rc = names_format_prefix(prefix, sizeof(prefix), ZKL_STYLE_ZKLOCKFS,
-				 mode, guid);
+	rc = names_format_prefix(prefix, sizeof(prefix), s->dialect, mode,
+				 guid);
 	if (rc < 0)
 		return rc;
 	/* One allocation: nothing to free piecemeal, one malloc per lock. */

@@ -23,9 +23,10 @@
 /* A set of styles (names.h) whose nodes take part. */
 #define LOCKRULE_STYLE(s) (1u << (s))
 #define LOCKRULE_ALL_STYLES ((1u << ZKL_STYLE_COUNT) - 1)
-/* The styles whose nodes a request queues behind: zklockfs's own.  Other
- * tools' nodes are shown (holders), not obeyed. */
-#define LOCKRULE_QUEUED_STYLES LOCKRULE_STYLE(ZKL_STYLE_ZKLOCKFS)
+/* The styles whose nodes a request queues behind: every one, whatever the
+ * mount's own dialect, so that a mount never takes a lock beside another
+ * tool's holder. */
+#define LOCKRULE_QUEUED_STYLES LOCKRULE_ALL_STYLES
 
 /* Does a request of mode `req` wait for a node of mode `ahead`? */
 int lockrule_waits_for(enum zkl_mode req, enum zkl_mode ahead);

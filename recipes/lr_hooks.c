@@ -22,13 +22,13 @@ static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	char guid[NAMES_TAG_MAX + 1];
 	size_t at = strlen(lr->dir) + 1;
-	int err = names_tag_new(ZKL_STYLE_ZKLOCKFS, guid);
+	int err = names_tag_new(lr->s->dialect, guid);
 
 	/* A new tag of the same length: the prefix keeps its length. */
 	if (err >= 0)
 		err = names_format_prefix(lr->create_path + at,
 					  strlen(lr->create_path + at) + 1,
-					  ZKL_STYLE_ZKLOCKFS, lr->mode, guid);
+					  lr->s->dialect, lr->mode, guid);
 	if (err < 0) {
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, err, notify);

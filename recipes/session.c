@@ -291,6 +291,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		return -ENOMEM;
 	}
 	s->session_timeout_ms = opts->session_timeout_ms;
+	s->dialect = opts->dialect;
 	s->acl = &ZOO_OPEN_ACL_UNSAFE;
 	if (opts->digest_auth) {
 		s->auth = strdup(opts->digest_auth);

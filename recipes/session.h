@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "names.h"
+
 struct zkl_session;
 
 struct zkl_session_opts {
@@ -24,6 +26,9 @@ struct zkl_session_opts {
 	 * give every node we create to that identity alone.  NULL: no
 	 * authentication, nodes open to all. */
 	const char *digest_auth;
+	/* Whose names the lock nodes this session creates have (names.h):
+	 * zklockfs's own, Curator's or kazoo's. */
+	enum zkl_style dialect;
 };
 
 enum zkl_conn_state {

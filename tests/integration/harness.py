@@ -332,14 +332,21 @@ def kazoo_client(hosts, auth=None):
         client.close()
 
 
+# A lock node of any tool: a marker, then ZooKeeper's "%010d" sequence.
+LOCK_NODE = re.compile(r"(?:-write-|-read-|__WRIT__|__READ__|__lock__|"
+                       r"__rlock__|lock-|lease-|^x-[-0-9a-f]+-)"
+                       r"(?:\d{10}|-\d{9,10})$")
+
+
 def lock_nodes(zk, path):
-    """Every znode under path whose name is a zklockfs lock node."""
+    """Every znode under path whose name is a lock node, ours or another
+    tool's (a mount of any dialect creates them)."""
     found = []
     if not zk.exists(path):
         return found
     for child in zk.get_children(path):
         full = path + "/" + child
-        if child.startswith("_c_"):
+        if LOCK_NODE.search(child):
             found.append(full)
         else:
             found.extend(lock_nodes(zk, full))

@@ -16,14 +16,14 @@ from harness import (Locker, is_mounted, lock_nodes, wait_until,
 from test_core import still_waiting
 
 FIELDS = ("state", "mode", "token", "host", "pid", "uid", "cmd", "age",
-          "node", "note")
+          "node", "tool", "note")
 
 
 def holders(mount, resource):
     """The holders file as a list of dicts, one per line."""
     with open(mount.path(resource, "holders")) as f:
         text = f.read()
-    return [dict(zip(FIELDS, line.split(" ", 9))) for line in text.splitlines()]
+    return [dict(zip(FIELDS, line.split(" ", 10))) for line in text.splitlines()]
 
 
 def status(mount):
@@ -89,7 +89,7 @@ def test_holders_shows_queue_across_mounts_and_notes(zk, base, m1, m2):
     assert zk.exists(base + "/nobody") is None
 
 
-def test_notes_are_bounded_and_escaped_and_foreign_nodes_shown(zk, base, m1):
+def test_notes_are_bounded_and_escaped_and_other_tools_nodes_shown(zk, base, m1):
     h = Locker(m1.path("x", "write"), "rw")
     h.granted()
     assert h.command("note " + "n" * 1024) == "err EFBIG"  # 1025 bytes
@@ -98,18 +98,28 @@ def test_notes_are_bounded_and_escaped_and_foreign_nodes_shown(zk, base, m1):
     assert h.command("note a\tb\\c d") == "ok"
     assert holders(m1, "x")[0]["note"] == "a\\011b\\134c d"
 
-    # Another tool's lock node: shown with what can be parsed, not obeyed.
-    foreign = zk.create(base + "/x/9f2c__lock__", b"10.0.0.1", sequence=True)
+    # Other tools' lock nodes: in their queue places, with their tool and
+    # what their data says (kazoo's identifier as a note, Curator's
+    # client address as the host).
+    kazoo = zk.create(base + "/x/9f2c__lock__", b"worker 7", sequence=True)
+    curator = zk.create(base + "/x/_c_0123abcd-0000-4000-8000-00000000000a"
+                        "-lock-", b"10.0.0.1", sequence=True)
     try:
         rows = holders(m1, "x")
         assert rows[0]["state"] == "held" and rows[0]["pid"] == str(h.proc.pid)
-        assert rows[1]["state"] == "foreign" and rows[1]["mode"] == "write", rows
-        assert rows[1]["node"] == foreign.rsplit("/", 1)[1]
-        assert (rows[1]["host"], rows[1]["pid"], rows[1]["note"]) == ("-", "-", "-")
+        assert rows[0]["tool"] == "zklockfs", rows
+        assert rows[1]["state"] == "waiting" and rows[1]["mode"] == "write", rows
+        assert rows[1]["node"] == kazoo.rsplit("/", 1)[1]
+        assert rows[1]["tool"] == "kazoo"
+        assert (rows[1]["host"], rows[1]["pid"], rows[1]["note"]) == \
+            ("-", "-", "worker 7")
+        assert rows[2]["tool"] == "curator" and rows[2]["state"] == "waiting"
+        assert (rows[2]["host"], rows[2]["note"]) == ("10.0.0.1", "-"), rows
         assert int(rows[1]["token"]) > int(rows[0]["token"])
         assert "9f2c__lock__" not in os.listdir(m1.path("x")), "a lock node is no resource"
     finally:
-        zk.delete(foreign)
+        zk.delete(kazoo)
+        zk.delete(curator)
     # The text files are read-only, and no lock.
     for path in (m1.path("x", "holders"), m1.path(".status")):
         with pytest.raises(PermissionError):

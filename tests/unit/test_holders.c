@@ -19,6 +19,7 @@ struct answer {
 		char name[128];
 		enum holders_state state;
 		enum zkl_mode mode;
+		enum zkl_style style;
 		int64_t token;
 		char data[64];
 	} nodes[8];
@@ -37,17 +38,18 @@ static void on_holders(int err, const struct holders_node *nodes, size_t n,
 		strcpy(a->nodes[i].name, nodes[i].name);
 		a->nodes[i].state = nodes[i].state;
 		a->nodes[i].mode = nodes[i].mode;
+		a->nodes[i].style = nodes[i].style;
 		a->nodes[i].token = nodes[i].token;
 		memcpy(a->nodes[i].data, nodes[i].data, nodes[i].len);
 		a->nodes[i].data[nodes[i].len] = '\0';
 	}
 }
 
-Test(holders, reads_every_lock_node_in_queue_order_then_foreign_ones)
+Test(holders, reads_every_tools_lock_nodes_in_queue_order)
 {
 	struct zkl_session *s = fake_session();
 	static const char *const listing[] = {
-		"9f2c__lock__0000000002", /* kazoo's: foreign */
+		"9f2c__lock__0000000002", /* kazoo's */
 		OURS("c", "read", "0000000004"),
 		"sub", /* a sub-resource */
 		OURS("a", "write", "0000000001"),
@@ -61,28 +63,31 @@ Test(holders, reads_every_lock_node_in_queue_order_then_foreign_ones)
 	cr_assert_eq(fake_pending(), 5, "one read per lock node, sent at once");
 	cr_assert_str_eq(fake_peek(FAKE_READ)->path,
 			 "/b/r/" OURS("a", "write", "0000000001"));
-	/* The writer ahead goes between the listing and its read: the two
-	 * readers behind it hold, the writer behind them waits. */
+	/* The writer ahead goes between the listing and its read: kazoo's
+	 * writer behind it holds, and everyone behind that waits. */
 	fake_complete_read(ZNONODE, NULL, 0, 0);
+	fake_complete_read(ZOK, "10.0.0.1", 102, 0);
 	fake_complete_read(ZOK, "pid 11\n", 103, 0);
 	fake_complete_read(ZOK, "pid 12\n", 104, 0);
-	fake_complete_read(ZOK, "pid 13\n", 105, 0);
 	cr_assert_eq(a.calls, 0, "answered before every read came back");
-	fake_complete_read(ZOK, "10.0.0.1", 102, 0);
+	fake_complete_read(ZOK, "pid 13\n", 105, 0);
 	cr_assert_eq(a.calls, 1);
 	cr_assert_eq(a.err, 0);
 	cr_assert_eq(a.n, 4);
 	cr_assert_eq(a.nodes[0].state, HOLDERS_HELD);
-	cr_assert_eq(a.nodes[0].mode, ZKL_MODE_READ);
-	cr_assert_eq(a.nodes[0].token, 103);
-	cr_assert_str_eq(a.nodes[0].data, "pid 11\n");
-	cr_assert_eq(a.nodes[1].state, HOLDERS_HELD);
+	cr_assert_eq(a.nodes[0].mode, ZKL_MODE_WRITE);
+	cr_assert_eq(a.nodes[0].style, ZKL_STYLE_KAZOO);
+	cr_assert_str_eq(a.nodes[0].name, "9f2c__lock__0000000002");
+	cr_assert_str_eq(a.nodes[0].data, "10.0.0.1");
+	cr_assert_eq(a.nodes[1].state, HOLDERS_WAITING,
+		     "a reader waits behind another tool's writer");
+	cr_assert_eq(a.nodes[1].mode, ZKL_MODE_READ);
+	cr_assert_eq(a.nodes[1].style, ZKL_STYLE_ZKLOCKFS);
+	cr_assert_eq(a.nodes[1].token, 103);
+	cr_assert_str_eq(a.nodes[1].data, "pid 11\n");
 	cr_assert_eq(a.nodes[2].state, HOLDERS_WAITING);
-	cr_assert_eq(a.nodes[2].mode, ZKL_MODE_WRITE);
-	cr_assert_eq(a.nodes[3].state, HOLDERS_FOREIGN);
+	cr_assert_eq(a.nodes[3].state, HOLDERS_WAITING);
 	cr_assert_eq(a.nodes[3].mode, ZKL_MODE_WRITE);
-	cr_assert_str_eq(a.nodes[3].name, "9f2c__lock__0000000002");
-	cr_assert_str_eq(a.nodes[3].data, "10.0.0.1");
 	fake_session_free(s);
 }
 

@@ -32,6 +32,27 @@ Test(opts, connect_with_base_path)
 	cr_assert_eq(o.session_timeout, 10);
 	cr_assert_eq(o.connect_timeout, 15);
 	cr_assert_eq(o.foreground, 0);
+	cr_assert_eq(o.style, ZKL_STYLE_ZKLOCKFS, "the default dialect");
+	opts_free(&o);
+}
+
+Test(opts, dialect_chooses_the_names_created)
+{
+	struct opts o;
+	char err[256];
+	char *curator[] = { "zklockfs", "-o", "dialect=curator", "h:1", "/m" };
+	char *kazoo[] = { "zklockfs", "-o", "dialect=kazoo", "h:1", "/m" };
+	char *bad[] = { "zklockfs", "-o", "dialect=zookeeper", "h:1", "/m" };
+
+	cr_assert_eq(parse(&o, err, 5, curator), 0, "%s", err);
+	cr_assert_eq(o.style, ZKL_STYLE_CURATOR);
+	opts_free(&o);
+	cr_assert_eq(parse(&o, err, 5, kazoo), 0, "%s", err);
+	cr_assert_eq(o.style, ZKL_STYLE_KAZOO);
+	opts_free(&o);
+	cr_assert_eq(parse(&o, err, 5, bad), -EINVAL,
+		     "the recipe's names are read, never made");
+	cr_assert(strstr(err, "dialect=zookeeper"), "%s", err);
 	opts_free(&o);
 }
 
