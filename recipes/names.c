@@ -110,28 +110,42 @@ static int names_ends_with(const char *s, size_t len, const char *word)
 	return len >= wlen && memcmp(s + len - wlen, word, wlen) == 0;
 }
 
-/* _c_<guid>-write- or _c_<guid>-read-: exactly, nothing around. */
-static int names_zklockfs(const char *name, size_t len, struct zkl_node *n)
+/* The words of the shared-lock recipe, which zklockfs's names also use:
+ * "write-" or "read-", ending the text before the sequence, at its start
+ * or after a '-'.  Returns the length of the word and sets *mode, or 0. */
+static size_t names_rw_word(const char *name, size_t len, enum zkl_mode *mode)
 {
 	static const struct {
 		const char *word;
 		enum zkl_mode mode;
-	} kinds[] = { { "-write-", ZKL_MODE_WRITE },
-		      { "-read-", ZKL_MODE_READ } };
+	} words[] = { { "write-", ZKL_MODE_WRITE },
+		      { "read-", ZKL_MODE_READ } };
 
-	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		size_t wlen = strlen(kinds[k].word);
-		if (len != NAMES_PROTECTED_LEN + NAMES_GUID_LEN + wlen ||
-		    !names_ends_with(name, len, kinds[k].word))
+	for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++) {
+		size_t wlen = strlen(words[k].word);
+		if (!names_ends_with(name, len, words[k].word) ||
+		    (len > wlen && name[len - wlen - 1] != '-'))
 			continue;
-		names_protected_tag(name, len, n);
-		if (!n->tag)
-			return 0;
-		n->style = ZKL_STYLE_ZKLOCKFS;
-		n->mode = kinds[k].mode;
-		return 1;
+		*mode = words[k].mode;
+		return wlen;
 	}
 	return 0;
+}
+
+/* _c_<guid>-write- or _c_<guid>-read-: exactly, nothing around. */
+static int names_zklockfs(const char *name, size_t len, struct zkl_node *n)
+{
+	enum zkl_mode mode;
+	size_t wlen = names_rw_word(name, len, &mode);
+
+	if (wlen == 0 || len != NAMES_PROTECTED_LEN + NAMES_GUID_LEN + 1 + wlen)
+		return 0;
+	names_protected_tag(name, len, n);
+	if (!n->tag)
+		return 0;
+	n->style = ZKL_STYLE_ZKLOCKFS;
+	n->mode = mode;
+	return 1;
 }
 
 /* A marker that ends right before the sequence, and the style and mode it
@@ -175,12 +189,7 @@ static int names_marked(const char *name, size_t len, struct zkl_node *n)
  * name or after a '-'. */
 static int names_zookeeper(const char *name, size_t len, struct zkl_node *n)
 {
-	static const struct {
-		const char *word;
-		enum zkl_mode mode;
-	} kinds[] = { { "write-", ZKL_MODE_WRITE },
-		      { "read-", ZKL_MODE_READ } };
-	size_t i = 2;
+	size_t i = 2, wlen;
 
 	n->style = ZKL_STYLE_ZOOKEEPER;
 	if (len > 3 && name[0] == 'x' && name[1] == '-' &&
@@ -195,17 +204,12 @@ static int names_zookeeper(const char *name, size_t len, struct zkl_node *n)
 			return 1;
 		}
 	}
-	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		size_t wlen = strlen(kinds[k].word);
-		if (!names_ends_with(name, len, kinds[k].word) ||
-		    (len > wlen && name[len - wlen - 1] != '-'))
-			continue;
-		n->mode = kinds[k].mode;
-		n->tag = name;
-		n->taglen = len > wlen ? len - wlen - 1 : 0;
-		return 1;
-	}
-	return 0;
+	wlen = names_rw_word(name, len, &n->mode);
+	if (wlen == 0)
+		return 0;
+	n->tag = name;
+	n->taglen = len > wlen ? len - wlen - 1 : 0;
+	return 1;
 }
 
 int names_parse(const char *name, struct zkl_node *out)

@@ -3,6 +3,7 @@ nothing created in ZooKeeper."""
 import errno
 import fcntl
 import os
+import signal
 import subprocess
 
 import pytest
@@ -235,6 +236,20 @@ ENCODED_NAMES = {
 }
 
 
+def flock_within(fd, seconds, what):
+    """A blocking flock(LOCK_EX) that gives up after `seconds` (SIGALRM
+    cancels the wait) with a message instead of hanging the suite."""
+    def expired(*_):
+        raise TimeoutError(f"{what}: no exclusive flock within {seconds} s")
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def test_names_zookeeper_refuses_work_for_every_operation(zk, base, m1, m2):
     """Each name locks, flocks, lists and shows holders from the other
     mount, under the documented znode name, and is removed again."""
@@ -260,7 +275,7 @@ def test_names_zookeeper_refuses_work_for_every_operation(zk, base, m1, m2):
             os.close(fd)
         other = os.open(os.path.join(mp2, name, b"lock"), os.O_RDONLY)
         try:
-            fcntl.flock(other, fcntl.LOCK_EX)
+            flock_within(other, 15, what)  # the close's release
             assert len(lock_nodes(zk, f"{base}/{znode}")) == 1, what
             fcntl.flock(other, fcntl.LOCK_UN)  # over when it returns
         finally:
