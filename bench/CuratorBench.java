@@ -1,7 +1,8 @@
-// CuratorBench - Curator's InterProcessMutex acquire/release in a loop, in
-// one JVM: the in-process library zklockfs is compared with.
+// CuratorBench - Curator's InterProcessMutex (or the write lock of its
+// InterProcessReadWriteLock) acquire/release in a loop, in one JVM: the
+// in-process library zklockfs is compared with.
 //
-//   java -cp CLASSPATH CuratorBench HOSTS PATH N
+//   java -cp CLASSPATH CuratorBench HOSTS PATH N [mutex|write]
 //
 // Prints the line bench/stats.c prints: median_us p99_us mean_us n, the
 // first tenth of the cycles left out (JIT warm-up, connection); appends
@@ -11,12 +12,15 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.RetryOneTime;
 
 public class CuratorBench {
     public static void main(String[] args) throws Exception {
-        if (args.length != 3) {
-            System.err.println("usage: CuratorBench HOSTS PATH N");
+        String kind = args.length == 4 ? args[3] : "mutex";
+        if ((args.length != 3 && args.length != 4) ||
+            !(kind.equals("mutex") || kind.equals("write"))) {
+            System.err.println("usage: CuratorBench HOSTS PATH N [mutex|write]");
             System.exit(2);
         }
         int n = Integer.parseInt(args[2]);
@@ -27,7 +31,10 @@ public class CuratorBench {
                 System.err.println("CuratorBench: no ZooKeeper at " + args[0]);
                 System.exit(1);
             }
-            InterProcessMutex mutex = new InterProcessMutex(client, args[1]);
+            InterProcessMutex mutex =
+                kind.equals("write")
+                    ? new InterProcessReadWriteLock(client, args[1]).writeLock()
+                    : new InterProcessMutex(client, args[1]);
             double[] us = new double[n];
             for (int i = 0; i < n; i++) {
                 long t0 = System.nanoTime();

@@ -1,0 +1,245 @@
+"""A Java service using the real Apache Curator and a Python service using
+the real kazoo, each in a process and a session of its own, share lock
+paths with mounts: a mount of the service's dialect and the service
+exclude each other both ways, readers share, a queue mixing them stays
+first come first served, and a killed service's lock passes on once its
+session expires.  A default mount waits behind either."""
+import errno
+import os
+import re
+import select
+import subprocess
+
+import pytest
+
+from harness import Locker, lock_nodes, wait_until
+from services import CuratorJava, compile_java, kazoo_service
+from test_interop import readme_block
+from test_names_and_errors import expect_errno
+
+NONBLOCK_WRITE = os.O_RDWR | os.O_NONBLOCK
+NONBLOCK_READ = os.O_RDONLY | os.O_NONBLOCK
+
+# The writer's node a mount of each dialect creates.
+WRITER_NODE = {
+    "curator": r"_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
+               r"[0-9a-f]{12}-__WRIT__\d{10}",
+    "kazoo": r"[0-9a-f]{32}__lock__\d{10}",
+}
+
+
+@pytest.fixture(scope="module")
+def curator_java():
+    java = CuratorJava()
+    yield java
+    java.remove()
+
+
+def start_service(request, tool, connect, session_ms=4000):
+    if tool == "curator":
+        return request.getfixturevalue("curator_java").service(connect,
+                                                               session_ms)
+    return kazoo_service(connect, session_ms)
+
+
+@pytest.fixture(params=["curator", "kazoo"])
+def tool(request):
+    return request.param
+
+
+@pytest.fixture
+def service(request, tool, zookeeper, mounts):
+    """The tool's service; closed before the end-of-test checks (it is set
+    up after `mounts`, so torn down before)."""
+    svc = start_service(request, tool, zookeeper.connect)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def two(tool, mounts):
+    """Two mounts (two hosts) of the tool's dialect."""
+    return (mounts.new("-o", f"dialect={tool}"),
+            mounts.new("-o", f"dialect={tool}"))
+
+
+def flock_n(path):
+    """flock(1) -n on path: its exit status (1 when the lock is held)."""
+    return subprocess.run(["flock", "-n", path, "true"],
+                          timeout=30).returncode
+
+
+def queue_length(zk, resource, n):
+    wait_until(lambda: len(lock_nodes(zk, resource)) == n, 15,
+               f"{n} lock nodes under {resource} "
+               f"(there: {lock_nodes(zk, resource)})")
+
+
+def test_a_mount_and_the_service_exclude_each_other(zk, base, tool, service,
+                                                    two):
+    m1, m2 = two
+    res = f"{base}/r"
+    fd = os.open(m1.path("r", "write"), os.O_RDWR)
+    try:
+        names = zk.get_children(res)
+        assert len(names) == 1 and re.fullmatch(WRITER_NODE[tool],
+                                                names[0]), names
+        lock = service.acquire("write", res, 1000)
+        assert service.outcome(lock) == "timeout", \
+            f"{tool} took the write lock beside the mount's writer"
+    finally:
+        os.close(fd)
+    lock = service.hold("write", res)
+    try:
+        expect_errno(errno.EAGAIN, os.open, m2.path("r", "write"),
+                     NONBLOCK_WRITE)
+        expect_errno(errno.EAGAIN, os.open, m2.path("r", "read"),
+                     NONBLOCK_READ)
+        assert flock_n(m2.path("r", "lock")) == 1, \
+            f"flock -n took the lock beside {tool}'s writer"
+    finally:
+        service.release(lock)
+    os.close(os.open(m2.path("r", "write"), NONBLOCK_WRITE))
+
+
+def test_readers_share_with_the_service(zk, base, service, two):
+    m1, m2 = two
+    res = f"{base}/r"
+    fd = os.open(m1.path("r", "read"), os.O_RDONLY)
+    try:
+        lock = service.hold("read", res)  # beside the mount's reader
+        try:
+            os.close(os.open(m2.path("r", "read"), NONBLOCK_READ))
+            expect_errno(errno.EAGAIN, os.open, m2.path("r", "write"),
+                         NONBLOCK_WRITE)
+            writer = service.acquire("write", res, 1000)
+            assert service.outcome(writer) == "timeout"
+        finally:
+            service.release(lock)
+    finally:
+        os.close(fd)
+
+
+def test_a_service_writer_between_mount_readers_keeps_its_place(
+        zk, base, service, two):
+    m1, m2 = two
+    res = f"{base}/r"
+    first = os.open(m1.path("r", "read"), os.O_RDONLY)
+    writer = service.acquire("write", res)
+    queue_length(zk, res, 2)
+    # A reader may not pass the writer queued before it, on either host.
+    expect_errno(errno.EAGAIN, os.open, m2.path("r", "read"), NONBLOCK_READ)
+    second = Locker(m2.path("r", "read"), "r")
+    queue_length(zk, res, 3)
+    os.close(first)
+    assert service.outcome(writer) == "held", "the service's writer, next"
+    assert second.poll_result() is None, \
+        "the reader queued behind the service's writer passed it"
+    service.release(writer)
+    second.granted()
+    second.close()
+
+
+def test_a_mount_writer_between_service_readers_keeps_its_place(
+        zk, base, service, two):
+    m1, _ = two
+    res = f"{base}/r"
+    first = service.hold("read", res)
+    writer = Locker(m1.path("r", "write"), "w")
+    queue_length(zk, res, 2)
+    second = service.acquire("read", res)
+    queue_length(zk, res, 3)
+    service.release(first)
+    writer.granted()
+    assert service.poll(second) is None, \
+        "the service's reader passed the mount's writer queued before it"
+    writer.close()
+    assert service.outcome(second) == "held"
+    service.release(second)
+
+
+def test_a_killed_services_lock_passes_on_once_its_session_expires(
+        request, zookeeper, zk, base, tool, two):
+    m1, _ = two
+    res = f"{base}/r"
+    svc = start_service(request, tool, zookeeper.connect, session_ms=2000)
+    svc.hold("write", res)
+    waiter = Locker(m1.path("r", "write"), "w")
+    queue_length(zk, res, 2)
+    assert waiter.poll_result() is None
+    svc.kill()
+    waiter.granted(timeout=30)  # 2 s of session, then the server's check
+    assert len(lock_nodes(zk, res)) == 1
+    waiter.close()
+
+
+@pytest.mark.parametrize("kind", ["mutex", "write", "read"])
+def test_a_default_mount_waits_behind_the_service(zk, base, service, m1,
+                                                  m2, kind):
+    res = f"{base}/r"
+    lock = service.hold(kind, res)
+    expect_errno(errno.EAGAIN, os.open, m1.path("r", "write"),
+                 NONBLOCK_WRITE)
+    if kind == "read":
+        os.close(os.open(m1.path("r", "read"), NONBLOCK_READ))
+    else:
+        expect_errno(errno.EAGAIN, os.open, m1.path("r", "read"),
+                     NONBLOCK_READ)
+        assert flock_n(m1.path("r", "lock")) == 1
+    waiter = Locker(m2.path("r", "write"), "w")
+    queue_length(zk, res, 2)
+    assert waiter.poll_result() is None
+    service.release(lock)
+    waiter.granted()
+    waiter.close()
+
+
+README_JAVA = """\
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.RetryOneTime;
+
+public class ReadmeExample {
+    // Says it holds the lock, and keeps it until told to go on.
+    static void runMigration() throws Exception {
+        System.out.println("migrating");
+        System.out.flush();
+        System.in.read();
+    }
+
+    public static void main(String[] args) throws Exception {
+%s
+    }
+}
+"""
+
+
+def test_the_readmes_curator_example_excludes_the_mount(zookeeper, base,
+                                                         mounts, tmp_path):
+    m = mounts.new("-o", "dialect=curator")
+    code = readme_block("<!-- Curator example", "java")
+    code = code.replace("127.0.0.1:2181", zookeeper.connect)
+    code = code.replace('"/zklockfs/deploy"', f'"{base}/deploy"')
+    source = tmp_path / "ReadmeExample.java"
+    source.write_text(README_JAVA % code)
+    classpath = compile_java(str(source), str(tmp_path))
+    java = subprocess.Popen(["java", "-cp", classpath, "ReadmeExample"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        ready, _, _ = select.select([java.stdout], [], [], 60)
+        assert ready, "the README's Curator example did not lock in 60 s"
+        line = java.stdout.readline()
+        assert line == "migrating\n", f"the example said {line!r}"
+        expect_errno(errno.EAGAIN, os.open, m.path("deploy", "write"),
+                     NONBLOCK_WRITE)
+        assert flock_n(m.path("deploy", "lock")) == 1
+        java.stdin.write("\n")
+        java.stdin.flush()
+        assert java.wait(30) == 0, "the README's Curator example failed"
+    finally:
+        java.kill()
+        java.wait()
+    os.close(os.open(m.path("deploy", "write"), NONBLOCK_WRITE))
