@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from harness import Locker, lock_nodes, wait_until
+from harness import Driver, Locker, lock_nodes, wait_until
 from services import CuratorJava, compile_java, kazoo_service
 from test_interop import readme_block
 from test_names_and_errors import expect_errno
@@ -20,12 +20,13 @@ from test_names_and_errors import expect_errno
 NONBLOCK_WRITE = os.O_RDWR | os.O_NONBLOCK
 NONBLOCK_READ = os.O_RDONLY | os.O_NONBLOCK
 
-# The writer's node a mount of each dialect creates.
-WRITER_NODE = {
-    "curator": r"_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
-               r"[0-9a-f]{12}-__WRIT__\d{10}",
-    "kazoo": r"[0-9a-f]{32}__lock__\d{10}",
-}
+# The writer's and the reader's nodes a mount of each dialect creates.
+CURATOR_TAG = (r"_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
+               r"[0-9a-f]{12}-")
+WRITER_NODE = {"curator": CURATOR_TAG + r"__WRIT__\d{10}",
+               "kazoo": r"[0-9a-f]{32}__lock__\d{10}"}
+READER_NODE = {"curator": CURATOR_TAG + r"__READ__\d{10}",
+               "kazoo": r"[0-9a-f]{32}__rlock__\d{10}"}
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +101,28 @@ def test_a_mount_and_the_service_exclude_each_other(zk, base, tool, service,
     finally:
         service.release(lock)
     os.close(os.open(m2.path("r", "write"), NONBLOCK_WRITE))
+
+
+@pytest.mark.parametrize("take", ["flock ex", "lockf wr", "ofd wr",
+                                  "flock sh", "lockf rd"])
+def test_flock_and_fcntl_take_the_dialects_locks(zk, base, tool, service,
+                                                 two, take):
+    m1, _ = two
+    res = f"{base}/r"
+    driver = Driver()
+    driver.ok(f"open f {m1.path('r', 'lock')} rw")
+    driver.ok(f"{take.replace(' ', ' f ')}")
+    names = zk.get_children(res)
+    exclusive = take.endswith(("ex", "wr"))
+    node = (WRITER_NODE if exclusive else READER_NODE)[tool]
+    assert len(names) == 1 and re.fullmatch(node, names[0]), names
+    lock = service.acquire("write", res, 1000)
+    assert service.outcome(lock) == "timeout", \
+        f"{tool}'s writer took the lock beside {take}"
+    if not exclusive:
+        service.release(service.hold("read", res))
+    driver.exit()
+    service.release(service.hold("write", res))
 
 
 def test_readers_share_with_the_service(zk, base, service, two):
