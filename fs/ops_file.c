@@ -1,16 +1,16 @@
 /*
  * ops_file.c - route each file operation to the kind of file it is about:
- * a lock file (ops_lock.c, ops_flock.c) or a read-only text file
- * (ops_info.c).  Their open files are different structures, so nothing
+ * a lock file (ops_lock.c, ops_flock.c) or a text file (ops_info.c; the
+ * limit file is opened and written by ops_limit.c).  Their open files are different structures, so nothing
  * else may look at fi->fh before this choice.
  */
 #include "ops.h"
 
 #include <errno.h>
 
-static int file_is_info(fuse_ino_t ino)
+static int file_is_text(fuse_ino_t ino)
 {
-	return tree_kind_is_info(tree_kind_of(ino));
+	return tree_kind_is_text(tree_kind_of(ino));
 }
 
 void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -18,7 +18,9 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	if (tree_kind_of(ino) == TREE_DIR)
 		return fs_reply_err(req, EISDIR);
-	if (file_is_info(ino))
+	if (tree_kind_of(ino) == TREE_LIMIT)
+		return limit_open(req, ino, fi, create_entry);
+	if (file_is_text(ino))
 		return info_open(req, ino, fi, create_entry);
 	lockfile_open(req, ino, fi, create_entry);
 }
@@ -26,23 +28,26 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	       struct fuse_file_info *fi)
 {
-	if (file_is_info(ino))
+	if (file_is_text(ino))
 		return info_read(req, size, off, fi);
 	lockfile_read(req, ino, size, off, fi);
 }
 
-/* Text files are opened read-only: the kernel sends no write for them. */
+/* Text files other than limit are opened read-only: the kernel sends no
+ * write for them. */
 void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		off_t off, struct fuse_file_info *fi)
 {
-	if (file_is_info(ino))
+	if (tree_kind_of(ino) == TREE_LIMIT)
+		return limit_write(req, ino, buf, size, off);
+	if (file_is_text(ino))
 		return fs_reply_err(req, EBADF);
 	lockfile_write(req, ino, buf, size, off, fi);
 }
 
 void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (file_is_info(ino))
+	if (file_is_text(ino))
 		return fs_reply_err(req, 0);
 	lockfile_flush(req, ino, fi);
 }
@@ -50,14 +55,14 @@ void file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		struct fuse_file_info *fi)
 {
-	if (file_is_info(ino))
+	if (file_is_text(ino))
 		return fs_reply_err(req, 0);
 	lockfile_fsync(req, ino, datasync, fi);
 }
 
 void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (file_is_info(ino))
+	if (file_is_text(ino))
 		return info_release(req, fi);
 	lockfile_release(req, ino, fi);
 }
@@ -66,7 +71,7 @@ void file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void file_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		int op)
 {
-	if (file_is_info(ino))
+	if (file_is_text(ino))
 		return fs_reply_err(req, EINVAL);
 	lockfile_flock(req, ino, fi, op);
 }
@@ -74,7 +79,7 @@ void file_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void file_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		struct flock *lock)
 {
-	if (file_is_info(ino))
+	if (file_is_text(ino))
 		return fs_reply_err(req, EINVAL);
 	lockfile_getlk(req, ino, fi, lock);
 }
@@ -82,7 +87,7 @@ void file_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void file_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		struct flock *lock, int sleep)
 {
-	if (file_is_info(ino))
+	if (file_is_text(ino))
 		return fs_reply_err(req, EINVAL);
 	lockfile_setlk(req, ino, fi, lock, sleep);
 }

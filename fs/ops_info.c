@@ -1,6 +1,7 @@
 /*
- * ops_info.c - the read-only text files: MOUNT/.status (this mount's
- * session) and MOUNT/<resource>/holders (everyone queued on a resource).
+ * ops_info.c - the text files: MOUNT/.status (this mount's session) and
+ * MOUNT/<resource>/holders (everyone queued on a resource), and the reads
+ * and release of every text file (limit's too: ops_limit.c opens it).
  *
  * Each open takes a fresh snapshot and keeps it until release, so a
  * reader sees one consistent text however it reads; nothing is cached
@@ -26,41 +27,18 @@
 #include "names.h"
 #include "snapshot.h"
 
-/* The text an open file reads, taken at open. */
-static struct snapshot *info_of(const struct fuse_file_info *fi)
-{
-	return (struct snapshot *)(uintptr_t)fi->fh;
-}
-
-/* Close the stream (open_memstream sets *text and *len only then), take
- * its text and answer the open with it. */
+/* Close the stream (open_memstream sets *text and *len only then) and
+ * answer the open with its text. */
 static void info_finish(struct zkl_fs *fs, fuse_req_t req,
 			struct fuse_file_info *fi,
 			const struct fuse_entry_param *create_entry, FILE *out,
 			char **text, size_t *len)
 {
-	struct snapshot *t = malloc(sizeof(*t));
-	int rc;
-
-	if (fclose(out) != 0 || !t) {
+	if (fclose(out) != 0) {
 		free(*text);
-		free(t);
 		return fs_reply_err(req, ENOMEM);
 	}
-	snapshot_init(t, fs, NULL);
-	t->buf = *text;
-	t->len = *len;
-	fi->fh = (uint64_t)(uintptr_t)t;
-	fi->direct_io = 1; /* the size is 0: reads must reach us */
-	fi->keep_cache = 0;
-	fi->noflush = 1;
-	snapshot_opened(t);
-	if (create_entry)
-		rc = fuse_reply_create(req, create_entry, fi);
-	else
-		rc = fuse_reply_open(req, fi);
-	if (rc < 0) /* the opener is gone: no RELEASE will come */
-		snapshot_release(t);
+	snapshot_answer_open(fs, req, fi, create_entry, *text, *len);
 }
 
 /* ---- .status ------------------------------------------------------------ */
@@ -178,11 +156,7 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 }
 
 struct info_holders_ctx {
-	struct zkl_fs *fs;
-	fuse_req_t req;
-	struct fuse_file_info fi;
-	int is_create;
-	struct fuse_entry_param entry;
+	struct snapshot_pending open;
 	char dir[];
 };
 
@@ -200,7 +174,7 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 	if (err < 0) {
 		log_msg(LOG_DEBUG, "holders of %s: %s", ctx->dir,
 			strerror(-err));
-		fs_reply_err(ctx->req, -err);
+		fs_reply_err(ctx->open.req, -err);
 		free(ctx);
 		return;
 	}
@@ -210,8 +184,12 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 				 (int64_t)now.tv_sec * 1000 +
 					 now.tv_nsec / 1000000);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
-	info_finish(ctx->fs, ctx->req, &ctx->fi,
-		    ctx->is_create ? &ctx->entry : NULL, out, &text, &len);
+	if (fclose(out) != 0) {
+		free(text);
+		fs_reply_err(ctx->open.req, ENOMEM);
+	} else {
+		snapshot_pending_answer(&ctx->open, text, len);
+	}
 	free(ctx);
 }
 
@@ -227,12 +205,7 @@ static void info_holders(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 	assert(len > 0); /* tree_lookup checked its length */
 	if (!ctx)
 		return fs_reply_err(req, ENOMEM);
-	ctx->fs = fs;
-	ctx->req = req;
-	ctx->fi = *fi;
-	ctx->is_create = create_entry != NULL;
-	if (create_entry)
-		ctx->entry = *create_entry;
+	snapshot_pending_init(&ctx->open, fs, req, fi, create_entry);
 	strcpy(ctx->dir, dir);
 	err = holders_start(fs->session, dir, info_holders_listed, ctx);
 	if (err < 0) {
@@ -261,11 +234,11 @@ void info_read(fuse_req_t req, size_t size, off_t off,
 {
 	if (off < 0)
 		return (void)fuse_reply_buf(req, NULL, 0);
-	snapshot_reply(info_of(fi), req, (size_t)off, size);
+	snapshot_reply(snapshot_of(fi), req, (size_t)off, size);
 }
 
 void info_release(fuse_req_t req, struct fuse_file_info *fi)
 {
-	snapshot_release(info_of(fi));
+	snapshot_release(snapshot_of(fi));
 	fuse_reply_err(req, 0);
 }

@@ -5,6 +5,7 @@
 #include "snapshot.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 
 void snapshot_init(struct snapshot *sn, struct zkl_fs *fs,
@@ -16,6 +17,52 @@ void snapshot_init(struct snapshot *sn, struct zkl_fs *fs,
 	sn->buf = NULL;
 	sn->len = 0;
 	sn->free_fn = free_fn;
+}
+
+void snapshot_answer_open(struct zkl_fs *fs, fuse_req_t req,
+			  struct fuse_file_info *fi,
+			  const struct fuse_entry_param *create_entry,
+			  char *text, size_t len)
+{
+	struct snapshot *t = malloc(sizeof(*t));
+	int rc;
+
+	if (!t) {
+		free(text);
+		return fs_reply_err(req, ENOMEM);
+	}
+	snapshot_init(t, fs, NULL);
+	t->buf = text;
+	t->len = len;
+	fi->fh = (uint64_t)(uintptr_t)t;
+	fi->direct_io = 1; /* the size is 0: reads must reach us */
+	fi->keep_cache = 0;
+	fi->noflush = 1;
+	snapshot_opened(t);
+	if (create_entry)
+		rc = fuse_reply_create(req, create_entry, fi);
+	else
+		rc = fuse_reply_open(req, fi);
+	if (rc < 0) /* the opener is gone: no RELEASE will come */
+		snapshot_release(t);
+}
+
+void snapshot_pending_init(struct snapshot_pending *p, struct zkl_fs *fs,
+			   fuse_req_t req, const struct fuse_file_info *fi,
+			   const struct fuse_entry_param *create_entry)
+{
+	p->fs = fs;
+	p->req = req;
+	p->fi = *fi;
+	p->is_create = create_entry != NULL;
+	if (create_entry)
+		p->entry = *create_entry;
+}
+
+void snapshot_pending_answer(struct snapshot_pending *p, char *text, size_t len)
+{
+	snapshot_answer_open(p->fs, p->req, &p->fi,
+			     p->is_create ? &p->entry : NULL, text, len);
 }
 
 void snapshot_reply(struct snapshot *sn, fuse_req_t req, size_t off,

@@ -36,6 +36,40 @@ void snapshot_init(struct snapshot *sn, struct zkl_fs *fs,
  * RELEASE will come), call snapshot_release. */
 void snapshot_opened(struct snapshot *sn);
 
+/* Answer an open (or a create, if create_entry) with the text `text`
+ * (malloc'd; the snapshot takes it) as what the file reads: a snapshot
+ * listed in the mount, its address in fi->fh.  On ENOMEM the open is
+ * refused and text freed. */
+void snapshot_answer_open(struct zkl_fs *fs, fuse_req_t req,
+			  struct fuse_file_info *fi,
+			  const struct fuse_entry_param *create_entry,
+			  char *text, size_t len);
+
+/* An open answered later, from a ZooKeeper completion: what the answer
+ * needs of the request. */
+struct snapshot_pending {
+	struct zkl_fs *fs;
+	fuse_req_t req;
+	struct fuse_file_info fi;
+	int is_create;
+	struct fuse_entry_param entry;
+};
+
+void snapshot_pending_init(struct snapshot_pending *p, struct zkl_fs *fs,
+			   fuse_req_t req, const struct fuse_file_info *fi,
+			   const struct fuse_entry_param *create_entry);
+
+/* snapshot_answer_open for a pending open. */
+void snapshot_pending_answer(struct snapshot_pending *p, char *text,
+			     size_t len);
+
+/* The snapshot an open text file reads (the one snapshot_answer_open
+ * made). */
+static inline struct snapshot *snapshot_of(const struct fuse_file_info *fi)
+{
+	return (struct snapshot *)(uintptr_t)fi->fh;
+}
+
 /* A read: reply with up to size bytes of the buffer from off (none past
  * its end), holding it while the reply is sent from it. */
 void snapshot_reply(struct snapshot *sn, fuse_req_t req, size_t off,

@@ -23,8 +23,10 @@ enum tree_kind {
 	TREE_READ = 2,    /* <resource>/read */
 	TREE_LOCK = 3,    /* <resource>/lock: opens at once, for flock/fcntl */
 	TREE_HOLDERS = 4, /* <resource>/holders: who holds and waits (text) */
-	TREE_LAST_FILE = TREE_HOLDERS, /* files of every resource: 1..this */
-	TREE_STATUS = 5, /* MOUNT/.status: the session (text), root only */
+	TREE_LIMIT = 5,   /* <resource>/limit: the semaphore's N (text, and
+			   * written to set it) */
+	TREE_LAST_FILE = TREE_LIMIT, /* files of every resource: 1..this */
+	TREE_STATUS = 6, /* MOUNT/.status: the session (text), root only */
 	TREE_KIND_MAX = 15,
 };
 
@@ -32,6 +34,12 @@ enum tree_kind {
 static inline int tree_kind_is_info(enum tree_kind kind)
 {
 	return kind == TREE_HOLDERS || kind == TREE_STATUS;
+}
+
+/* The files whose reads come from a text taken at open (snapshot.h). */
+static inline int tree_kind_is_text(enum tree_kind kind)
+{
+	return tree_kind_is_info(kind) || kind == TREE_LIMIT;
 }
 
 /* An entry holds its own znode name, not its path, so that its size does

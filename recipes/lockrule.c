@@ -10,7 +10,9 @@ int lockrule_waits_for(enum zkl_mode req, enum zkl_mode ahead)
 {
 	switch (req) {
 	case ZKL_MODE_WRITE:
-		return 1;
+		/* Leases are a count of their own, beside the lock: a writer
+		 * excludes locks, not lease holders (nor they it). */
+		return ahead != ZKL_MODE_LEASE;
 	case ZKL_MODE_READ:
 		return ahead == ZKL_MODE_WRITE;
 	case ZKL_MODE_LEASE:
@@ -127,4 +129,17 @@ ssize_t lockrule_first_blocker(const struct zkl_node *sorted, size_t n,
 			return first;
 	}
 	return -1;
+}
+
+size_t lockrule_count_ahead(const struct zkl_node *sorted,
+			    const unsigned char *gone, size_t lo, size_t self)
+{
+	enum zkl_mode mode = sorted[self].mode;
+	size_t ahead = 0;
+
+	for (size_t i = lo; i < self; i++)
+		if (!(gone && gone[i]) &&
+		    lockrule_waits_for(mode, sorted[i].mode))
+			ahead++;
+	return ahead;
 }

@@ -7,8 +7,9 @@
  * Curator 5.5 reader that took its writer's number when downgrading) the
  * exclusive node first; then by name, so the order is total.
  *
- * Who waits for whom: a write request waits for every node ahead of it, a
- * read request for write nodes ahead, a lease for lease nodes ahead.  A
+ * Who waits for whom: a write request waits for every lock node ahead of
+ * it, a read request for write nodes ahead, a lease for lease nodes ahead
+ * (leases and locks on one resource ignore each other).  A
  * request holds when fewer than `limit` nodes it waits for are ahead of it
  * (limit 1 for locks, N for a semaphore of N leases).
  */
@@ -57,6 +58,11 @@ ssize_t lockrule_find_tag(const struct zkl_node *sorted, size_t n, size_t from,
  * (holders leave in any order): a lease recipe needs more than this. */
 ssize_t lockrule_watch(const struct zkl_node *sorted, const unsigned char *gone,
 		       size_t lo, size_t self, unsigned limit);
+
+/* How many nodes that sorted[self] waits for stand ahead of it, not
+ * counting those before lo or with gone[i] set.  O(self - lo). */
+size_t lockrule_count_ahead(const struct zkl_node *sorted,
+			    const unsigned char *gone, size_t lo, size_t self);
 
 /* The first node in sorted[0..n) that a new request of `mode`, queued now,
  * would wait for, if it would wait: ignoring nodes whose tag is one of

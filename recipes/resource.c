@@ -1,30 +1,172 @@
 /*
- * resource.c - list, create and remove resource znodes (see resource.h).
+ * resource.c - list, create and remove resource znodes, and get and set
+ * the limit in their data (see resource.h).
+ *
+ * Every operation is one struct resource_op, sent by resource_send_locked
+ * and freed by its last completion.
  */
 #include "resource.h"
 #include "internal.h"
+#include "limit.h"
+#include "names.h"
 #include "zkerr.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+enum resource_verb {
+	RES_LIST,
+	RES_CREATE,
+	RES_REMOVE,
+	RES_GET_LIMIT,
+	RES_SET_LIMIT,
+	RES_CREATE_LIMIT, /* set found no znode: create it with the limit */
+};
+
 struct resource_op {
+	enum resource_verb verb;
 	union {
 		resource_list_fn list;
 		resource_done_fn done;
+		resource_limit_fn limit;
 	} cb;
 	void *arg;
+	struct zkl_session *s;
+	char text[LIMIT_TEXT_MAX]; /* the limit to store */
+	size_t textlen;
+	int created; /* RES_CREATE_LIMIT was sent once */
+	char path[];
 };
 
-static struct resource_op *resource_op_new(void *arg)
-{
-	struct resource_op *op = malloc(sizeof(*op));
+static void resource_on_listed(int rc, const struct String_vector *v,
+			       const void *data);
+static void resource_on_created(int rc, const char *name, const void *data);
+static void resource_on_removed(int rc, const void *data);
+static void resource_on_limit(int rc, const char *value, int len,
+			      const struct Stat *st, const void *data);
+static void resource_on_set(int rc, const struct Stat *st, const void *data);
 
-	if (op)
+/* Queue the creation of every missing znode between the base and path's
+ * parent, so that a create of path queued next finds them.  Returns 0 or
+ * -errno. */
+static int resource_create_parents_locked(struct zkl_session *s,
+					  const char *path)
+{
+	char parent[NAMES_MAX_NODE_PATH + 1];
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+
+	if (len <= strlen(s->base) || len >= sizeof(parent))
+		return 0;
+	memcpy(parent, path, len);
+	parent[len] = '\0';
+	return session_create_parents_locked(s, parent);
+}
+
+/* Send op's request.  Returns ZooKeeper's code (ZOK: a completion will
+ * come).  s->lock held: s->zh changes when a session expires. */
+static int resource_send_locked(struct resource_op *op)
+{
+	struct zkl_session *s = op->s;
+	const char *p = op->path;
+	int err;
+
+	switch (op->verb) {
+	case RES_LIST:
+		return zoo_aget_children(s->zh, p, 0, resource_on_listed, op);
+	case RES_CREATE:
+	case RES_CREATE_LIMIT:
+		/* Parents first, queued in order before the create that
+		 * reports; their own errors show in its reply. */
+		err = resource_create_parents_locked(s, p);
+		if (err < 0)
+			return ZSYSTEMERROR;
+		return op->verb == RES_CREATE
+			       ? zoo_acreate(s->zh, p, NULL, -1, s->acl,
+					     ZOO_PERSISTENT,
+					     resource_on_created, op)
+			       : zoo_acreate(s->zh, p, op->text,
+					     (int)op->textlen, s->acl,
+					     ZOO_PERSISTENT,
+					     resource_on_created, op);
+	case RES_REMOVE:
+		return zoo_adelete(s->zh, p, -1, resource_on_removed, op);
+	case RES_GET_LIMIT:
+		return zoo_aget(s->zh, p, 0, resource_on_limit, op);
+	case RES_SET_LIMIT:
+		return zoo_aset(s->zh, p, op->text, (int)op->textlen, -1,
+				resource_on_set, op);
+	}
+	return ZBADARGUMENTS;
+}
+
+/* Finish a create, remove or set with ZooKeeper's code rc. */
+static void resource_done(struct resource_op *op, int rc)
+{
+	op->cb.done(zkerr_errno(rc), op->arg);
+	free(op);
+}
+
+/* Send op again (its verb changed), from its completion. */
+static void resource_resend(struct resource_op *op)
+{
+	int rc;
+
+	pthread_mutex_lock(&op->s->lock);
+	rc = resource_send_locked(op);
+	pthread_mutex_unlock(&op->s->lock);
+	if (rc != ZOK)
+		resource_done(op, rc);
+}
+
+static struct resource_op *resource_op_new(struct zkl_session *s,
+					   enum resource_verb verb,
+					   const char *path, void *arg)
+{
+	size_t len = strlen(path) + 1;
+	struct resource_op *op = calloc(1, sizeof(*op) + len);
+
+	if (op) {
+		op->verb = verb;
+		op->s = s;
 		op->arg = arg;
+		memcpy(op->path, path, len);
+	}
 	return op;
 }
+
+/* A new op whose callback is a resource_done_fn. */
+static struct resource_op *resource_done_op(struct zkl_session *s,
+					    enum resource_verb verb,
+					    const char *path,
+					    resource_done_fn cb, void *arg)
+{
+	struct resource_op *op = resource_op_new(s, verb, path, arg);
+
+	if (op)
+		op->cb.done = cb;
+	return op;
+}
+
+/* Send a new op; returns 0, or -errno with op freed (no callback). */
+static int resource_start(struct resource_op *op)
+{
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	pthread_mutex_lock(&op->s->lock);
+	rc = resource_send_locked(op);
+	pthread_mutex_unlock(&op->s->lock);
+	if (rc != ZOK) {
+		free(op);
+		return zkerr_errno(rc);
+	}
+	return 0;
+}
+
+/* ---- list, create, remove --------------------------------------------- */
 
 static void resource_on_listed(int rc, const struct String_vector *v,
 			       const void *data)
@@ -41,20 +183,11 @@ static void resource_on_listed(int rc, const struct String_vector *v,
 int resource_list(struct zkl_session *s, const char *path, resource_list_fn cb,
 		  void *arg)
 {
-	struct resource_op *op = resource_op_new(arg);
-	int rc;
+	struct resource_op *op = resource_op_new(s, RES_LIST, path, arg);
 
-	if (!op)
-		return -ENOMEM;
-	op->cb.list = cb;
-	pthread_mutex_lock(&s->lock); /* s->zh changes when a session expires */
-	rc = zoo_aget_children(s->zh, path, 0, resource_on_listed, op);
-	pthread_mutex_unlock(&s->lock);
-	if (rc != ZOK) {
-		free(op);
-		return zkerr_errno(rc);
-	}
-	return 0;
+	if (op)
+		op->cb.list = cb;
+	return resource_start(op);
 }
 
 static void resource_on_created(int rc, const char *name, const void *data)
@@ -62,62 +195,84 @@ static void resource_on_created(int rc, const char *name, const void *data)
 	struct resource_op *op = (struct resource_op *)data;
 
 	(void)name;
-	op->cb.done(zkerr_errno(rc), op->arg);
-	free(op);
+	if (op->verb == RES_CREATE_LIMIT && rc == ZNODEEXISTS) {
+		/* Another host created it in between: set it after all. */
+		op->verb = RES_SET_LIMIT;
+		return resource_resend(op);
+	}
+	resource_done(op, rc);
 }
 
 int resource_create(struct zkl_session *s, const char *path,
 		    resource_done_fn cb, void *arg)
 {
-	struct resource_op *op = resource_op_new(arg);
-	char parent[1024];
-	const char *slash = strrchr(path, '/');
-	int rc = 0;
-
-	if (!op)
-		return -ENOMEM;
-	op->cb.done = cb;
-	pthread_mutex_lock(&s->lock);
-	/* Parents first, queued in order before the create that reports. */
-	if (slash && (size_t)(slash - path) > strlen(s->base) &&
-	    (size_t)(slash - path) < sizeof(parent)) {
-		memcpy(parent, path, (size_t)(slash - path));
-		parent[slash - path] = '\0';
-		rc = session_create_parents_locked(s, parent);
-	}
-	if (rc == 0)
-		rc = zkerr_errno(zoo_acreate(s->zh, path, NULL, -1, s->acl,
-					     ZOO_PERSISTENT,
-					     resource_on_created, op));
-	pthread_mutex_unlock(&s->lock);
-	if (rc < 0)
-		free(op);
-	return rc;
+	return resource_start(resource_done_op(s, RES_CREATE, path, cb, arg));
 }
 
 static void resource_on_removed(int rc, const void *data)
 {
-	struct resource_op *op = (struct resource_op *)data;
-
-	op->cb.done(rc == ZNONODE ? 0 : zkerr_errno(rc), op->arg);
-	free(op);
+	resource_done((struct resource_op *)data, rc == ZNONODE ? ZOK : rc);
 }
 
 int resource_remove(struct zkl_session *s, const char *path,
 		    resource_done_fn cb, void *arg)
 {
-	struct resource_op *op = resource_op_new(arg);
-	int rc;
+	return resource_start(resource_done_op(s, RES_REMOVE, path, cb, arg));
+}
 
-	if (!op)
-		return -ENOMEM;
-	op->cb.done = cb;
-	pthread_mutex_lock(&s->lock);
-	rc = zoo_adelete(s->zh, path, -1, resource_on_removed, op);
-	pthread_mutex_unlock(&s->lock);
-	if (rc != ZOK) {
-		free(op);
-		return zkerr_errno(rc);
+/* ---- the limit -------------------------------------------------------- */
+
+static void resource_on_limit(int rc, const char *value, int len,
+			      const struct Stat *st, const void *data)
+{
+	struct resource_op *op = (struct resource_op *)data;
+	unsigned n = 0;
+	int err = zkerr_errno(rc);
+
+	(void)st;
+	if (rc == ZNONODE) { /* a resource never locked: never set */
+		n = 1;
+		err = 0;
+	} else if (rc == ZOK &&
+		   limit_parse(value, len > 0 ? (size_t)len : 0, 1, &n) < 0) {
+		err = -EBADMSG;
 	}
-	return 0;
+	op->cb.limit(err, n, op->arg);
+	free(op);
+}
+
+int resource_get_limit(struct zkl_session *s, const char *path,
+		       resource_limit_fn cb, void *arg)
+{
+	struct resource_op *op = resource_op_new(s, RES_GET_LIMIT, path, arg);
+
+	if (op)
+		op->cb.limit = cb;
+	return resource_start(op);
+}
+
+static void resource_on_set(int rc, const struct Stat *st, const void *data)
+{
+	struct resource_op *op = (struct resource_op *)data;
+
+	(void)st;
+	if (rc == ZNONODE && !op->created) {
+		/* A resource nobody locked yet has no znode: create it with
+		 * the limit as its data, once. */
+		op->created = 1;
+		op->verb = RES_CREATE_LIMIT;
+		return resource_resend(op);
+	}
+	resource_done(op, rc);
+}
+
+int resource_set_limit(struct zkl_session *s, const char *path, unsigned n,
+		       resource_done_fn cb, void *arg)
+{
+	struct resource_op *op =
+		resource_done_op(s, RES_SET_LIMIT, path, cb, arg);
+
+	if (op)
+		op->textlen = limit_format(n, op->text, sizeof(op->text));
+	return resource_start(op);
 }

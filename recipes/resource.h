@@ -1,6 +1,7 @@
 /*
  * resource.h - asynchronous operations on resource znodes (the directories
- * of the mount): list, create with parents, remove.  Each calls cb exactly
+ * of the mount): list, create with parents, remove, and the semaphore
+ * limit kept in their data (limit.h).  Each calls cb exactly
  * once, on ZooKeeper's completion thread, unless it returns an error.
  */
 #ifndef ZKL_RESOURCE_H
@@ -15,6 +16,7 @@
 typedef void (*resource_list_fn)(int err, char *const *names, size_t n,
 				 void *arg);
 typedef void (*resource_done_fn)(int err, void *arg);
+typedef void (*resource_limit_fn)(int err, unsigned limit, void *arg);
 
 /* Children of the znode `path`.  Returns 0 or -errno (no callback). */
 int resource_list(struct zkl_session *s, const char *path, resource_list_fn cb,
@@ -29,5 +31,14 @@ int resource_create(struct zkl_session *s, const char *path,
  * -ENOTEMPTY. */
 int resource_remove(struct zkl_session *s, const char *path,
 		    resource_done_fn cb, void *arg);
+
+/* The limit stored in `path` (1 if none was).  err: 0, -ENOENT, -EBADMSG
+ * (its data is not a limit). */
+int resource_get_limit(struct zkl_session *s, const char *path,
+		       resource_limit_fn cb, void *arg);
+
+/* Store n (1 to LIMIT_MAX) as the limit of `path`.  err: 0, -ENOENT. */
+int resource_set_limit(struct zkl_session *s, const char *path, unsigned n,
+		       resource_done_fn cb, void *arg);
 
 #endif

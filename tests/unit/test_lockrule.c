@@ -55,7 +55,8 @@ static const struct {
 	{ "lllll", ".x...", 2, "h-h02", "a lease returned out of order" },
 	{ "lll", "", 3, "hhh", "" },
 	{ "rlrl", "", 1, "hhh1", "reads and leases ignore each other" },
-	{ "lw", "", 1, "h0", "a writer waits for a lease" },
+	{ "lw", "", 1, "hh", "a writer and a lease ignore each other" },
+	{ "wlrl", "", 1, "hh01", "" },
 };
 
 Test(lockrule, who_holds_and_what_each_waiter_watches)
@@ -222,4 +223,24 @@ Test(lockrule, first_blocker_of_a_request_queued_now)
 		     0, "two of two leases taken");
 	cr_assert_eq(lockrule_first_blocker(v, n, ZKL_MODE_LEASE, 3, NULL, 0),
 		     -1, "one of three free");
+}
+
+Test(lockrule, count_ahead_counts_what_a_request_waits_for)
+{
+	struct zkl_node v[16];
+	unsigned char gone[16] = { 0 };
+	size_t n = build("lwlrll", v);
+
+	cr_assert_eq(lockrule_count_ahead(v, NULL, 0, 5), 3,
+		     "a lease counts the leases ahead, not the locks");
+	cr_assert_eq(lockrule_count_ahead(v, NULL, 0, 3), 1,
+		     "a reader counts the writers ahead");
+	cr_assert_eq(lockrule_count_ahead(v, NULL, 0, 1), 0,
+		     "a writer does not count a lease");
+	gone[2] = 1;
+	cr_assert_eq(lockrule_count_ahead(v, gone, 0, 5), 2,
+		     "gone: not counted");
+	cr_assert_eq(lockrule_count_ahead(v, gone, 1, 5), 1,
+		     "before lo: not counted");
+	(void)n;
 }
