@@ -27,18 +27,14 @@
 #include "names.h"
 #include "snapshot.h"
 
-/* Close the stream (open_memstream sets *text and *len only then) and
- * answer the open with its text. */
-static void info_finish(struct zkl_fs *fs, fuse_req_t req,
-			struct fuse_file_info *fi,
-			const struct fuse_entry_param *create_entry, FILE *out,
-			char **text, size_t *len)
+/* Close the stream: open_memstream sets *text and *len only then.
+ * Returns 0, or ENOMEM with the text freed. */
+static int info_close(FILE *out, char **text)
 {
-	if (fclose(out) != 0) {
-		free(*text);
-		return fs_reply_err(req, ENOMEM);
-	}
-	snapshot_answer_open(fs, req, fi, create_entry, *text, *len);
+	if (fclose(out) == 0)
+		return 0;
+	free(*text);
+	return ENOMEM;
 }
 
 /* ---- .status ------------------------------------------------------------ */
@@ -74,7 +70,9 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		session_base(fs->session), st.held, st.waiting, st.grants,
 		st.losses, st.expirations,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
-	info_finish(fs, req, fi, create_entry, out, &text, &len);
+	if (info_close(out, &text) != 0)
+		return fs_reply_err(req, ENOMEM);
+	snapshot_answer_open(fs, req, fi, create_entry, text, len);
 }
 
 /* ---- holders ------------------------------------------------------------ */
@@ -184,12 +182,10 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 				 (int64_t)now.tv_sec * 1000 +
 					 now.tv_nsec / 1000000);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
-	if (fclose(out) != 0) {
-		free(text);
+	if (info_close(out, &text) != 0)
 		fs_reply_err(ctx->open.req, ENOMEM);
-	} else {
+	else
 		snapshot_pending_answer(&ctx->open, text, len);
-	}
 	free(ctx);
 }
 

@@ -256,11 +256,22 @@ class Mount:
 LOCKER = os.path.join(HERE, "locker.py")
 
 
-class Locker:
+class Child:
+    """A child process of a test (self.proc), killed at the end of the test
+    if it is still listed in Child.alive."""
+
+    alive = set()  # every child not yet reaped, so a failed test cleans up
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(15)
+        Child.alive.discard(self)
+
+
+class Locker(Child):
     """A child process that opens a lock file and reports, then holds it
     until told to close (or is killed)."""
-
-    alive = set()  # every Locker not yet reaped, so a failed test cleans up
 
     def __init__(self, path, flags="w", extra=()):
         self.path = path
@@ -271,7 +282,7 @@ class Locker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             bufsize=1, start_new_session=True)
         self.result = None
-        Locker.alive.add(self)
+        Child.alive.add(self)
 
     def poll_result(self):
         """The child's first report line if it has come, else None."""
@@ -310,13 +321,8 @@ class Locker:
             except BrokenPipeError:
                 pass
             self.proc.wait(15)
-        Locker.alive.discard(self)
+        Child.alive.discard(self)
 
-    def kill(self, sig=signal.SIGKILL):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        self.proc.wait(15)
-        Locker.alive.discard(self)
 
 
 @contextmanager
@@ -372,7 +378,7 @@ class Mounts:
         nothing of ours is left in ZooKeeper (while the mounts, and so
         their sessions, still live), then unmount and check the daemons
         exited cleanly."""
-        for locker in list(Locker.alive):
+        for locker in list(Child.alive):
             locker.kill()
         try:
             wait_until(lambda: not lock_nodes(zk, base), 15,
@@ -433,7 +439,7 @@ def sanitizer_problems(log):
 DRIVER = os.path.join(HERE, "lockdriver.py")
 
 
-class Driver:
+class Driver(Child):
     """A child process taking flock/fcntl locks on command (lockdriver.py):
     send() a command, then answer() waits for its one-line answer."""
 
@@ -443,7 +449,7 @@ class Driver:
             stdout=subprocess.PIPE, text=True, bufsize=1,
             start_new_session=True)
         self.pending = None
-        Locker.alive.add(self)
+        Child.alive.add(self)
         self.pid = self.proc.pid
 
     def send(self, line):
@@ -480,14 +486,9 @@ class Driver:
         assert res.startswith("ok"), f"{line!r}: expected ok, got {res!r}"
         return res[3:]
 
-    def kill(self, sig=signal.SIGKILL):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        self.proc.wait(15)
-        Locker.alive.discard(self)
 
     def exit(self):
         """Close stdin: the driver exits, closing every descriptor."""
         self.proc.stdin.close()
         self.proc.wait(15)
-        Locker.alive.discard(self)
+        Child.alive.discard(self)

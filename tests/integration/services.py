@@ -5,14 +5,13 @@ kazoo_locks.py.  Both hold locks on command, in one protocol."""
 import os
 import queue
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from harness import Locker
+from harness import Child
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -44,7 +43,7 @@ def compile_java(source, classes):
     return f"{classes}:{jars}"
 
 
-class LockService:
+class LockService(Child):
     """A process holding another tool's locks on command (the protocol of
     CuratorLocks.java).  acquire() sends a command; outcome() waits for
     its answer, poll() looks whether it has come."""
@@ -54,7 +53,7 @@ class LockService:
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             bufsize=1, start_new_session=True)
-        Locker.alive.add(self)  # killed at the end of a failed test
+        Child.alive.add(self)  # killed at the end of a failed test
         self.answers = {}
         self.lines = queue.Queue()
         threading.Thread(target=self._read_lines, daemon=True).start()
@@ -123,19 +122,13 @@ class LockService:
         res = self.wait_for(lock_id, f"release of {lock_id}")
         assert res == "released", f"{self.name} release of {lock_id}: {res}"
 
-    def kill(self, sig=signal.SIGKILL):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        self.proc.wait(15)
-        Locker.alive.discard(self)
-
     def close(self):
         """End of input: the service closes its client (and session) and
         exits."""
         if self.proc.poll() is None:
             self.proc.stdin.close()
             self.proc.wait(30)
-        Locker.alive.discard(self)
+        Child.alive.discard(self)
 
 
 class CuratorJava:
