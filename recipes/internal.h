@@ -115,6 +115,18 @@ void session_resume_when_connected_locked(struct zkl_session *s,
 int session_watch_locked(struct zkl_session *s, const char *path,
 			 struct zkl_watch *w);
 
+/* zoo_awget on path with the session's watcher, so that the watches
+ * registered by session_watch_armed_locked hear of its changes; done gets
+ * the data.  Returns ZooKeeper's code.  s->lock held. */
+int session_awget_locked(struct zkl_session *s, const char *path,
+			 data_completion_t done, const void *data);
+
+/* Register w for path, to be woken by the changes that a get sent with
+ * session_awget_locked (by the caller, now or soon) asks ZooKeeper to
+ * report.  Returns 0 or -ENOMEM.  s->lock held. */
+int session_watch_armed_locked(struct zkl_session *s, const char *path,
+			       struct zkl_watch *w);
+
 /* Create every missing znode from the base down to and including dir
  * ("<base>/a/b"): one asynchronous create per level, queued in order so a
  * request queued after them sees them.  Errors (ZNODEEXISTS) are ignored:

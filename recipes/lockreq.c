@@ -74,10 +74,10 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	list_init(&lr->member.live);
 	list_init(&lr->member.resume);
 	notice_init(&lr->notice, lr_notice_run);
-	list_init(&lr->watch.link);
-	lr->watch.fired_locked = lr_watch_fired;
+	lr_wire_watches(lr);
 	list_init(&lr->qwait.link);
 	lr->qwait.listed_locked = lr_listed;
+	lr->qwait.wants_limit = mode == ZKL_MODE_LEASE;
 	list_init(&lr->leaving.link);
 	*out = lr;
 	return 0;

@@ -3,6 +3,7 @@
  */
 #include "lockrule.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,4 +143,22 @@ size_t lockrule_count_ahead(const struct zkl_node *sorted,
 		    lockrule_waits_for(mode, sorted[i].mode))
 			ahead++;
 	return ahead;
+}
+
+enum lockrule_lease_step lockrule_lease(const struct zkl_node *sorted,
+					const unsigned char *gone,
+					const unsigned char *granted, size_t lo,
+					size_t self, unsigned limit,
+					ssize_t *pred)
+{
+	size_t ahead = lockrule_count_ahead(sorted, gone, lo, self);
+
+	assert(sorted[self].mode == ZKL_MODE_LEASE && limit > 0);
+	if (ahead < limit)
+		return LOCKRULE_LEASE_HOLD;
+	*pred = lockrule_watch(sorted, gone, lo, self, 1);
+	assert(*pred >= 0);
+	if (ahead == limit || (granted && granted[*pred]))
+		return LOCKRULE_LEASE_AHEAD;
+	return LOCKRULE_LEASE_ONE;
 }

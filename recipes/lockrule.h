@@ -64,6 +64,25 @@ ssize_t lockrule_watch(const struct zkl_node *sorted, const unsigned char *gone,
 size_t lockrule_count_ahead(const struct zkl_node *sorted,
 			    const unsigned char *gone, size_t lo, size_t self);
 
+/* What the lease sorted[self] does under a limit of N leases (the rule of
+ * doc/design.md; gone and lo as above, granted[i] set for the leases known
+ * to be granted): */
+enum lockrule_lease_step {
+	LOCKRULE_LEASE_HOLD,  /* fewer than N leases ahead: it is granted */
+	LOCKRULE_LEASE_AHEAD, /* the first waiter: watch every lease ahead */
+	LOCKRULE_LEASE_ONE,   /* watch *pred alone, for its deletion or mark */
+};
+/* The nearest lease ahead, *pred, is granted if granted[*pred] or if
+ * exactly N stand ahead (it has N - 1); then sorted[self] waits for the
+ * holders and must watch them all.  Otherwise it can be granted only after
+ * *pred is, and *pred's mark or deletion is the one event to wait for.
+ * *pred is set for every step but HOLD. */
+enum lockrule_lease_step lockrule_lease(const struct zkl_node *sorted,
+					const unsigned char *gone,
+					const unsigned char *granted, size_t lo,
+					size_t self, unsigned limit,
+					ssize_t *pred);
+
 /* The first node in sorted[0..n) that a new request of `mode`, queued now,
  * would wait for, if it would wait: ignoring nodes whose tag is one of
  * skip[0..nskip) (the caller's own).  Returns its index, or -1 if such a

@@ -35,9 +35,15 @@ struct zkl_lockreq {
 	struct zkl_member member; /* in s->live once started, in s->resume
 				   * while waiting to reconnect */
 	struct zkl_notice notice; /* posted until done() has run */
-	struct zkl_watch watch;   /* in s->watches while PH_WATCHING */
-	int refs; /* owner + queued ops + watch + resume + notify
-				 * + line for a listing */
+	struct zkl_watch watch;   /* in s->watches while PH_WATCHING for
+				   * one node */
+	struct lr_ahead *ahead;   /* a first waiter's watches on every lease
+				 * ahead of it (lr_watch.c), or NULL */
+	size_t nahead;
+	struct zkl_watch limit_watch; /* a lease in line or waiting: on the
+				       * resource's data, its limit */
+	int refs; /* owner + queued ops + watch + ahead + limit_watch
+				 * + resume + notify + line for a listing */
 	enum lr_outcome outcome;
 	enum lr_phase phase;
 	int notify_err;
@@ -47,6 +53,7 @@ struct zkl_lockreq {
 	unsigned lost : 1;
 	unsigned maybe_stray : 1; /* a create's reply was lost: a duplicate
 				   * node of ours may turn up */
+	unsigned marked : 1;      /* a held lease: its node bears the mark */
 	int create_attempts;
 	enum zkl_mode mode;
 	char guid[NAMES_TAG_MAX + 1];
@@ -88,17 +95,32 @@ void lr_delete_stray(struct zkl_lockreq *lr, const char *name);
 void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
 void lr_ignore_void(int rc, const void *data);
 void lr_abandon_locked(struct zkl_lockreq *lr);
-void lr_watch_fired(struct zkl_watch *w, const char *gone,
-		    struct zkl_link *notify);
+/* Set up the request's own watches' handlers (lr_hooks.c). */
+void lr_wire_watches(struct zkl_lockreq *lr);
 void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
 int lr_queue_create(struct zkl_lockreq *lr);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
 void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify);
 
 /* Steps of the machine the hooks take (lr_machine.c). */
+int lr_line_up(struct zkl_lockreq *lr);
 void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_delete(struct zkl_lockreq *lr);
 void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify);
+void lr_mark(struct zkl_lockreq *lr);
+
+/* What the request watches (lr_watch.c).  Each registration holds a
+ * reference; the unwatch calls return it (the caller holds another). */
+/* The node `name` of the queue (a lease also for its mark). */
+int lr_watch_one(struct zkl_lockreq *lr, const char *name);
+/* Every lease ahead of nodes[me] in the queue's view; a change of any is
+ * reported to lr->watch.fired_locked, as if lr->watch had fired. */
+int lr_watch_ahead(struct zkl_lockreq *lr, size_t me);
+/* A lease: the resource's data, for changes of the limit (once). */
+int lr_watch_limit(struct zkl_lockreq *lr);
+/* Stop watching nodes (lr_watch_one, lr_watch_ahead). */
 void lr_unwatch(struct zkl_lockreq *lr);
+/* ... and the limit too. */
+void lr_unwatch_all(struct zkl_lockreq *lr);
 
 #endif

@@ -65,30 +65,69 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 	case PH_DELETING:
 		lr_delete(lr);
 		break;
+	case PH_IDLE:
+		if (lr->mode == ZKL_MODE_LEASE && lr->outcome == LR_HELD &&
+		    !lr->marked)
+			lr_mark(lr); /* its reply was lost with the connection */
+		break;
 	default:
 		break;
 	}
 	lr_leave_locked(lr, notify);
 }
 
-void lr_watch_fired(struct zkl_watch *w, const char *gone,
-		    struct zkl_link *notify)
+static void lr_watch_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify)
 {
 	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch);
 	size_t dirlen = strlen(lr->dir);
+	const char *name = path + dirlen + 1;
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	if (lr->phase == PH_WATCHING) {
 		lr->phase = PH_LISTING;
-		if (gone && strncmp(gone, lr->dir, dirlen) == 0 &&
-		    gone[dirlen] == '/') {
+		if (strncmp(path, lr->dir, dirlen) != 0 ||
+		    path[dirlen] != '/') {
+			lr_list(lr, notify); /* not a node of ours to name */
+		} else if (ev == WATCH_GONE) {
 			/* No listing needed: see queue.h. */
-			queue_mark_gone(lr->q, gone + dirlen + 1);
+			queue_mark_gone(lr->q, name);
+			lr_evaluate(lr, notify);
+		} else if (ev == WATCH_CHANGED && lr->mode == ZKL_MODE_LEASE) {
+			/* Set data on a lease is its mark, or a holder's
+			 * note: granted either way. */
+			queue_mark_granted(lr->q, name);
 			lr_evaluate(lr, notify);
 		} else {
 			lr_list(lr, notify); /* changed, or we cannot tell */
 		}
 	}
+	lr_leave_locked(lr, notify);
+}
+
+/* The resource's data changed (or went): a new limit.  A waiting lease
+ * looks again with it, in the next listing, which reads it. */
+static void lr_limit_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(w, struct zkl_lockreq, limit_watch);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	(void)path;
+	(void)ev;
+	if (lr->outcome != LR_PENDING) {
+		/* stale */
+	} else if (lr->phase == PH_WATCHING || lr->phase == PH_LISTING) {
+		lr_unwatch(lr);
+		lr->phase = PH_LISTING;
+		lr_list(lr, notify); /* to the back: a listing in flight may
+				      * have read the old limit */
+	} else if (lr->phase == PH_CREATING && list_linked(&lr->qwait.link)) {
+		/* If this fails, the create's reply lines up again. */
+		lr_line_up(lr);
+	}
+	/* Any other phase lines up later, reading the limit then. */
 	lr_leave_locked(lr, notify);
 }
 
@@ -104,7 +143,7 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	 * line cannot free the request under us (a released one may have
 	 * no other). */
 	lr->refs++;
-	lr_unwatch(lr);
+	lr_unwatch_all(lr);
 	if (queue_leave_line_locked(&lr->qwait))
 		lr_unref_locked(lr); /* the session's list holds one */
 	/* Replies still to come from the old handle find a phase that does
@@ -143,6 +182,14 @@ static void lr_count(const struct zkl_member *m, uint64_t *held,
 		++*held;
 	else if (lr->outcome == LR_PENDING)
 		++*waiting;
+}
+
+void lr_wire_watches(struct zkl_lockreq *lr)
+{
+	list_init(&lr->watch.link);
+	lr->watch.fired_locked = lr_watch_fired;
+	list_init(&lr->limit_watch.link);
+	lr->limit_watch.fired_locked = lr_limit_fired;
 }
 
 const struct zkl_member_ops lr_member_ops = {

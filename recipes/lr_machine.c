@@ -25,11 +25,16 @@ static void lr_on_deleted(int rc, const void *data);
 /* ---- sending ---------------------------------------------------------- */
 
 /* Line up for the next listing of the queue (queue.h); the reply comes
- * to lr_listed.  Returns 0 or -errno. */
-static int lr_line_up(struct zkl_lockreq *lr)
+ * to lr_listed.  A lease watches the limit from now on: the listing reads
+ * it, and a change after that read must not go unseen.  Returns 0 or
+ * -errno. */
+int lr_line_up(struct zkl_lockreq *lr)
 {
 	int linked = list_linked(&lr->qwait.link);
-	int err = queue_want_listing_locked(lr->q, &lr->qwait);
+	int err = lr_watch_limit(lr);
+
+	if (err == 0)
+		err = queue_want_listing_locked(lr->q, &lr->qwait);
 
 	if (err == 0 && !linked)
 		lr->refs++;
@@ -122,13 +127,6 @@ static int lr_is_connection_loss(int rc)
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
 }
 
-/* Stop waiting for the watched node; returns the watch's reference. */
-void lr_unwatch(struct zkl_lockreq *lr)
-{
-	if (watchtab_remove(&lr->s->watches, &lr->watch))
-		lr_unref_locked(lr); /* the caller holds one */
-}
-
 /*
  * Nobody wants the node any more (the owner let go, or the request
  * failed): delete it now if we know it, or make sure the step in flight
@@ -137,7 +135,7 @@ void lr_unwatch(struct zkl_lockreq *lr)
 void lr_abandon_locked(struct zkl_lockreq *lr)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	lr_unwatch(lr);
+	lr_unwatch_all(lr);
 	switch (lr->phase) {
 	case PH_CREATING:
 	case PH_RECOVERING:
@@ -211,15 +209,80 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 	lr_exit(lr, &notify);
 }
 
-/* Look at the queue (the session's view of it): held, or watch the one
- * node ahead. */
+static void lr_on_marked(int rc, const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	(void)st;
+	session_enter(s, &notify);
+	if (rc == ZOK || rc == ZBADVERSION) {
+		/* ZBADVERSION: a note was stored first; that is a mark too. */
+		lr->marked = 1;
+	} else if (lr_is_connection_loss(rc)) {
+		if (lr->outcome == LR_HELD && lr->phase == PH_IDLE)
+			lr_defer(lr, &notify); /* lr_resume marks again */
+	} else if (rc != ZNONODE) {            /* ZNONODE: returned already */
+		log_msg(LOG_WARNING,
+			"lease %s: could not mark it granted (%s); the "
+			"waiter behind it will wait for its return",
+			lr->node, zerror(rc));
+	}
+	lr_exit(lr, &notify);
+}
+
+/* Tell the waiters behind a granted lease that it is (doc/design.md):
+ * its data set again, only if nothing was set before (version 0), so that
+ * a note stored since is kept. */
+void lr_mark(struct zkl_lockreq *lr)
+{
+	lr->refs++;
+	if (zoo_aset(lr->s->zh, lr->node, lr->data, (int)lr->datalen, 0,
+		     lr_on_marked, lr) != ZOK)
+		lr->refs--; /* only a dead handle refuses: the node dies too */
+}
+
+static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr->phase = PH_IDLE;
+	lr_unwatch_all(lr);
+	if (lr->mode == ZKL_MODE_LEASE) {
+		queue_mark_granted(lr->q, lr_node_name(lr));
+		lr_mark(lr);
+	}
+	lr_tell_locked(lr, 0, notify);
+}
+
+/* A lease whose limit could not be read with its listing. */
+static void lr_limit_unknown(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int err = lr->q->limit_err;
+
+	if (err == -ENOENT) {
+		/* The resource appeared between the get and the listing. */
+		lr->phase = PH_LISTING;
+		lr_list(lr, notify);
+		return;
+	}
+	if (err == -EBADMSG)
+		log_msg(LOG_ERR,
+			"%s: its data is not a limit (set one with "
+			"MOUNT/<resource>/limit)",
+			lr->dir);
+	lr->phase = PH_IDLE;
+	lr_finish_locked(lr, err == -EBADMSG ? -EIO : err, notify);
+}
+
+/* Look at the queue (the session's view of it): held, or watch what can
+ * unblock us -- the one node ahead, or for the first waiter of a
+ * semaphore every lease ahead. */
 void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	struct zkl_queue *q = lr->q;
 	ssize_t me = queue_find(q, lr_node_name(lr));
-	ssize_t ahead;
-	char path[NAMES_MAX_NODE_PATH + 1];
-	int err;
+	ssize_t ahead = -1;
+	int all = 0, err;
 
 	if (lr->maybe_stray)
 		lr_delete_strays(lr, me);
@@ -231,10 +294,26 @@ void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 		lr_finish_locked(lr, -EIO, notify);
 		return;
 	}
-	ahead = queue_pick_watch(q, (size_t)me);
+	if (lr->mode != ZKL_MODE_LEASE) {
+		ahead = queue_pick_watch(q, (size_t)me);
+	} else if (q->limit_err < 0) {
+		lr_limit_unknown(lr, notify);
+		return;
+	} else {
+		switch (lockrule_lease(q->nodes, q->gone, q->granted, q->lo,
+				       (size_t)me, q->limit, &ahead)) {
+		case LOCKRULE_LEASE_HOLD:
+			ahead = -1;
+			break;
+		case LOCKRULE_LEASE_AHEAD:
+			all = 1;
+			break;
+		case LOCKRULE_LEASE_ONE:
+			break;
+		}
+	}
 	if (ahead < 0) {
-		lr->phase = PH_IDLE;
-		lr_tell_locked(lr, 0, notify);
+		lr_grant(lr, notify);
 		return;
 	}
 	if (lr->try_only) {
@@ -242,19 +321,10 @@ void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 		lr_finish_locked(lr, -EAGAIN, notify);
 		return;
 	}
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", lr->dir,
-			     q->nodes[ahead].name) >= sizeof(path)) {
-		/* A cut path would name no node: its watch would fire at
-		 * once and the request would list again, for ever. */
-		lr->phase = PH_IDLE;
-		lr_finish_locked(lr, -ENAMETOOLONG, notify);
-		return;
-	}
 	lr->phase = PH_WATCHING;
-	lr->refs++;
-	err = session_watch_locked(lr->s, path, &lr->watch);
+	err = all ? lr_watch_ahead(lr, (size_t)me)
+		  : lr_watch_one(lr, q->nodes[ahead].name);
 	if (err < 0) {
-		lr->refs--;
 		lr->phase = PH_IDLE;
 		lr_finish_locked(lr, err, notify);
 	}

@@ -132,12 +132,17 @@ static size_t names_rw_word(const char *name, size_t len, enum zkl_mode *mode)
 	return 0;
 }
 
-/* _c_<guid>-write- or _c_<guid>-read-: exactly, nothing around. */
+/* _c_<guid>-write-, _c_<guid>-read- or _c_<guid>-lease-: exactly, nothing
+ * around.  The lease's name is also the one Curator's semaphore gives its
+ * leases; Curator keeps them in <res>/leases, so only the place where a
+ * lease stands tells whose layout it belongs to. */
 static int names_zklockfs(const char *name, size_t len, struct zkl_node *n)
 {
-	enum zkl_mode mode;
+	enum zkl_mode mode = ZKL_MODE_LEASE;
 	size_t wlen = names_rw_word(name, len, &mode);
 
+	if (wlen == 0 && names_ends_with(name, len, "-lease-"))
+		wlen = strlen("lease-");
 	if (wlen == 0 || len != NAMES_PROTECTED_LEN + NAMES_GUID_LEN + 1 + wlen)
 		return 0;
 	names_protected_tag(name, len, n);
@@ -270,7 +275,8 @@ int names_format_prefix(char *buf, size_t size, enum zkl_style style,
 {
 	static const char *const words[ZKL_STYLE_COUNT][3] = {
 		[ZKL_STYLE_ZKLOCKFS] = { [ZKL_MODE_READ] = "_c_%s-read-",
-					 [ZKL_MODE_WRITE] = "_c_%s-write-" },
+					 [ZKL_MODE_WRITE] = "_c_%s-write-",
+					 [ZKL_MODE_LEASE] = "_c_%s-lease-" },
 		[ZKL_STYLE_CURATOR] = { [ZKL_MODE_READ] = "_c_%s-__READ__",
 					[ZKL_MODE_WRITE] = "_c_%s-__WRIT__",
 					[ZKL_MODE_LEASE] = "_c_%s-lease-" },

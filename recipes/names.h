@@ -10,11 +10,13 @@
  * digits.  The styles recognised, by the tool that creates them:
  *
  *   zklockfs    _c_<guid>-write-<seq>  _c_<guid>-read-<seq>
+ *               _c_<guid>-lease-<seq> (a lease, beside the locks)
  *   curator     _c_<uuid>-lock-<seq>   (InterProcessMutex; also Curator's
  *               semaphore's internal lock), _c_<uuid>-__WRIT__<seq> and
  *               _c_<uuid>-__READ__<seq> (InterProcessReadWriteLock; since
  *               Curator 5.5 a downgrading reader reuses its writer's
- *               number), _c_<uuid>-lease-<seq> (InterProcessSemaphoreV2)
+ *               number), and in <res>/leases _c_<uuid>-lease-<seq>
+ *               (InterProcessSemaphoreV2; by name alone a zklockfs lease)
  *   kazoo       <hex32>__lock__<seq>   <hex32>__rlock__<seq>
  *   zookeeper   x-<session>-<seq> (the recipe's WriteLock, in Java and
  *               C), and the shared-lock recipe's <prefix>write-<seq> and

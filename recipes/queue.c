@@ -4,6 +4,7 @@
  */
 #include "queue.h"
 #include "internal.h"
+#include "limit.h"
 #include "lockrule.h"
 #include "zkerr.h"
 
@@ -34,18 +35,21 @@ struct zkl_queue *queue_get_locked(struct zkl_session *s, const char *dir)
 	q->item.key = q->dir;
 	q->s = s;
 	q->refs = 1;
+	q->limit = 1;
+	q->limit_err = -ENOENT; /* read with the first lease's listing */
 	list_init(&q->waiting);
 	list_init(&q->leaving);
 	strtab_insert(&s->queues, &q->item);
 	return q;
 }
 
-/* nodes, gone and the names they point to share one allocation. */
+/* nodes, gone, granted and the names they point to share one
+ * allocation. */
 static void queue_clear_view(struct zkl_queue *q)
 {
 	free(q->nodes);
 	q->nodes = NULL;
-	q->gone = NULL;
+	q->gone = q->granted = NULL;
 	q->n = q->lo = 0;
 }
 
@@ -71,10 +75,10 @@ static int queue_replace_view(struct zkl_queue *q,
 
 	for (size_t i = 0; i < count; i++)
 		bytes += strlen(v->data[i]) + 1;
-	nodes = malloc(count * (sizeof(*nodes) + 1) + bytes + 1);
+	nodes = malloc(count * (sizeof(*nodes) + 2) + bytes + 1);
 	if (!nodes)
 		return -ENOMEM;
-	names = (char *)(nodes + count) + count;
+	names = (char *)(nodes + count) + 2 * count;
 	for (size_t i = 0; i < count; i++) {
 		size_t len = strlen(v->data[i]) + 1;
 		memcpy(names, v->data[i], len);
@@ -87,7 +91,8 @@ static int queue_replace_view(struct zkl_queue *q,
 	queue_clear_view(q);
 	q->nodes = nodes;
 	q->gone = (unsigned char *)(nodes + count);
-	memset(q->gone, 0, n);
+	q->granted = q->gone + count;
+	memset(q->gone, 0, 2 * count);
 	q->n = n;
 	for (struct zkl_link *l = q->leaving.next; l != &q->leaving;
 	     l = l->next)
@@ -113,6 +118,14 @@ void queue_mark_gone(struct zkl_queue *q, const char *name)
 		q->lo++;
 }
 
+void queue_mark_granted(struct zkl_queue *q, const char *name)
+{
+	ssize_t i = queue_find(q, name);
+
+	if (i >= 0)
+		q->granted[i] = 1;
+}
+
 void queue_leaving_add(struct zkl_queue *q, struct zkl_queue_leaving *l)
 {
 	if (!list_linked(&l->link))
@@ -134,12 +147,57 @@ ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self)
 static void queue_on_listed(int rc, const struct String_vector *children,
 			    const void *data);
 
+/* The limit read just before a listing: its reply comes first. */
+static void queue_on_limit(int rc, const char *value, int len,
+			   const struct Stat *stat, const void *data)
+{
+	struct zkl_queue *q = (struct zkl_queue *)data;
+	struct zkl_session *s = q->s;
+	struct zkl_link notify;
+	unsigned n;
+
+	(void)stat;
+	session_enter(s, &notify);
+	/* Not in flight: a reply of an expired session's handle. */
+	if (q->in_flight) {
+		if (rc != ZOK)
+			q->limit_err = zkerr_errno(rc);
+		else if (limit_parse(value, len > 0 ? (size_t)len : 0, 1, &n) <
+			 0)
+			q->limit_err = -EBADMSG;
+		else {
+			q->limit = n;
+			q->limit_err = 0;
+		}
+	}
+	queue_put_locked(q);
+	session_leave(s, &notify);
+}
+
+/* Does a request in line want the limit read? */
+static int queue_wants_limit(const struct zkl_queue *q)
+{
+	for (const struct zkl_link *l = q->waiting.next; l != &q->waiting;
+	     l = l->next)
+		if (ZKL_CONTAINER_OF(l, struct zkl_queue_wait, link)
+			    ->wants_limit)
+			return 1;
+	return 0;
+}
+
 /* Send the next listing; every request in line now is served by it.
  * Returns ZooKeeper's code. */
 static int queue_send_locked(struct zkl_queue *q)
 {
-	int rc = zoo_aget_children(q->s->zh, q->dir, 0, queue_on_listed, q);
+	int rc = ZOK;
 
+	if (queue_wants_limit(q)) {
+		rc = session_awget_locked(q->s, q->dir, queue_on_limit, q);
+		if (rc == ZOK)
+			q->refs++;
+	}
+	if (rc == ZOK)
+		rc = zoo_aget_children(q->s->zh, q->dir, 0, queue_on_listed, q);
 	if (rc != ZOK)
 		return rc;
 	q->refs++;

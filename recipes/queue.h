@@ -20,6 +20,12 @@
  *    turn.  A handoff costs one notification, however long the queue.
  * Each waiter still watches exactly one node: herd-freedom is unchanged.
  *
+ * Leases (doc/design.md) need two more things, which the view keeps too:
+ * the limit N, read from the resource's data by a get sent just before
+ * the listing whenever a lease is in line for it (the get also watches the
+ * data, so that a change of N wakes the session's lease waiters), and
+ * which lease nodes are known to be granted.
+ *
  * Everything here is guarded by the session mutex.
  */
 #ifndef ZKL_QUEUE_H
@@ -43,8 +49,9 @@ struct zkl_queue_leaving {
 
 /* A request's place in the line for the next listing. */
 struct zkl_queue_wait {
-	struct zkl_link link; /* in q->waiting, in order of gen */
-	uint64_t gen;         /* the listing that will serve it */
+	struct zkl_link link;     /* in q->waiting, in order of gen */
+	uint64_t gen;             /* the listing that will serve it */
+	unsigned wants_limit : 1; /* a lease: the listing reads the limit */
 	/* The listing came back with ZooKeeper code rc; on ZOK the queue's
 	 * view is that listing.  Session mutex held; consumes the reference
 	 * the owner took to line up. */
@@ -58,10 +65,17 @@ struct zkl_queue {
 	int refs; /* requests + the listing in flight */
 
 	/* The latest listing, in queue order; gone[i] once nodes[i] is known
-	 * to be deleted; every node before lo is gone. */
+	 * to be deleted; every node before lo is gone; granted[i] once the
+	 * lease nodes[i] is known to be granted. */
 	struct zkl_node *nodes;
-	unsigned char *gone;
+	unsigned char *gone, *granted;
 	size_t n, lo;
+
+	/* The limit of the resource's leases, as the latest get read it:
+	 * limit_err is 0, -EBADMSG (the data is not a limit), or another
+	 * -errno (unknown: the get failed, or none was sent yet). */
+	unsigned limit;
+	int limit_err;
 
 	uint64_t sent;           /* generation of the last listing sent */
 	int in_flight;           /* ... and its reply is still due */
@@ -90,6 +104,9 @@ ssize_t queue_find(const struct zkl_queue *q, const char *name);
 
 /* Note that the node called `name` has been deleted. */
 void queue_mark_gone(struct zkl_queue *q, const char *name);
+
+/* Note that the lease node called `name` is granted. */
+void queue_mark_granted(struct zkl_queue *q, const char *name);
 
 /* Our node l->name is being deleted: count it as gone in this view and in
  * every later one, until queue_leaving_done.  Why this is safe: the lock

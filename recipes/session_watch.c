@@ -11,20 +11,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Wake the requests watching path; `deleted`: the node is known gone. */
+/* Tell the watches taken into `fired` what became of path. */
+static void session_fire_locked(struct zkl_link *fired, const char *path,
+				enum zkl_watch_event ev,
+				struct zkl_link *notify)
+{
+	while (!list_empty(fired)) {
+		struct zkl_watch *w =
+			ZKL_CONTAINER_OF(fired->next, struct zkl_watch, link);
+		list_del(&w->link);
+		w->fired_locked(w, path, ev, notify);
+	}
+}
+
+/* Wake every request watching path. */
 static void session_wake_path_locked(struct zkl_session *s, const char *path,
-				     int deleted, struct zkl_link *notify)
+				     enum zkl_watch_event ev,
+				     struct zkl_link *notify)
 {
 	struct zkl_link fired;
 
 	ZKL_ASSERT_HELD(&s->lock);
 	watchtab_take(&s->watches, path, &fired);
-	while (!list_empty(&fired)) {
-		struct zkl_watch *w =
-			ZKL_CONTAINER_OF(fired.next, struct zkl_watch, link);
-		list_del(&w->link);
-		w->fired_locked(w, deleted ? path : NULL, notify);
-	}
+	session_fire_locked(&fired, path, ev, notify);
 }
 
 /* The per-node watcher.  The client also copies every session event to it;
@@ -40,7 +49,11 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 	if (type == ZOO_SESSION_EVENT || !path)
 		return;
 	session_enter(s, &notify);
-	session_wake_path_locked(s, path, type == ZOO_DELETED_EVENT, &notify);
+	session_wake_path_locked(s, path,
+				 type == ZOO_DELETED_EVENT   ? WATCH_GONE
+				 : type == ZOO_CHANGED_EVENT ? WATCH_CHANGED
+							     : WATCH_UNKNOWN,
+				 &notify);
 	session_leave(s, &notify);
 }
 
@@ -51,22 +64,28 @@ struct session_watch_ctx {
 
 /* The reply to the get that set a watch.  If no watch was set (the node is
  * already gone, or the connection broke), nobody will be told by ZooKeeper:
- * wake every request waiting for this path so each looks again. */
+ * wake every request waiting for this path so each looks again.  If the
+ * node's data had been set, ZooKeeper will not say so: tell those who want
+ * to know now. */
 static void session_watch_reply(int rc, const char *value, int len,
 				const struct Stat *stat, const void *data)
 {
 	struct session_watch_ctx *ctx = (struct session_watch_ctx *)data;
 	struct zkl_session *s = ctx->s;
+	struct zkl_link notify, fired;
 
 	(void)value;
 	(void)len;
-	(void)stat;
+	session_enter(s, &notify);
 	if (rc != ZOK) {
-		struct zkl_link notify;
-		session_enter(s, &notify);
-		session_wake_path_locked(s, ctx->path, rc == ZNONODE, &notify);
-		session_leave(s, &notify);
+		session_wake_path_locked(
+			s, ctx->path,
+			rc == ZNONODE ? WATCH_GONE : WATCH_UNKNOWN, &notify);
+	} else if (stat->version > 0) {
+		watchtab_take_marks(&s->watches, ctx->path, &fired);
+		session_fire_locked(&fired, ctx->path, WATCH_CHANGED, &notify);
 	}
+	session_leave(s, &notify);
 	free(ctx);
 }
 
@@ -91,26 +110,43 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 	struct session_watch_ctx *ctx;
 	size_t len = strlen(path) + 1;
 	int first = watchtab_add(&s->watches, path, w);
-	int rc;
+	int err;
 
 	ZKL_ASSERT_HELD(&s->lock);
-	if (first <= 0)
+	/* One who wants marks needs the version as of its own watch. */
+	if (first < 0 || (first == 0 && !w->wants_marks))
 		return first;
 	ctx = malloc(sizeof(*ctx) + len);
-	if (!ctx) {
-		session_unwatch_first_locked(s, path, w);
-		return -ENOMEM;
-	}
-	ctx->s = s;
-	memcpy(ctx->path, path, len);
 	/* A get, not an exists: on a missing node exists would leave a watch
 	 * for its creation behind, and lock node names are never reused. */
-	rc = zoo_awget(s->zh, path, session_node_watcher, s,
-		       session_watch_reply, ctx);
-	if (rc != ZOK) {
-		free(ctx);
-		session_unwatch_first_locked(s, path, w);
-		return zkerr_errno(rc);
+	if (!ctx) {
+		err = -ENOMEM;
+	} else {
+		ctx->s = s;
+		memcpy(ctx->path, path, len);
+		err = zkerr_errno(zoo_awget(s->zh, path, session_node_watcher,
+					    s, session_watch_reply, ctx));
 	}
-	return 0;
+	if (err == 0)
+		return 0;
+	free(ctx);
+	if (first)
+		session_unwatch_first_locked(s, path, w);
+	else
+		watchtab_remove(&s->watches, w);
+	return err;
+}
+
+int session_awget_locked(struct zkl_session *s, const char *path,
+			 data_completion_t done, const void *data)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	return zoo_awget(s->zh, path, session_node_watcher, s, done, data);
+}
+
+int session_watch_armed_locked(struct zkl_session *s, const char *path,
+			       struct zkl_watch *w)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	return watchtab_add(&s->watches, path, w) < 0 ? -ENOMEM : 0;
 }

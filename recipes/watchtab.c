@@ -113,6 +113,31 @@ size_t watchtab_take(struct watchtab *t, const char *path,
 	return watchtab_free_entry(e, fired);
 }
 
+size_t watchtab_take_marks(struct watchtab *t, const char *path,
+			   struct zkl_link *fired)
+{
+	struct watchtab_entry *e =
+		watchtab_entry_of(strtab_find(&t->paths, path));
+	size_t n = 0;
+
+	list_init(fired);
+	if (!e)
+		return 0;
+	for (struct zkl_link *l = e->watches.next; l != &e->watches;) {
+		struct zkl_watch *w =
+			ZKL_CONTAINER_OF(l, struct zkl_watch, link);
+		l = l->next;
+		if (!w->wants_marks)
+			continue;
+		list_del(&w->link);
+		w->entry = NULL;
+		list_add_tail(fired, &w->link);
+		n++;
+	}
+	/* The entry stays: ZooKeeper still watches the node for the rest. */
+	return n;
+}
+
 size_t watchtab_take_all(struct watchtab *t, struct zkl_link *fired)
 {
 	list_init(fired);

@@ -17,14 +17,27 @@
 #include "list.h"
 #include "strtab.h"
 
+/* What became of a watched node. */
+enum zkl_watch_event {
+	WATCH_GONE,    /* it was deleted */
+	WATCH_CHANGED, /* its data was set (for a watch that wants marks:
+			* or had been, before the watch was set) */
+	WATCH_UNKNOWN, /* anything else, or no watch could be set: the
+			* watcher must look again */
+};
+
 struct zkl_watch {
 	struct zkl_link link; /* in its entry's list while registered */
 	struct watchtab_entry *entry;
-	/* The watched node changed or went: `gone` is its path when it is
-	 * known to be deleted, else NULL.  Called by the table's owner with
-	 * its mutex held; the owner's notices go on `notify`. */
-	void (*fired_locked)(struct zkl_watch *w, const char *gone,
-			     struct zkl_link *notify);
+	/* Set data is news to this watcher: a lease node's data is set
+	 * again when it is granted (its mark, doc/design.md), so a version
+	 * above 0 in the reply that sets the watch means "granted". */
+	unsigned wants_marks : 1;
+	/* The watched node (its path) changed or went.  Called by the
+	 * table's owner with its mutex held; the owner's notices go on
+	 * `notify`.  w may be freed by it. */
+	void (*fired_locked)(struct zkl_watch *w, const char *path,
+			     enum zkl_watch_event ev, struct zkl_link *notify);
 };
 
 struct watchtab {
@@ -48,6 +61,11 @@ int watchtab_remove(struct watchtab *t, struct zkl_watch *w);
  * forget the path.  Returns how many were moved. */
 size_t watchtab_take(struct watchtab *t, const char *path,
 		     struct zkl_link *fired);
+
+/* Move the watches registered for path that want marks to `fired`
+ * (initialised here); the others stay.  Returns how many were moved. */
+size_t watchtab_take_marks(struct watchtab *t, const char *path,
+			   struct zkl_link *fired);
 
 /* Move every watch of every path to `fired`, leaving the table empty. */
 size_t watchtab_take_all(struct watchtab *t, struct zkl_link *fired);

@@ -120,8 +120,8 @@ int zoo_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen,
 	(void)zh;
 	(void)buffer;
 	(void)buflen;
-	(void)version;
-	fake_push(FAKE_SET, path, (const void *)completion, data);
+	fake_push(FAKE_SET, path, (const void *)completion, data)->version =
+		version;
 	return ZOK;
 }
 
@@ -220,6 +220,16 @@ void fake_complete_get(int rc)
 					   c->data);
 }
 
+void fake_complete_get_data(int rc, const char *value, int32_t version)
+{
+	struct fake_call *c = fake_pop(FAKE_GET);
+	struct Stat st = { .version = version };
+
+	((data_completion_t)c->completion)(rc, value,
+					   value ? (int)strlen(value) : -1,
+					   rc == ZOK ? &st : NULL, c->data);
+}
+
 void fake_complete_read(int rc, const char *value, int64_t czxid,
 			int64_t ctime_ms)
 {
@@ -241,6 +251,14 @@ void fake_complete_void(enum fake_op op, int rc)
 		((void_completion_t)c->completion)(rc, c->data);
 }
 
+void fake_complete_set(int rc)
+{
+	struct fake_call *c = fake_pop(FAKE_SET);
+	struct Stat st = { .version = c->version + 1 };
+
+	((stat_completion_t)c->completion)(rc, rc == ZOK ? &st : NULL, c->data);
+}
+
 void fake_fire_watch_event(int type, const char *path)
 {
 	cr_assert(watch_fn, "no watch was ever registered");
@@ -250,4 +268,21 @@ void fake_fire_watch_event(int type, const char *path)
 void fake_fire_watch(const char *path)
 {
 	fake_fire_watch_event(ZOO_DELETED_EVENT, path);
+}
+
+void fake_resume_all(struct zkl_session *s)
+{
+	struct zkl_link notify;
+
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	while (!list_empty(&s->resume)) {
+		struct zkl_link *l = s->resume.next;
+		list_del(l);
+		struct zkl_member *m =
+			ZKL_CONTAINER_OF(l, struct zkl_member, resume);
+		m->ops->resume_locked(m, &notify);
+	}
+	pthread_mutex_unlock(&s->lock);
+	notice_run_all(&notify);
 }

@@ -30,6 +30,7 @@ struct fake_call {
 	const void *data;
 	watcher_fn watcher;
 	void *watcher_ctx;
+	int version; /* of a set */
 };
 
 extern int fake_zoo_state;
@@ -50,9 +51,15 @@ void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid);
 void fake_complete_children(int rc, const char *const *names, int n);
 void fake_complete_exists(int rc, int64_t owner, int64_t czxid);
 void fake_complete_get(int rc);
+/* A get's reply with the node's data and version. */
+void fake_complete_get_data(int rc, const char *value, int32_t version);
 void fake_complete_read(int rc, const char *value, int64_t czxid,
 			int64_t ctime_ms);
 void fake_complete_void(enum fake_op op, int rc);
+/* A set's reply. */
+void fake_complete_set(int rc);
+/* The connection is back: resume what waits for it. */
+void fake_resume_all(struct zkl_session *s);
 /* Fire the watcher registered by a get on path. */
 void fake_fire_watch(const char *path); /* the node was deleted */
 /* Any event type (ZOO_CHANGED_EVENT, ...). */

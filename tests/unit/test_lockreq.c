@@ -485,7 +485,7 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 {
 	struct zkl_lockreq *held, *waiter;
 	struct zkl_lost *item;
-	struct zkl_link lost, notify;
+	struct zkl_link lost;
 	char held_name[256], old_guid[NAMES_GUID_LEN + 1];
 
 	held = holder_and_waiter(&waiter, held_name);
@@ -502,19 +502,9 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 
 	/* A new session connects: the waiter queues anew, under a new GUID
 	 * so that nothing of the old session is ever taken for its own. */
-	list_init(&notify);
-	pthread_mutex_lock(&s->lock);
 	s->state = ZKL_CONN_CONNECTED;
 	s->client_id = 78;
-	while (!list_empty(&s->resume)) {
-		struct zkl_link *l = s->resume.next;
-		list_del(l);
-		struct zkl_member *m =
-			ZKL_CONTAINER_OF(l, struct zkl_member, resume);
-		m->ops->resume_locked(m, &notify);
-	}
-	pthread_mutex_unlock(&s->lock);
-	notice_run_all(&notify);
+	fake_resume_all(s);
 	cr_assert_eq(fake_pending(), 2, "create and listing, pipelined");
 	cr_assert(strcmp(lockreq_guid(waiter), old_guid) != 0);
 	cr_assert(strstr(fake_peek(FAKE_CREATE)->path, lockreq_guid(waiter)));

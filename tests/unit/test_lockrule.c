@@ -244,3 +244,40 @@ Test(lockrule, count_ahead_counts_what_a_request_waits_for)
 		     "before lo: not counted");
 	(void)n;
 }
+
+Test(lockrule, a_lease_holds_below_the_limit_and_otherwise_picks_its_watch)
+{
+	struct zkl_node v[16];
+	unsigned char gone[16] = { 0 }, granted[16] = { 0 };
+	ssize_t pred = -7;
+
+	build("llwllrl", v); /* leases at 0 1 3 4 6 */
+	cr_assert_eq(lockrule_lease(v, gone, granted, 0, 4, 4, &pred),
+		     LOCKRULE_LEASE_HOLD, "3 ahead, limit 4");
+	cr_assert_eq(pred, -7, "no watch for a holder");
+	cr_assert_eq(lockrule_lease(v, gone, granted, 0, 4, 3, &pred),
+		     LOCKRULE_LEASE_AHEAD,
+		     "exactly N ahead: its predecessor holds, so it waits "
+		     "for the holders");
+	cr_assert_eq(pred, 3);
+	cr_assert_eq(lockrule_lease(v, gone, granted, 0, 6, 2, &pred),
+		     LOCKRULE_LEASE_ONE,
+		     "4 ahead, limit 2, nothing known granted: its "
+		     "predecessor alone");
+	cr_assert_eq(pred, 4, "the nearest lease, not the reader");
+	granted[4] = 1;
+	cr_assert_eq(lockrule_lease(v, gone, granted, 0, 6, 2, &pred),
+		     LOCKRULE_LEASE_AHEAD,
+		     "a granted predecessor (N lowered under it): the "
+		     "holders");
+	cr_assert_eq(lockrule_lease(v, gone, NULL, 0, 6, 2, &pred),
+		     LOCKRULE_LEASE_ONE, "granted may be NULL");
+	gone[0] = gone[1] = 1;
+	cr_assert_eq(lockrule_lease(v, gone, granted, 0, 6, 2, &pred),
+		     LOCKRULE_LEASE_AHEAD, "2 left ahead of it, limit 2");
+	gone[3] = 1;
+	cr_assert_eq(lockrule_lease(v, gone, granted, 0, 6, 2, &pred),
+		     LOCKRULE_LEASE_HOLD);
+	cr_assert_eq(lockrule_lease(v, NULL, NULL, 5, 6, 1, &pred),
+		     LOCKRULE_LEASE_HOLD, "nodes before lo are gone");
+}

@@ -35,7 +35,8 @@ static const struct {
 	  G1 },
 	{ "_c_" G1 "-__READ__0000000004", ZKL_STYLE_CURATOR, ZKL_MODE_READ, 4,
 	  G1 },
-	{ "_c_" G2 "-lease-0000000011", ZKL_STYLE_CURATOR, ZKL_MODE_LEASE, 11,
+	/* Curator's semaphore names its leases so too, in <res>/leases. */
+	{ "_c_" G2 "-lease-0000000011", ZKL_STYLE_ZKLOCKFS, ZKL_MODE_LEASE, 11,
 	  G2 },
 	{ "lock-0000000012", ZKL_STYLE_CURATOR, ZKL_MODE_WRITE, 12, "" },
 	{ "_c_" G1 "-lock--2147483648", ZKL_STYLE_CURATOR, ZKL_MODE_WRITE,
@@ -134,9 +135,9 @@ Test(names, formats_what_each_style_creates)
 	} fmt[] = {
 		{ ZKL_STYLE_ZKLOCKFS, ZKL_MODE_READ, G1, "_c_" G1 "-read-" },
 		{ ZKL_STYLE_ZKLOCKFS, ZKL_MODE_WRITE, G1, "_c_" G1 "-write-" },
+		{ ZKL_STYLE_ZKLOCKFS, ZKL_MODE_LEASE, G1, "_c_" G1 "-lease-" },
 		{ ZKL_STYLE_CURATOR, ZKL_MODE_WRITE, G2, "_c_" G2 "-__WRIT__" },
 		{ ZKL_STYLE_CURATOR, ZKL_MODE_READ, G2, "_c_" G2 "-__READ__" },
-		{ ZKL_STYLE_CURATOR, ZKL_MODE_LEASE, G2, "_c_" G2 "-lease-" },
 		{ ZKL_STYLE_KAZOO, ZKL_MODE_WRITE, K1, K1 "__lock__" },
 		{ ZKL_STYLE_KAZOO, ZKL_MODE_READ, K1, K1 "__rlock__" },
 	};
@@ -157,6 +158,11 @@ Test(names, formats_what_each_style_creates)
 		cr_assert_eq(n.taglen, strlen(fmt[i].tag), "%s", name);
 		cr_assert_leq(strlen(name), NAMES_NODE_NAME_MAX);
 	}
+	/* Curator's semaphore and ours name a lease alike (apart from place). */
+	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_CURATOR,
+					 ZKL_MODE_LEASE, G2),
+		     (int)strlen("_c_" G2 "-lease-"));
+	cr_assert_str_eq(buf, "_c_" G2 "-lease-");
 	cr_assert_eq(names_format_prefix(buf, 10, ZKL_STYLE_ZKLOCKFS,
 					 ZKL_MODE_READ, G1),
 		     -ENAMETOOLONG);

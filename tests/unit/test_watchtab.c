@@ -58,3 +58,22 @@ Test(watchtab, grows_and_takes_all)
 	cr_assert_eq(t.paths.nitems, 0);
 	watchtab_destroy(&t);
 }
+
+Test(watchtab, a_mark_wakes_only_the_watches_that_want_marks)
+{
+	struct watchtab t;
+	struct zkl_watch lease = { .wants_marks = 1 }, other = { 0 };
+	struct zkl_link fired;
+
+	watchtab_init(&t);
+	watchtab_add(&t, "/r/n", &other);
+	cr_assert_eq(watchtab_add(&t, "/r/n", &lease), 0);
+	cr_assert_eq(watchtab_take_marks(&t, "/r/n", &fired), 1);
+	cr_assert_eq(fired.next, &lease.link);
+	cr_assert_eq(watchtab_remove(&t, &lease), 0, "no longer registered");
+	cr_assert_eq(watchtab_add(&t, "/r/n", &lease), 0,
+		     "the entry stays: ZooKeeper still watches the node");
+	cr_assert_eq(watchtab_take(&t, "/r/n", &fired), 2);
+	cr_assert_eq(watchtab_take_marks(&t, "/nothing", &fired), 0);
+	watchtab_destroy(&t);
+}

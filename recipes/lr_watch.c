@@ -1,0 +1,132 @@
+/*
+ * lr_watch.c - what a waiting lock request watches (lr.h): the one node
+ * ahead of it that can unblock it; for the first waiter of a semaphore,
+ * every lease ahead of it (any holder's return can unblock it); and for a
+ * lease, the resource's data, where the limit is kept.
+ */
+#include "lr.h"
+#include "lockrule.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* One of a first waiter's watches on the leases ahead of it. */
+struct lr_ahead {
+	struct zkl_watch watch;
+	struct zkl_lockreq *lr;
+};
+
+static int lr_child_path(const struct zkl_lockreq *lr, const char *name,
+			 char path[NAMES_MAX_NODE_PATH + 1])
+{
+	/* A cut path would name no node: its watch would fire at once and
+	 * the request would list again, for ever. */
+	if ((size_t)snprintf(path, NAMES_MAX_NODE_PATH + 1, "%s/%s", lr->dir,
+			     name) > NAMES_MAX_NODE_PATH)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int lr_watch_one(struct zkl_lockreq *lr, const char *name)
+{
+	char path[NAMES_MAX_NODE_PATH + 1];
+	int err = lr_child_path(lr, name, path);
+
+	if (err < 0)
+		return err;
+	lr->watch.wants_marks = lr->mode == ZKL_MODE_LEASE;
+	lr->refs++;
+	err = session_watch_locked(lr->s, path, &lr->watch);
+	if (err < 0)
+		lr->refs--;
+	return err;
+}
+
+/* Forget the first waiter's watches; the array's reference stays with
+ * the caller. */
+static void lr_drop_ahead(struct zkl_lockreq *lr)
+{
+	for (size_t i = 0; i < lr->nahead; i++)
+		watchtab_remove(&lr->s->watches, &lr->ahead[i].watch);
+	free(lr->ahead);
+	lr->ahead = NULL;
+	lr->nahead = 0;
+}
+
+/* One lease ahead changed: the others no longer matter, and the array's
+ * reference passes to the request's own handler, which looks again. */
+static void lr_ahead_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(w, struct lr_ahead, watch)->lr;
+
+	lr_drop_ahead(lr); /* frees w */
+	lr->watch.fired_locked(&lr->watch, path, ev, notify);
+}
+
+int lr_watch_ahead(struct zkl_lockreq *lr, size_t me)
+{
+	const struct zkl_queue *q = lr->q;
+	size_t n = lockrule_count_ahead(q->nodes, q->gone, q->lo, me);
+	char path[NAMES_MAX_NODE_PATH + 1];
+
+	assert(!lr->ahead && n > 0);
+	lr->ahead = calloc(n, sizeof(*lr->ahead));
+	if (!lr->ahead)
+		return -ENOMEM;
+	lr->refs++;
+	for (size_t i = q->lo; i < me; i++) {
+		struct lr_ahead *a = &lr->ahead[lr->nahead];
+		int err;
+
+		if (q->gone[i] ||
+		    !lockrule_waits_for(lr->mode, q->nodes[i].mode))
+			continue;
+		assert(lr->nahead < n);
+		list_init(&a->watch.link);
+		a->watch.fired_locked = lr_ahead_fired;
+		a->lr = lr;
+		err = lr_child_path(lr, q->nodes[i].name, path);
+		if (err == 0)
+			err = session_watch_locked(lr->s, path, &a->watch);
+		if (err < 0) {
+			lr_unwatch(lr);
+			return err;
+		}
+		lr->nahead++;
+	}
+	return 0;
+}
+
+int lr_watch_limit(struct zkl_lockreq *lr)
+{
+	int err;
+
+	if (lr->mode != ZKL_MODE_LEASE || lr->limit_watch.entry)
+		return 0;
+	/* The get that arms it is sent with the listing (queue.c). */
+	err = session_watch_armed_locked(lr->s, lr->dir, &lr->limit_watch);
+	if (err == 0)
+		lr->refs++;
+	return err;
+}
+
+void lr_unwatch(struct zkl_lockreq *lr)
+{
+	if (watchtab_remove(&lr->s->watches, &lr->watch))
+		lr_unref_locked(lr);
+	if (lr->ahead) {
+		lr_drop_ahead(lr);
+		lr_unref_locked(lr);
+	}
+}
+
+void lr_unwatch_all(struct zkl_lockreq *lr)
+{
+	lr_unwatch(lr);
+	if (watchtab_remove(&lr->s->watches, &lr->limit_watch))
+		lr_unref_locked(lr);
+}

@@ -1,0 +1,255 @@
+/*
+ * A lease request (one of N) against a scripted ZooKeeper: the limit is
+ * read with the listing, a grant marks the node, the first waiter watches
+ * every holder and the others their predecessor for its deletion or mark,
+ * and a change of the limit makes the waiters look again.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fake_zk.h"
+#include "internal.h"
+#include "lockreq.h"
+
+#define L(n) "_c_0123abcd-0000-4000-8000-00000000000" #n "-lease-000000000" #n
+#define W1 "_c_0123abcd-0000-4000-8000-0000000000aa-write-0000000001"
+
+static int done_calls, done_err;
+static struct zkl_session *s;
+static char my_name[256];
+
+static void on_done(struct zkl_lockreq *lr, int err, void *arg)
+{
+	(void)lr;
+	(void)arg;
+	done_calls++;
+	done_err = err;
+}
+
+static void setup(void)
+{
+	s = fake_session();
+	done_calls = 0;
+	done_err = 12345;
+}
+
+static void teardown(void)
+{
+	fake_session_free(s);
+}
+
+TestSuite(leasereq, .init = setup, .fini = teardown);
+
+static struct zkl_lockreq *start(unsigned flags)
+{
+	struct zkl_lockreq *lr;
+
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_LEASE, flags, "id", 2,
+				 on_done, NULL, &lr),
+		     0);
+	cr_assert_eq(lockreq_start(lr), 0);
+	cr_assert_eq(fake_pending(), 3,
+		     "create, the limit's get and the listing are pipelined");
+	return lr;
+}
+
+/* Complete the create with sequence 9 (behind every L(n)). */
+static void created(void)
+{
+	const char *path = fake_peek(FAKE_CREATE)->path;
+
+	snprintf(my_name, sizeof(my_name), "%s0000000009",
+		 strrchr(path, '/') + 1);
+	cr_assert(strstr(my_name, "-lease-"), "%s", my_name);
+	fake_complete_create(ZOK, "0000000009", 1009);
+}
+
+/* The limit's get and then the listing: names ahead of ours. */
+static void listed(const char *limit, const char *const *ahead, int n)
+{
+	const char *names[8];
+
+	cr_assert_str_eq(fake_peek(FAKE_GET)->path, "/b/r",
+			 "the limit is read from the resource's data");
+	fake_complete_get_data(ZOK, limit, 1);
+	for (int i = 0; i < n; i++)
+		names[i] = ahead[i];
+	names[n] = my_name;
+	fake_complete_children(ZOK, names, n + 1);
+}
+
+static void expect_get_of(const char *name)
+{
+	struct fake_call *c = fake_peek(FAKE_GET);
+
+	cr_assert(strstr(c->path, name), "watches %s, expected %s", c->path,
+		  name);
+}
+
+/* The grant's mark: our own data set again, only over version 0. */
+static void expect_mark(void)
+{
+	struct fake_call *c = fake_peek(FAKE_SET);
+
+	cr_assert(strstr(c->path, my_name), "sets %s", c->path);
+	cr_assert_eq(c->version, 0, "a mark must not overwrite a note");
+	fake_complete_set(ZOK);
+}
+
+static void release(struct zkl_lockreq *lr)
+{
+	lockreq_release(lr);
+	cr_assert(strstr(fake_peek(FAKE_DELETE)->path, my_name));
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0, "nothing else sent");
+}
+
+Test(leasereq, fewer_than_the_limit_ahead_is_granted_and_marked)
+{
+	static const char *const ahead[] = { L(1), W1 };
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("2", ahead, 2);
+	cr_assert_eq(done_calls, 1, "one lease and a writer ahead, limit 2");
+	cr_assert_eq(done_err, 0);
+	expect_mark();
+	release(lr);
+}
+
+Test(leasereq, no_data_means_a_limit_of_one)
+{
+	static const char *const ahead[] = { L(1) };
+	struct zkl_lockreq *lr = start(LOCKREQ_TRY);
+
+	created();
+	listed("", ahead, 1);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, -EAGAIN, "a try behind one lease of one");
+	release(lr);
+}
+
+Test(leasereq, data_that_is_not_a_limit_fails_the_lease)
+{
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("five", NULL, 0);
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, -EIO);
+	release(lr);
+}
+
+Test(leasereq, the_first_waiter_watches_every_holder_ahead)
+{
+	static const char *const ahead[] = { L(1), W1, L(2) };
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("2", ahead, 3);
+	cr_assert_eq(done_calls, 0, "two leases ahead, limit 2");
+	expect_get_of(L(1));
+	fake_complete_get_data(ZOK, "id", 1);
+	expect_get_of(L(2));
+	fake_complete_get_data(ZOK, "id", 1);
+	cr_assert_eq(fake_pending(), 0, "not the writer");
+	fake_fire_watch("/b/r/" L(2));
+	cr_assert_eq(done_calls, 1, "either holder's return grants it");
+	cr_assert_eq(done_err, 0);
+	expect_mark();
+	release(lr);
+}
+
+Test(leasereq, a_later_waiter_watches_its_predecessor_for_its_mark)
+{
+	static const char *const ahead[] = { L(1), L(2) };
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("1", ahead, 2);
+	cr_assert_eq(done_calls, 0);
+	expect_get_of(L(2));
+	fake_complete_get_data(ZOK, "id", 0);
+	cr_assert_eq(fake_pending(), 0, "only its predecessor, not granted");
+	/* L(1) returns, L(2) is granted and marks itself. */
+	fake_fire_watch_event(ZOO_CHANGED_EVENT, "/b/r/" L(2));
+	cr_assert_eq(done_calls, 0);
+	cr_assert_eq(fake_pending(), 2,
+		     "now the first waiter: every lease ahead, with no "
+		     "listing (L(1) is still in the view)");
+	expect_get_of(L(1));
+	fake_complete_get_data(ZNONODE, NULL, 0);
+	cr_assert_eq(done_calls, 0, "L(1) has gone, L(2) holds the one lease");
+	expect_get_of(L(2));
+	fake_complete_get_data(ZOK, "id", 1);
+	cr_assert_eq(fake_pending(), 0);
+	fake_fire_watch("/b/r/" L(2));
+	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(done_err, 0);
+	expect_mark();
+	release(lr);
+}
+
+Test(leasereq, a_mark_seen_in_the_reply_counts_as_a_grant)
+{
+	static const char *const ahead[] = { L(1), L(2), L(3) };
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("2", ahead, 3);
+	expect_get_of(L(3));
+	fake_complete_get_data(ZOK, "id", 1);
+	cr_assert_eq(done_calls, 0);
+	cr_assert_eq(fake_pending(), 2,
+		     "L(3) was granted already (N lowered under it): every "
+		     "lease ahead is watched (L(3)'s watch is set already)");
+	expect_get_of(L(1));
+	fake_complete_get_data(ZOK, "id", 1);
+	expect_get_of(L(2));
+	fake_complete_get_data(ZOK, "id", 1);
+	cr_assert_eq(fake_pending(), 0,
+		     "a holder's version is no news to the first waiter");
+	fake_fire_watch("/b/r/" L(1));
+	cr_assert_eq(done_calls, 0, "two ahead, limit 2");
+	cr_assert_eq(fake_pending(), 0, "the other two are watched already");
+	fake_fire_watch("/b/r/" L(3));
+	cr_assert_eq(done_calls, 1, "one ahead, limit 2");
+	expect_mark();
+	release(lr);
+}
+
+Test(leasereq, a_new_limit_makes_the_waiters_look_again)
+{
+	static const char *const ahead[] = { L(1), L(2) };
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("1", ahead, 2);
+	expect_get_of(L(2));
+	fake_complete_get_data(ZOK, "id", 0);
+	fake_fire_watch_event(ZOO_CHANGED_EVENT, "/b/r");
+	cr_assert_eq(fake_pending(), 2, "the limit and a listing");
+	listed("3", ahead, 2);
+	cr_assert_eq(done_calls, 1, "raised to 3: granted");
+	cr_assert_eq(done_err, 0);
+	expect_mark();
+	release(lr);
+}
+
+Test(leasereq, a_lost_mark_is_made_again_on_reconnection)
+{
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("1", NULL, 0);
+	cr_assert_eq(done_calls, 1);
+	fake_zoo_state = ZOO_CONNECTING_STATE;
+	fake_complete_set(ZCONNECTIONLOSS);
+	cr_assert_eq(fake_pending(), 0, "nothing until connected");
+	fake_zoo_state = ZOO_CONNECTED_STATE;
+	fake_resume_all(s);
+	expect_mark();
+	release(lr);
+}
