@@ -28,8 +28,18 @@ void lockfile_put(struct lockfile *lf)
 
 int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode)
 {
-	return lr && lockreq_holds(lr) &&
-	       (mode == ZKL_MODE_READ || lockreq_mode(lr) == ZKL_MODE_WRITE);
+	enum zkl_mode held;
+
+	if (!lr || !lockreq_holds(lr))
+		return 0;
+	held = lockreq_mode(lr);
+	return held == mode ||
+	       (mode == ZKL_MODE_READ && held == ZKL_MODE_WRITE);
+}
+
+enum zkl_mode lockfile_mode(fuse_ino_t ino, enum zkl_mode asked)
+{
+	return tree_kind_of(ino) == TREE_LEASE ? ZKL_MODE_LEASE : asked;
 }
 
 void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,

@@ -1,10 +1,11 @@
 /*
  * lockfile.h - what the lock-file operations share: the open file (one
- * open file description of write, read or lock and the one lock it owns),
+ * open file description of write, read, lease or lock and the one lock it
+ * owns),
  * the fcntl locks (owned by a process), and parked requests.
  *
  * Who owns which lock:
- *   open file description   the lock taken by open(write|read) or by
+ *   open file description   the lock taken by open(write|read|lease) or by
  *                           flock(); flock converts or drops it; the last
  *                           close (RELEASE) drops it.            (flock(2))
  *   (process, file)         a whole-file fcntl lock; F_UNLCK, any close
@@ -86,8 +87,14 @@ struct unlock;
 void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 		const struct lockfile *via, struct unlock *u);
 
-/* Does lr, held, satisfy a request for `mode`?  A write lock covers both. */
+/* Does lr, held, satisfy a request for `mode`?  A write lock covers both
+ * lock modes; a lease only a lease. */
 int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);
+
+/* The mode of a lock taken on the file ino when `asked` is asked for
+ * (LOCK_EX / F_WRLCK: write, LOCK_SH / F_RDLCK: read): on a lease file
+ * every lock is a lease, whichever was asked. */
+enum zkl_mode lockfile_mode(fuse_ino_t ino, enum zkl_mode asked);
 
 /* The resource znode path of a lock file's inode into out.  It always
  * fits: a resource whose path would not was never looked up. */

@@ -108,17 +108,18 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
 	int how = op & (LOCK_SH | LOCK_EX | LOCK_UN);
-	enum zkl_mode mode = how == LOCK_EX ? ZKL_MODE_WRITE : ZKL_MODE_READ;
+	enum zkl_mode mode = lockfile_mode(ino, how == LOCK_EX ? ZKL_MODE_WRITE
+							       : ZKL_MODE_READ);
 	unsigned flags = (op & LOCK_NB) ? LOCKREQ_TRY : 0;
 	struct zkl_lockreq *old;
 	struct unlock *u;
 
-	(void)ino;
 	pthread_mutex_lock(&fs->lock);
 	old = lf->held;
 	if (how != LOCK_UN && old && lockreq_holds(old) &&
 	    lockreq_mode(old) == mode) {
-		/* Already held that way, e.g. flock(1) on write or read. */
+		/* Already held that way, e.g. flock(1) on write or read, or
+		 * LOCK_SH then LOCK_EX on a lease. */
 		pthread_mutex_unlock(&fs->lock);
 		return fs_reply_err(req, 0);
 	}
@@ -156,7 +157,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
-	enum zkl_mode mode = mode_of_type(lock->l_type);
+	enum zkl_mode mode = lockfile_mode(ino, mode_of_type(lock->l_type));
 	struct posixlock *p;
 	struct unlock *u;
 	int err = -1;
@@ -214,8 +215,10 @@ static void getlk_answered(int err, const struct lockquery_answer *a, void *arg)
 	} else {
 		q->lock.l_type = F_UNLCK;
 		if (a->blocked) {
-			q->lock.l_type = a->mode == ZKL_MODE_WRITE ? F_WRLCK
-								   : F_RDLCK;
+			/* A lease excludes like a write lock, to a
+			 * lease request. */
+			q->lock.l_type = a->mode == ZKL_MODE_READ ? F_RDLCK
+								  : F_WRLCK;
 			q->lock.l_pid =
 				getlk_local_pid(q->fs, a->data, a->datalen);
 		}
@@ -229,7 +232,7 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
-	enum zkl_mode mode = mode_of_type(lock->l_type);
+	enum zkl_mode mode = lockfile_mode(ino, mode_of_type(lock->l_type));
 	char guids[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
 	const char *skip[LOCKQUERY_MAX_SKIP];
 	struct zkl_lockreq *mine[LOCKQUERY_MAX_SKIP];

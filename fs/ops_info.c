@@ -63,12 +63,14 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 	fprintf(out,
 		"state %s\nsession 0x%" PRIx64 "\nsession_timeout_ms %d\n"
 		"servers %s\nserver %s\nbase %s\nheld %" PRIu64 "\n"
-		"waiting %" PRIu64 "\ngrants %" PRIu64 "\nlosses %" PRIu64 "\n"
+		"waiting %" PRIu64 "\nleases_held %" PRIu64
+		"\nleases_waiting %" PRIu64 "\ngrants %" PRIu64
+		"\nlosses %" PRIu64 "\n"
 		"expirations %" PRIu64 "\nuptime_s %lld\nversion %s\n",
 		info_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
 		session_hosts(fs->session), st.server[0] ? st.server : "-",
-		session_base(fs->session), st.held, st.waiting, st.grants,
-		st.losses, st.expirations,
+		session_base(fs->session), st.held, st.waiting, st.leases_held,
+		st.leases_waiting, st.grants, st.losses, st.expirations,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
 		return fs_reply_err(req, ENOMEM);
@@ -158,8 +160,30 @@ struct info_holders_ctx {
 	char dir[];
 };
 
+/* The semaphore's line, when leases are queued: its limit, how many
+ * leases hold and how many more may. */
+static void info_lease_line(FILE *out, const struct holders_node *nodes,
+			    size_t n, unsigned limit)
+{
+	size_t leases = 0, held = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (nodes[i].mode != ZKL_MODE_LEASE)
+			continue;
+		leases++;
+		held += nodes[i].state == HOLDERS_HELD;
+	}
+	if (leases == 0)
+		return;
+	if (limit == 0)
+		fprintf(out, "limit - held %zu free -\n", held);
+	else
+		fprintf(out, "limit %u held %zu free %zu\n", limit, held,
+			held < limit ? limit - held : 0);
+}
+
 static void info_holders_listed(int err, const struct holders_node *nodes,
-				size_t n, void *arg)
+				size_t n, unsigned limit, void *arg)
 {
 	struct info_holders_ctx *ctx = arg;
 	struct timespec now;
@@ -181,6 +205,7 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 		info_holder_line(out, &nodes[i],
 				 (int64_t)now.tv_sec * 1000 +
 					 now.tv_nsec / 1000000);
+	info_lease_line(out, nodes, n, limit);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
 	if (info_close(out, &text) != 0)
 		fs_reply_err(ctx->open.req, ENOMEM);

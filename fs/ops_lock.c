@@ -43,6 +43,31 @@ static void lockfile_close(struct lockfile *lf)
 		lockfile_put(lf);
 }
 
+/* The kernel opens a file itself, with flags exactly O_RDONLY, to ask it
+ * an ioctl's file attributes (lsattr's FS_IOC_GETFLAGS, chattr); every
+ * open from a process carries the kernel's O_LARGEFILE bit on a 64-bit
+ * kernel.  Such an open must not queue a lock: the caller may hold this
+ * very lock through the descriptor it asks about, and would wait for
+ * itself.  It holds nothing, like an open of `lock`. */
+static int lockfile_open_is_the_kernels(const struct fuse_file_info *fi)
+{
+	return fi->flags == O_RDONLY;
+}
+
+/* Does this open wait for a lock?  Not on `lock`, not the kernel's own
+ * open, and on `lease` only an open for writing: flock(1) opens its file
+ * read-only (O_CREAT and O_NOCTTY never reach a FUSE daemon), and its -w
+ * and -n must govern the wait, which they can only if open() does not
+ * wait first.  So `exec 9>lease` takes a lease, and `flock -w 10 lease
+ * cmd` takes one by flock(2). */
+static int lockfile_open_takes_a_lock(enum tree_kind kind,
+				      const struct fuse_file_info *fi)
+{
+	if (kind == TREE_LOCK || lockfile_open_is_the_kernels(fi))
+		return 0;
+	return kind != TREE_LEASE || (fi->flags & O_ACCMODE) != O_RDONLY;
+}
+
 static void lockfile_reply_opened(struct lockfile *lf, fuse_req_t req)
 {
 	int rc;
@@ -51,12 +76,13 @@ static void lockfile_reply_opened(struct lockfile *lf, fuse_req_t req)
 	lf->fi.direct_io = 1;
 	lf->fi.nonseekable = 1;
 	lf->fi.keep_cache = 0;
-	/* The lock of a read or write file belongs to its description and
-	 * ends at RELEASE; no fcntl lock lives on these files while that lock
-	 * is held (fcntl is answered from it), so a close has nothing to
-	 * report: spare every close() a FLUSH round trip (Linux >= 5.16).
-	 * The neutral lock file keeps FLUSH: fcntl locks end at any close. */
-	lf->fi.noflush = tree_kind_of(lf->ino) != TREE_LOCK;
+	/* The lock an open takes belongs to its description and ends at
+	 * RELEASE; no fcntl lock lives on the file while that lock is held
+	 * (fcntl is answered from it), so a close has nothing to report:
+	 * spare every close() a FLUSH round trip (Linux >= 5.16).  An open
+	 * that takes no lock keeps FLUSH: fcntl locks end at any close. */
+	lf->fi.noflush =
+		lockfile_open_takes_a_lock(tree_kind_of(lf->ino), &lf->fi);
 	if (lf->is_create)
 		rc = fuse_reply_create(req, &lf->entry, &lf->fi);
 	else
@@ -99,17 +125,6 @@ static const struct waiter_ops lockfile_open_ops = {
 	.failed = lockfile_open_failed,
 };
 
-/* The kernel opens a file itself, with flags exactly O_RDONLY, to ask it
- * an ioctl's file attributes (lsattr's FS_IOC_GETFLAGS, chattr); every
- * open from a process carries the kernel's O_LARGEFILE bit on a 64-bit
- * kernel.  Such an open must not queue a lock: the caller may hold this
- * very lock through the descriptor it asks about, and would wait for
- * itself.  It holds nothing, like an open of `lock`. */
-static int lockfile_open_is_the_kernels(const struct fuse_file_info *fi)
-{
-	return fi->flags == O_RDONLY;
-}
-
 void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		   const struct fuse_entry_param *create_entry)
 {
@@ -133,14 +148,16 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	list_add_tail(&fs->lockfiles, &lf->link);
 	pthread_mutex_unlock(&fs->lock);
 
-	if (kind == TREE_LOCK || lockfile_open_is_the_kernels(fi)) {
+	if (!lockfile_open_takes_a_lock(kind, fi)) {
 		pthread_mutex_lock(&fs->lock);
 		lf->state = LF_OPEN;
 		pthread_mutex_unlock(&fs->lock);
 		return lockfile_reply_opened(lf, req);
 	}
 	waiter_park(req, &lockfile_open_ops, lf,
-		    kind == TREE_WRITE ? ZKL_MODE_WRITE : ZKL_MODE_READ,
+		    kind == TREE_WRITE  ? ZKL_MODE_WRITE
+		    : kind == TREE_READ ? ZKL_MODE_READ
+					: ZKL_MODE_LEASE,
 		    (fi->flags & O_NONBLOCK) ? LOCKREQ_TRY : 0, 0);
 }
 

@@ -17,9 +17,10 @@
 #include "znodename.h"
 
 static const char *const tree_file_names[] = {
-	[TREE_WRITE] = "write", [TREE_READ] = "read",
-	[TREE_LOCK] = "lock",   [TREE_HOLDERS] = "holders",
-	[TREE_LIMIT] = "limit", [TREE_STATUS] = ".status",
+	[TREE_WRITE] = "write",     [TREE_READ] = "read",
+	[TREE_LEASE] = "lease",     [TREE_LOCK] = "lock",
+	[TREE_HOLDERS] = "holders", [TREE_LIMIT] = "limit",
+	[TREE_STATUS] = ".status",
 };
 
 #define TREE_NFILES (sizeof(tree_file_names) / sizeof(tree_file_names[0]))
@@ -28,9 +29,6 @@ const char *tree_kind_name(enum tree_kind kind)
 {
 	return (size_t)kind < TREE_NFILES ? tree_file_names[kind] : NULL;
 }
-
-/* Names of files other issues add; reserved now so no resource takes them. */
-static const char *const tree_reserved_names[] = { "lease" };
 
 enum tree_name_class tree_classify(const char *name, int is_root,
 				   enum tree_kind *kind)
@@ -54,11 +52,6 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 			return TREE_NAME_FILE;
 		}
 	}
-	for (size_t k = 0;
-	     k < sizeof(tree_reserved_names) / sizeof(tree_reserved_names[0]);
-	     k++)
-		if (strcmp(name, tree_reserved_names[k]) == 0)
-			return TREE_NAME_INVALID;
 	if (names_parse(name, &node) == 0)
 		return TREE_NAME_INVALID;
 	return TREE_NAME_RESOURCE;

@@ -21,12 +21,13 @@ enum tree_kind {
 	TREE_DIR = 0,     /* the resource itself */
 	TREE_WRITE = 1,   /* <resource>/write */
 	TREE_READ = 2,    /* <resource>/read */
-	TREE_LOCK = 3,    /* <resource>/lock: opens at once, for flock/fcntl */
-	TREE_HOLDERS = 4, /* <resource>/holders: who holds and waits (text) */
-	TREE_LIMIT = 5,   /* <resource>/limit: the semaphore's N (text, and
+	TREE_LEASE = 3,   /* <resource>/lease: one of the semaphore's N */
+	TREE_LOCK = 4,    /* <resource>/lock: opens at once, for flock/fcntl */
+	TREE_HOLDERS = 5, /* <resource>/holders: who holds and waits (text) */
+	TREE_LIMIT = 6,   /* <resource>/limit: the semaphore's N (text, and
 			   * written to set it) */
 	TREE_LAST_FILE = TREE_LIMIT, /* files of every resource: 1..this */
-	TREE_STATUS = 6, /* MOUNT/.status: the session (text), root only */
+	TREE_STATUS = 7, /* MOUNT/.status: the session (text), root only */
 	TREE_KIND_MAX = 15,
 };
 
@@ -40,6 +41,13 @@ static inline int tree_kind_is_info(enum tree_kind kind)
 static inline int tree_kind_is_text(enum tree_kind kind)
 {
 	return tree_kind_is_info(kind) || kind == TREE_LIMIT;
+}
+
+/* The lock files: an open or a flock of them queues a request. */
+static inline int tree_kind_is_lock(enum tree_kind kind)
+{
+	return kind == TREE_WRITE || kind == TREE_READ || kind == TREE_LEASE ||
+	       kind == TREE_LOCK;
 }
 
 /* An entry holds its own znode name, not its path, so that its size does

@@ -6,6 +6,7 @@
  */
 #include "holders.h"
 #include "internal.h"
+#include "limit.h"
 #include "lockrule.h"
 #include "resource.h"
 #include "zkerr.h"
@@ -38,6 +39,7 @@ struct holders_query {
 	struct holders_read *reads; /* parallel to nodes */
 	char **names;               /* copies of the listed names */
 	size_t nnames;
+	unsigned limit; /* read when leases are queued: 0 if not a limit */
 	char dir[];
 };
 
@@ -82,13 +84,16 @@ static void holders_answer(struct holders_query *q)
 			.data = r->data,
 			.len = r->len,
 		};
-		if (lockrule_watch(q->nodes, gone, 0, i, 1) < 0)
+		if (q->nodes[i].mode == ZKL_MODE_LEASE
+			    ? lockrule_count_ahead(q->nodes, gone, 0, i) <
+				      q->limit
+			    : lockrule_watch(q->nodes, gone, 0, i, 1) < 0)
 			out[m].state = HOLDERS_HELD;
 		else
 			out[m].state = HOLDERS_WAITING;
 		m++;
 	}
-	q->cb(q->err, q->err ? NULL : out, q->err ? 0 : m, q->arg);
+	q->cb(q->err, q->err ? NULL : out, q->err ? 0 : m, q->limit, q->arg);
 	free(out);
 	free(gone);
 	holders_free(q);
@@ -119,6 +124,30 @@ static void holders_on_data(int rc, const char *value, int len,
 		}
 	}
 	holders_read_done(r->q);
+}
+
+static void holders_on_limit(int rc, const char *value, int len,
+			     const struct Stat *st, const void *data)
+{
+	struct holders_query *q = (struct holders_query *)data;
+
+	(void)st;
+	q->limit = 1; /* no resource, no data: never set */
+	if (rc == ZOK &&
+	    limit_parse(value, len > 0 ? (size_t)len : 0, 1, &q->limit) < 0)
+		q->limit = 0;
+	else if (rc != ZOK && rc != ZNONODE && q->err == 0)
+		q->err = zkerr_errno(rc);
+	holders_read_done(q);
+}
+
+/* Are leases queued?  Then their state needs the limit. */
+static int holders_has_leases(const struct holders_query *q)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (q->nodes[i].mode == ZKL_MODE_LEASE)
+			return 1;
+	return 0;
 }
 
 /* Keep copies of the names; parse the lock nodes of every tool into queue
@@ -165,6 +194,14 @@ static void holders_on_listed(int err, char *const *names, size_t n, void *arg)
 			if (q->err == 0)
 				q->err = zkerr_errno(rc);
 			q->pending--;
+		}
+	}
+	if (holders_has_leases(q)) {
+		q->pending++;
+		if (zoo_aget(s->zh, q->dir, 0, holders_on_limit, q) != ZOK) {
+			q->pending--;
+			if (q->err == 0)
+				q->err = -EIO;
 		}
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -15,7 +15,8 @@
 #include "session.h"
 
 enum holders_state {
-	HOLDERS_HELD, /* nothing it must wait for is ahead of it */
+	HOLDERS_HELD, /* nothing it must wait for is ahead of it (a lease:
+		       * fewer leases than the limit) */
 	HOLDERS_WAITING,
 };
 
@@ -32,9 +33,11 @@ struct holders_node {
 
 /* err: 0, or -errno from zkerr_errno (a missing resource is 0 and no
  * node).  nodes[0..n) and what they point to are valid only during the
- * call: every tool's lock nodes in queue order (holders before waiters). */
+ * call: every tool's lock nodes in queue order (holders before waiters).
+ * limit: if leases are queued, the resource's limit, read with them (0
+ * if its data is not a limit: no lease holds then); else 0. */
 typedef void (*holders_fn)(int err, const struct holders_node *nodes, size_t n,
-			   void *arg);
+			   unsigned limit, void *arg);
 
 /* List the resource znode `dir` and read every lock node in it.  cb runs
  * once, on ZooKeeper's completion thread, unless this returns -errno. */

@@ -66,9 +66,9 @@ struct zkl_member_ops {
 	 * session (requeue) or fails with -ENOTCONN (no next session). */
 	void (*expired_locked)(struct zkl_member *m, int requeue,
 			       struct zkl_link *lost, struct zkl_link *notify);
-	/* Count m into *held or *waiting if it is either. */
-	void (*count_locked)(const struct zkl_member *m, uint64_t *held,
-			     uint64_t *waiting);
+	/* Count m into the held or waiting counters of st, if it is either. */
+	void (*count_locked)(const struct zkl_member *m,
+			     struct zkl_session_stats *st);
 };
 struct zkl_member {
 	const struct zkl_member_ops *ops;

@@ -4,6 +4,7 @@
  */
 #include "lockquery.h"
 #include "internal.h"
+#include "limit.h"
 #include "lockrule.h"
 #include "resource.h"
 #include "zkerr.h"
@@ -23,6 +24,8 @@ struct lockquery {
 	size_t nskip;
 	char skip[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
 	int attempts;
+	unsigned limit; /* a lease's: read just before each listing */
+	int limit_err;
 	struct lockquery_answer answer;
 	char *node_path; /* of the blocker, while its data is read */
 	lockquery_fn cb;
@@ -39,11 +42,37 @@ static void lq_finish(struct lockquery *q, int err)
 
 static void lq_on_listed(int err, char *const *names, size_t n, void *arg);
 
+/* A lease's limit; its reply comes before the listing sent after it. */
+static void lq_on_limit(int rc, const char *value, int len,
+			const struct Stat *st, const void *data)
+{
+	struct lockquery *q = (struct lockquery *)data;
+
+	(void)st;
+	q->limit = 1; /* no resource, no data: never set */
+	q->limit_err = 0;
+	if (rc == ZOK &&
+	    limit_parse(value, len > 0 ? (size_t)len : 0, 1, &q->limit) < 0)
+		q->limit_err = -EIO; /* its data is not a limit */
+	else if (rc != ZOK && rc != ZNONODE)
+		q->limit_err = zkerr_errno(rc);
+}
+
 /* The completion may run, and free q, before resource_list returns: after
  * the call, only locals.  Returns 0 or -errno (then q is still ours). */
 static int lq_send_list(struct lockquery *q)
 {
 	q->attempts++;
+	if (q->mode == ZKL_MODE_LEASE) {
+		struct zkl_session *s = q->s;
+		int rc;
+
+		pthread_mutex_lock(&s->lock);
+		rc = zoo_aget(s->zh, q->dir, 0, lq_on_limit, q);
+		pthread_mutex_unlock(&s->lock);
+		if (rc != ZOK)
+			return zkerr_errno(rc);
+	}
 	return resource_list(q->s, q->dir, lq_on_listed, q);
 }
 
@@ -87,6 +116,8 @@ static void lq_on_listed(int err, char *const *names, size_t count, void *arg)
 	memset(&q->answer, 0, sizeof(q->answer));
 	if (err == -ENOENT) /* no resource, so no lock on it */
 		return lq_finish(q, 0);
+	if (err == 0 && q->limit_err < 0)
+		err = q->limit_err;
 	if (err < 0)
 		return lq_finish(q, err);
 	nodes = malloc((count + 1) * sizeof(*nodes));
@@ -95,7 +126,7 @@ static void lq_on_listed(int err, char *const *names, size_t count, void *arg)
 	for (size_t k = 0; k < q->nskip; k++)
 		skip[k] = q->skip[k];
 	n = lockrule_collect(names, count, LOCKRULE_QUEUED_STYLES, nodes);
-	i = lockrule_first_blocker(nodes, n, q->mode, 1, skip, q->nskip);
+	i = lockrule_first_blocker(nodes, n, q->mode, q->limit, skip, q->nskip);
 	if (i < 0) {
 		free(nodes);
 		return lq_finish(q, 0);
@@ -133,6 +164,7 @@ int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		return -ENOMEM;
 	q->s = s;
 	q->mode = mode;
+	q->limit = 1;
 	q->nskip = nskip;
 	for (size_t k = 0; k < nskip; k++)
 		snprintf(q->skip[k], sizeof(q->skip[k]), "%s", skip[k]);

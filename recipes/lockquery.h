@@ -28,7 +28,8 @@ struct lockquery_answer {
 typedef void (*lockquery_fn)(int err, const struct lockquery_answer *a,
 			     void *arg);
 
-/* Ask about a request of `mode` on the resource znode `dir`, ignoring the
+/* Ask about a request of `mode` on the resource znode `dir` (for a lease,
+ * under the resource's limit, read with the listing), ignoring the
  * nodes whose tag is in skip[0..nskip) (NUL-ended, NAMES_TAG_MAX at most).
  * cb runs once, on ZooKeeper's completion thread, unless this returns
  * -errno. */

@@ -171,17 +171,20 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	lr_leave_locked(lr, notify);
 }
 
-static void lr_count(const struct zkl_member *m, uint64_t *held,
-		     uint64_t *waiting)
+static void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 {
 	const struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+	int lease = lr->mode == ZKL_MODE_LEASE;
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	if (lr->outcome == LR_HELD && !lr->lost)
-		++*held;
-	else if (lr->outcome == LR_PENDING)
-		++*waiting;
+	if (lr->outcome == LR_HELD && !lr->lost) {
+		st->held++;
+		st->leases_held += lease;
+	} else if (lr->outcome == LR_PENDING) {
+		st->waiting++;
+		st->leases_waiting += lease;
+	}
 }
 
 void lr_wire_watches(struct zkl_lockreq *lr)

@@ -72,10 +72,11 @@ struct zkl_session_stats {
 	int64_t session_id;
 	int timeout_ms;   /* as the server granted it */
 	char server[128]; /* the server connected to (or being tried) */
-	uint64_t held;    /* lock requests holding now */
+	uint64_t held;    /* lock requests holding now (leases included) */
 	uint64_t waiting; /* ... queued or about to be */
-	uint64_t grants;  /* since the mount, over all its sessions */
-	uint64_t losses;  /* held locks lost with an expired session */
+	uint64_t leases_held, leases_waiting; /* of those, the leases */
+	uint64_t grants; /* since the mount, over all its sessions */
+	uint64_t losses; /* held locks lost with an expired session */
 	uint64_t expirations;
 };
 

@@ -42,7 +42,7 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	snprintf(out->server, sizeof(out->server), "%s", server ? server : "");
 	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
 		struct zkl_member *m = member_of_live(l);
-		m->ops->count_locked(m, &out->held, &out->waiting);
+		m->ops->count_locked(m, out);
 	}
 	out->grants = s->grants;
 	out->losses = s->losses;

@@ -1,11 +1,16 @@
 """Semaphores: MOUNT/<res>/limit keeps N in ZooKeeper for every host, and
 MOUNT/<res>/lease takes one of N leases."""
 import errno
+import fcntl
 import os
+import signal
+import struct
 import subprocess
 
 import pytest
 
+from harness import Locker, lock_nodes, wait_until
+from test_core import still_waiting
 from test_names_and_errors import expect_errno
 
 
@@ -66,6 +71,212 @@ def test_a_limit_another_client_stored_is_read(zk, base, m1):
     assert "its data is not a limit" in m1.log()
 
 
-def test_limit_is_no_resource_name(m1):
-    expect_errno(errno.EEXIST, os.mkdir, m1.path("jobs", "limit"))
-    expect_errno(errno.EINVAL, os.mkdir, m1.path("limit"))
+def test_limit_and_lease_are_no_resource_names(m1):
+    for name in ("limit", "lease"):
+        expect_errno(errno.EEXIST, os.mkdir, m1.path("jobs", name))
+        expect_errno(errno.EINVAL, os.mkdir, m1.path(name))
+    assert "lease" in os.listdir(m1.path("jobs"))
+
+
+def lease(mount, resource="jobs", flags="w"):
+    """A process that opens the resource's lease file (for writing: that
+    open waits for a lease)."""
+    return Locker(mount.path(resource, "lease"), flags)
+
+
+def leases_of(zk, base, resource="jobs"):
+    return [n for n in lock_nodes(zk, f"{base}/{resource}")
+            if "-lease-" in n]
+
+
+def test_two_leases_of_two_are_held_across_hosts_and_a_third_waits(
+        zk, base, m1, m2):
+    write_limit(m1, "jobs", "2")
+    assert read_limit(m2, "jobs") == "2\n"
+    a = lease(m1)
+    a.granted()
+    b = lease(m2)
+    b.granted()
+    c = lease(m1)
+    assert still_waiting(c), "a third lease granted with a limit of 2"
+    t = lease(m2, flags="wn")
+    assert t.wait_result() == "err EAGAIN", "a try of a third lease"
+    t.close()
+    wait_until(lambda: len(leases_of(zk, base)) == 3, 10,
+               "the failed try's node to go")
+    b.close()  # the other host's return grants the waiter
+    c.granted()
+    t = lease(m2, flags="wn")
+    assert t.wait_result() == "err EAGAIN", "full again: a and c hold"
+    t.close()
+    a.close()
+    t = lease(m2, flags="wn")
+    t.granted()
+    t.close()
+    c.close()
+
+
+def test_a_lease_reads_as_its_token_and_mode_and_keeps_a_note(zk, m1):
+    h = lease(m1, flags="rw")
+    h.granted()
+    fields = h.command("read").split("|")
+    info = dict(f.split(" ", 1) for f in fields[1:])
+    assert info["mode"] == "lease"
+    assert "-lease-" in info["node"]
+    data, stat = zk.get(info["node"])
+    assert stat.czxid == int(fields[0])
+    assert stat.version >= 1, "a granted lease marks its node"
+    assert h.command("note batch 7") == "ok"
+    assert b"batch 7" in zk.get(info["node"])[0]
+    h.close()
+
+
+def test_raising_the_limit_grants_at_once_and_lowering_takes_nothing(
+        zk, base, m1, m2):
+    a = lease(m1)
+    a.granted()
+    b = lease(m2)
+    assert still_waiting(b), "a second lease with no limit set (1)"
+    write_limit(m1, "jobs", "2")  # on the other host
+    b.granted()
+    write_limit(m2, "jobs", "1")
+    c = lease(m1)
+    assert still_waiting(c), "granted while two held a limit of 1"
+    a.close()
+    assert still_waiting(c), "granted while one held a limit of 1"
+    b.close()
+    c.granted()
+    c.close()
+
+
+def test_a_read_only_open_of_lease_takes_nothing(zk, base, m1, m2):
+    """flock(1) opens its file read-only: its -w and -n must govern the
+    wait, so that open returns at once and holds nothing."""
+    a = lease(m2)
+    a.granted()
+    with open(m1.path("jobs", "lease")) as f:
+        assert f.read() == "", "no lease, no token"
+    assert len(leases_of(zk, base)) == 1
+    a.close()
+
+
+def test_flock_takes_a_lease_with_its_timeout_and_its_try(zk, base, m1, m2):
+    write_limit(m1, "jobs", "2")
+    path = m1.path("jobs", "lease")
+    a, b = lease(m2), lease(m2)
+    a.granted()
+    b.granted()
+    res = subprocess.run(["flock", "-n", path, "true"], timeout=30)
+    assert res.returncode == 1, "flock -n with both leases held"
+    res = subprocess.run(["flock", "-w", "1", path, "true"], timeout=30)
+    assert res.returncode == 1, "flock -w 1 with both leases held"
+    assert len(leases_of(zk, base)) == 2, "a failed flock left its node"
+    # -s and -x alike take a lease: one of the two returns, and flock holds
+    # it while its command runs (a try of the second then fails).
+    holder = subprocess.Popen(
+        ["flock", "-s", "-w", "10", path, "sh", "-c",
+         f"flock -n -x {path} true; echo $?; read x"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        a.close()
+        assert holder.stdout.readline().strip() == "1", \
+            "a second lease while flock's and b's held a limit of 2"
+        assert len(leases_of(zk, base)) == 2
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert holder.returncode == 0
+    b.close()
+    wait_until(lambda: not leases_of(zk, base), 10, "every lease to go")
+
+
+def test_kill_9_of_a_holder_and_of_a_waiter(zk, base, m1, m2):
+    a = lease(m1)
+    a.granted()
+    w1 = lease(m2)
+    w2 = lease(m1)
+    wait_until(lambda: len(leases_of(zk, base)) == 3, 10, "two waiters")
+    assert still_waiting(w1) and still_waiting(w2, 0)
+    w1.kill(signal.SIGKILL)  # a waiter: its place goes, nobody is granted
+    wait_until(lambda: len(leases_of(zk, base)) == 2, 10,
+               "the killed waiter's node to go")
+    assert still_waiting(w2)
+    a.kill(signal.SIGKILL)  # the holder: the lease passes on
+    w2.granted()
+    w2.close()
+    wait_until(lambda: not leases_of(zk, base), 10, "every lease to go")
+
+
+def test_an_interrupted_waiter_leaves_nothing(zk, base, m1, m2):
+    a = lease(m2)
+    a.granted()
+    w = Locker(m1.path("jobs", "lease"), "w", ["--alarm", "1"])
+    assert w.wait_result(15) == "err EINTR"
+    w.close()
+    wait_until(lambda: len(leases_of(zk, base)) == 1, 10,
+               "the interrupted waiter's node to go")
+    late = lease(m1)
+    assert still_waiting(late)
+    a.close()
+    late.granted()
+    late.close()
+
+
+def status_of(mount):
+    with open(os.path.join(mount.mountpoint, ".status")) as f:
+        return dict(line.split(" ", 1) for line in f.read().splitlines())
+
+
+def test_holders_and_status_show_the_leases(zk, base, m1, m2):
+    write_limit(m1, "jobs", "2")
+    a, b = lease(m1), lease(m2)
+    a.granted()
+    b.granted()
+    c = lease(m1)
+    assert still_waiting(c)
+    with open(m2.path("jobs", "holders")) as f:
+        lines = f.read().splitlines()
+    nodes = [line.split(" ") for line in lines[:-1]]
+    assert [(n[0], n[1]) for n in nodes] == [
+        ("held", "lease"), ("held", "lease"), ("waiting", "lease")], lines
+    assert all(len(n) == 11 for n in nodes), lines
+    assert lines[-1] == "limit 2 held 2 free 0", lines
+    status = status_of(m1)
+    assert status["leases_held"] == "1" and status["leases_waiting"] == "1", \
+        status
+    write_limit(m2, "jobs", "4")
+    c.granted()
+    with open(m1.path("jobs", "holders")) as f:
+        assert f.read().splitlines()[-1] == "limit 4 held 3 free 1"
+    for h in (a, b, c):
+        h.close()
+    with open(m1.path("jobs", "holders")) as f:
+        assert f.read() == "", "no leases, no line"
+
+
+def test_fcntl_locks_on_a_lease_file_are_leases(zk, base, m1, m2):
+    """F_SETLK takes a lease (F_RDLCK here: the descriptor is read-only, as
+    an open that takes no lease must be); F_GETLK answers under the
+    limit."""
+    write_limit(m1, "jobs", "2")
+    a = lease(m2)
+    a.granted()
+    fd = os.open(m1.path("jobs", "lease"), os.O_RDONLY)
+    try:
+        probe = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
+        got = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, probe))
+        assert got[0] == fcntl.F_UNLCK, "one lease of two is free"
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        assert len(leases_of(zk, base)) == 2
+        other = os.open(m2.path("jobs", "lease"), os.O_RDONLY)
+        try:
+            got = struct.unpack("hhqqi",
+                                fcntl.fcntl(other, fcntl.F_GETLK, probe))
+            assert got[0] == fcntl.F_WRLCK, "both leases taken"
+            expect_errno(errno.EAGAIN, fcntl.lockf, other,
+                         fcntl.LOCK_SH | fcntl.LOCK_NB)
+        finally:
+            os.close(other)
+    finally:
+        os.close(fd)  # the POSIX lock ends with any close
+    a.close()
+    wait_until(lambda: not leases_of(zk, base), 10, "every lease to go")

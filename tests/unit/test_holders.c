@@ -15,6 +15,7 @@ struct answer {
 	int calls;
 	int err;
 	size_t n;
+	unsigned limit;
 	struct {
 		char name[128];
 		enum holders_state state;
@@ -26,13 +27,14 @@ struct answer {
 };
 
 static void on_holders(int err, const struct holders_node *nodes, size_t n,
-		       void *arg)
+		       unsigned limit, void *arg)
 {
 	struct answer *a = arg;
 
 	a->calls++;
 	a->err = err;
 	a->n = n;
+	a->limit = limit;
 	cr_assert_leq(n, 8);
 	for (size_t i = 0; i < n; i++) {
 		strcpy(a->nodes[i].name, nodes[i].name);
@@ -121,5 +123,53 @@ Test(holders, a_failed_read_fails_the_whole_answer)
 	cr_assert_eq(a.calls, 1);
 	cr_assert_eq(a.err, -EAGAIN, "no half-true answer");
 	cr_assert_eq(a.n, 0);
+	fake_session_free(s);
+}
+
+Test(holders, leases_hold_below_the_limit_read_with_them)
+{
+	struct zkl_session *s = fake_session();
+	static const char *const listing[] = {
+		OURS("a", "lease", "0000000001"),
+		OURS("b", "write", "0000000002"),
+		OURS("c", "lease", "0000000003"),
+		OURS("d", "lease", "0000000004"),
+	};
+	struct answer a = { 0 };
+
+	cr_assert_eq(holders_start(s, "/b/r", on_holders, &a), 0);
+	fake_complete_children(ZOK, listing, 4);
+	cr_assert_eq(fake_pending(), 5, "the nodes, and the resource's limit");
+	for (int i = 0; i < 4; i++)
+		fake_complete_read(ZOK, "pid 1\n", 1 + i, 0);
+	cr_assert_str_eq(fake_peek(FAKE_READ)->path, "/b/r");
+	fake_complete_read(ZOK, "2", 9, 0);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_eq(a.err, 0);
+	cr_assert_eq(a.limit, 2);
+	cr_assert_eq(a.nodes[0].state, HOLDERS_HELD);
+	cr_assert_eq(a.nodes[0].mode, ZKL_MODE_LEASE);
+	cr_assert_eq(a.nodes[1].state, HOLDERS_HELD,
+		     "a writer does not wait for leases");
+	cr_assert_eq(a.nodes[2].state, HOLDERS_HELD, "two leases of two");
+	cr_assert_eq(a.nodes[3].state, HOLDERS_WAITING);
+	fake_session_free(s);
+}
+
+Test(holders, leases_with_no_limit_readable_all_wait)
+{
+	struct zkl_session *s = fake_session();
+	static const char *const listing[] = {
+		OURS("a", "lease", "0000000001"),
+	};
+	struct answer a = { 0 };
+
+	cr_assert_eq(holders_start(s, "/b/r", on_holders, &a), 0);
+	fake_complete_children(ZOK, listing, 1);
+	fake_complete_read(ZOK, "pid 1\n", 1, 0);
+	fake_complete_read(ZOK, "five", 9, 0);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_eq(a.limit, 0, "not a limit");
+	cr_assert_eq(a.nodes[0].state, HOLDERS_WAITING);
 	fake_session_free(s);
 }

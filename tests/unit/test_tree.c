@@ -41,8 +41,9 @@ Test(tree, classifies_names)
 	cr_assert_eq(tree_classify("lock", 0, &kind), TREE_NAME_FILE);
 	cr_assert_eq(kind, TREE_LOCK);
 	cr_assert_eq(tree_classify("lock", 1, &kind), TREE_NAME_INVALID);
-	cr_assert_eq(tree_classify("lease", 0, &kind), TREE_NAME_INVALID,
-		     "reserved for the semaphore files");
+	cr_assert_eq(tree_classify("lease", 0, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_LEASE);
+	cr_assert_eq(tree_classify("lease", 1, &kind), TREE_NAME_INVALID);
 	cr_assert_eq(tree_classify("holders", 0, &kind), TREE_NAME_FILE);
 	cr_assert_eq(kind, TREE_HOLDERS);
 	cr_assert_eq(tree_classify("holders", 1, &kind), TREE_NAME_INVALID);
