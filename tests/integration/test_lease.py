@@ -11,6 +11,7 @@ import pytest
 
 from harness import Locker, lock_nodes, wait_until
 from test_core import still_waiting
+from test_faults import paused  # noqa: F401 (a fixture)
 from test_names_and_errors import expect_errno
 
 
@@ -280,3 +281,36 @@ def test_fcntl_locks_on_a_lease_file_are_leases(zk, base, m1, m2):
         os.close(fd)  # the POSIX lock ends with any close
     a.close()
     wait_until(lambda: not leases_of(zk, base), 10, "every lease to go")
+
+
+def test_an_expired_session_loses_its_lease_and_requeues_its_waiter(
+        zk, base, mounts, paused):
+    m1 = mounts.new("-o", "on_lost=signal:USR1")
+    m2 = mounts.new()
+    holder = Locker(m1.path("jobs", "lease"), "rw",
+                    extra=["--trap", "SIGUSR1"])
+    holder.granted()
+    other = lease(m2, "pool")
+    other.granted()
+    waiter = lease(m1, "pool", "rw")  # queued on m1's session
+    wait_until(lambda: len(leases_of(zk, base, "pool")) == 2, 10,
+               "m1's waiter to queue")
+    rival = lease(m2)
+    assert still_waiting(rival)
+
+    paused.append(m1)
+    os.kill(m1.proc.pid, signal.SIGSTOP)  # no heartbeats: it expires
+    rival.granted(timeout=20)  # ZooKeeper freed the lease
+    os.kill(m1.proc.pid, signal.SIGCONT)
+
+    assert holder.next_line(20, "on_lost signal") == "signal SIGUSR1"
+    assert holder.command("read") == "err EIO"
+    wait_until(lambda: status_of(m1)["state"] == "connected", 20,
+               "m1's new session")
+    assert waiter.poll_result() is None, "the waiter noticed the expiry"
+    other.close()
+    waiter.granted()
+    assert "mode lease" in waiter.command("read")
+    assert len(leases_of(zk, base)) == 1, "a lost lease taken back"
+    for h in (holder, rival, waiter):
+        h.close()
