@@ -39,8 +39,19 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	char guid[NAMES_TAG_MAX + 1];
 	struct zkl_lockreq *lr;
 	size_t dirlen = strlen(dir), pathlen;
-	int rc = names_tag_new(s->dialect, guid);
+	int rc;
 
+	if (mode == ZKL_MODE_LEASE && s->dialect != ZKL_STYLE_ZKLOCKFS) {
+		/* Curator's and kazoo's semaphores keep their leases elsewhere
+		 * and behind a lock of their own: a lease of ours beside the
+		 * locks would be invisible to them. */
+		log_msg(LOG_WARNING,
+			"dialect=%s has no leases yet: %s/lease is refused "
+			"(the default dialect has them)",
+			names_style_str(s->dialect), dir);
+		return -EOPNOTSUPP;
+	}
+	rc = names_tag_new(s->dialect, guid);
 	if (rc < 0)
 		return rc;
 	rc = names_format_prefix(prefix, sizeof(prefix), s->dialect, mode,

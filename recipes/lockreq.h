@@ -37,7 +37,9 @@ enum lockreq_flags {
 
 /* Prepare a request for a lock on the resource znode `dir` (absolute, under
  * the session's base).  `data` (copied) becomes the node's content.
- * Returns 0 or -ENOMEM / -ENAMETOOLONG; *out owns one owner reference. */
+ * Returns 0 or -ENOMEM / -ENAMETOOLONG, or -EOPNOTSUPP for a lease on a
+ * session of another dialect than zklockfs's; *out owns one owner
+ * reference. */
 int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		unsigned flags, const void *data, size_t datalen,
 		lockreq_done_fn done, void *arg, struct zkl_lockreq **out);

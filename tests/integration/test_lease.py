@@ -314,3 +314,15 @@ def test_an_expired_session_loses_its_lease_and_requeues_its_waiter(
     assert len(leases_of(zk, base)) == 1, "a lost lease taken back"
     for h in (holder, rival, waiter):
         h.close()
+
+
+@pytest.mark.parametrize("dialect", ["curator", "kazoo"])
+def test_a_dialect_without_leases_refuses_them_and_says_so(
+        zk, base, mounts, dialect):
+    m = mounts.new("-o", f"dialect={dialect}")
+    h = lease(m)
+    # Linux's EOPNOTSUPP is ENOTSUP, which Python names first.
+    assert h.wait_result() == f"err {errno.errorcode[errno.EOPNOTSUPP]}"
+    h.close()
+    assert f"dialect={dialect} has no leases yet" in m.log()
+    assert not leases_of(zk, base)
