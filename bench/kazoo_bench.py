@@ -1,7 +1,7 @@
-"""kazoo's Lock (or WriteLock) acquire/release in a loop: the Python
-library zklockfs is compared with.
+"""kazoo's Lock (or WriteLock, or a Semaphore of 2 leases) acquire/release
+in a loop: the Python library zklockfs is compared with.
 
-    python3 kazoo_bench.py HOSTS PATH N [lock|write]
+    python3 kazoo_bench.py HOSTS PATH N [lock|write|semaphore]
 
 Prints the line bench/stats.c prints (first tenth left out); appends the
 samples to $ZKBENCH_SAMPLES if set, as stats.c does.
@@ -15,16 +15,19 @@ from kazoo.client import KazooClient
 
 
 def main():
-    if len(sys.argv) not in (4, 5) or sys.argv[4:] not in ([], ["lock"],
-                                                           ["write"]):
-        sys.exit("usage: kazoo_bench.py HOSTS PATH N [lock|write]")
+    if len(sys.argv) not in (4, 5) or sys.argv[4:] not in (
+            [], ["lock"], ["write"], ["semaphore"]):
+        sys.exit("usage: kazoo_bench.py HOSTS PATH N [lock|write|semaphore]")
     hosts, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     kind = sys.argv[4] if len(sys.argv) == 5 else "lock"
     logging.basicConfig(level=logging.ERROR)
     client = KazooClient(hosts=hosts, timeout=10)
     client.start(timeout=15)
     try:
-        lock = (client.WriteLock if kind == "write" else client.Lock)(path)
+        if kind == "semaphore":
+            lock = client.Semaphore(path, max_leases=2)
+        else:
+            lock = (client.WriteLock if kind == "write" else client.Lock)(path)
         us = []
         for _ in range(n):
             t0 = time.perf_counter()
