@@ -214,6 +214,14 @@ class Mount:
         with open(self.logpath) as f:
             return f.read()
 
+    def remove_log(self):
+        """Once the daemon was judged clean: nothing of a passing test is
+        left in $TMPDIR (a failure keeps its log, and quotes it)."""
+        try:
+            os.unlink(self.logpath)
+        except FileNotFoundError:
+            pass
+
     def exit_problem(self, status):
         """What is wrong with how the daemon ended ("" if nothing): a
         failing exit status (not after kill(), and not LeakSanitizer's for
@@ -393,6 +401,8 @@ class Mounts:
             problem = m.exit_problem(m.stop())
             if problem:
                 problems.append(problem)
+            else:
+                m.remove_log()
         assert not problems, "\n".join(problems)
 
 
