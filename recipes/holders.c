@@ -6,7 +6,6 @@
  */
 #include "holders.h"
 #include "internal.h"
-#include "limit.h"
 #include "lockrule.h"
 #include "resource.h"
 #include "zkerr.h"
@@ -131,13 +130,13 @@ static void holders_on_limit(int rc, const char *value, int len,
 {
 	struct holders_query *q = (struct holders_query *)data;
 
+	int err = resource_limit_of_reply(rc, value, len, &q->limit);
+
 	(void)st;
-	q->limit = 1; /* no resource, no data: never set */
-	if (rc == ZOK &&
-	    limit_parse(value, len > 0 ? (size_t)len : 0, 1, &q->limit) < 0)
+	if (err == -EBADMSG)
 		q->limit = 0;
-	else if (rc != ZOK && rc != ZNONODE && q->err == 0)
-		q->err = zkerr_errno(rc);
+	else if (err < 0 && err != -ENOENT && q->err == 0)
+		q->err = err;
 	holders_read_done(q);
 }
 

@@ -4,7 +4,6 @@
  */
 #include "lockquery.h"
 #include "internal.h"
-#include "limit.h"
 #include "lockrule.h"
 #include "resource.h"
 #include "zkerr.h"
@@ -48,14 +47,11 @@ static void lq_on_limit(int rc, const char *value, int len,
 {
 	struct lockquery *q = (struct lockquery *)data;
 
+	int err = resource_limit_of_reply(rc, value, len, &q->limit);
+
 	(void)st;
-	q->limit = 1; /* no resource, no data: never set */
-	q->limit_err = 0;
-	if (rc == ZOK &&
-	    limit_parse(value, len > 0 ? (size_t)len : 0, 1, &q->limit) < 0)
-		q->limit_err = -EIO; /* its data is not a limit */
-	else if (rc != ZOK && rc != ZNONODE)
-		q->limit_err = zkerr_errno(rc);
+	/* No resource: nothing queued, and its limit would be 1. */
+	q->limit_err = err == -ENOENT ? 0 : err == -EBADMSG ? -EIO : err;
 }
 
 /* The completion may run, and free q, before resource_list returns: after

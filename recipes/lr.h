@@ -82,6 +82,10 @@ void lr_free(struct zkl_lockreq *lr);
 int lr_has_node(const struct zkl_lockreq *lr);
 const char *lr_node_name(const struct zkl_lockreq *lr);
 int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name);
+/* The path of the queue's node `name` into path.  Returns 0 or
+ * -ENAMETOOLONG. */
+int lr_child_path(const struct zkl_lockreq *lr, const char *name,
+		  char path[NAMES_MAX_NODE_PATH + 1]);
 void lr_unref_locked(struct zkl_lockreq *lr);
 void lr_put_locked(struct zkl_lockreq *lr);
 void lr_put(struct zkl_lockreq *lr);

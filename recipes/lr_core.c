@@ -160,14 +160,24 @@ void lr_ignore_void(int rc, const void *data)
 	(void)data;
 }
 
+int lr_child_path(const struct zkl_lockreq *lr, const char *name,
+		  char path[NAMES_MAX_NODE_PATH + 1])
+{
+	/* A cut path would name no node, or another one: a watch on it
+	 * would fire at once and its request look again, for ever. */
+	if ((size_t)snprintf(path, NAMES_MAX_NODE_PATH + 1, "%s/%s", lr->dir,
+			     name) > NAMES_MAX_NODE_PATH)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
 {
 	char path[NAMES_MAX_NODE_PATH + 1];
 
 	/* A second node with our GUID is a create that was retried after a
 	 * lost reply yet had succeeded: it would block the queue. */
-	if (snprintf(path, sizeof(path), "%s/%s", lr->dir, name) <
-	    (int)sizeof(path))
+	if (lr_child_path(lr, name, path) == 0)
 		zoo_adelete(lr->s->zh, path, -1, lr_ignore_void, NULL);
 }
 

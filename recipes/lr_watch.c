@@ -18,17 +18,6 @@ struct lr_ahead {
 	struct zkl_lockreq *lr;
 };
 
-static int lr_child_path(const struct zkl_lockreq *lr, const char *name,
-			 char path[NAMES_MAX_NODE_PATH + 1])
-{
-	/* A cut path would name no node: its watch would fire at once and
-	 * the request would list again, for ever. */
-	if ((size_t)snprintf(path, NAMES_MAX_NODE_PATH + 1, "%s/%s", lr->dir,
-			     name) > NAMES_MAX_NODE_PATH)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 int lr_watch_one(struct zkl_lockreq *lr, const char *name)
 {
 	char path[NAMES_MAX_NODE_PATH + 1];

@@ -4,7 +4,7 @@
  */
 #include "queue.h"
 #include "internal.h"
-#include "limit.h"
+#include "resource.h"
 #include "lockrule.h"
 #include "zkerr.h"
 
@@ -155,20 +155,15 @@ static void queue_on_limit(int rc, const char *value, int len,
 	struct zkl_session *s = q->s;
 	struct zkl_link notify;
 	unsigned n;
+	int err = resource_limit_of_reply(rc, value, len, &n);
 
 	(void)stat;
 	session_enter(s, &notify);
 	/* Not in flight: a reply of an expired session's handle. */
 	if (q->in_flight) {
-		if (rc != ZOK)
-			q->limit_err = zkerr_errno(rc);
-		else if (limit_parse(value, len > 0 ? (size_t)len : 0, 1, &n) <
-			 0)
-			q->limit_err = -EBADMSG;
-		else {
+		q->limit_err = err;
+		if (err == 0)
 			q->limit = n;
-			q->limit_err = 0;
-		}
 	}
 	queue_put_locked(q);
 	session_leave(s, &notify);

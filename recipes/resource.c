@@ -225,21 +225,26 @@ int resource_remove(struct zkl_session *s, const char *path,
 
 /* ---- the limit -------------------------------------------------------- */
 
+int resource_limit_of_reply(int rc, const char *value, int len, unsigned *n)
+{
+	*n = 1;
+	if (rc != ZOK)
+		return zkerr_errno(rc);
+	if (limit_parse(value, len > 0 ? (size_t)len : 0, 1, n) < 0)
+		return -EBADMSG;
+	return 0;
+}
+
 static void resource_on_limit(int rc, const char *value, int len,
 			      const struct Stat *st, const void *data)
 {
 	struct resource_op *op = (struct resource_op *)data;
-	unsigned n = 0;
-	int err = zkerr_errno(rc);
+	unsigned n;
+	int err = resource_limit_of_reply(rc, value, len, &n);
 
 	(void)st;
-	if (rc == ZNONODE) { /* a resource never locked: never set */
-		n = 1;
+	if (err == -ENOENT) /* a resource never locked: never set */
 		err = 0;
-	} else if (rc == ZOK &&
-		   limit_parse(value, len > 0 ? (size_t)len : 0, 1, &n) < 0) {
-		err = -EBADMSG;
-	}
 	op->cb.limit(err, n, op->arg);
 	free(op);
 }

@@ -37,6 +37,12 @@ int resource_remove(struct zkl_session *s, const char *path,
 int resource_get_limit(struct zkl_session *s, const char *path,
 		       resource_limit_fn cb, void *arg);
 
+/* What the reply (rc, value, len) to a get of a resource znode says of its
+ * limit: 0 with *n set; -ENOENT, no such resource (*n = 1: a resource
+ * created without a limit has that one); -EBADMSG, its data is not a
+ * limit; or another -errno from zkerr_errno. */
+int resource_limit_of_reply(int rc, const char *value, int len, unsigned *n);
+
 /* Store n (1 to LIMIT_MAX) as the limit of `path`.  err: 0, -ENOENT. */
 int resource_set_limit(struct zkl_session *s, const char *path, unsigned n,
 		       resource_done_fn cb, void *arg);

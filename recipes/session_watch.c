@@ -59,6 +59,7 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 
 struct session_watch_ctx {
 	struct zkl_session *s;
+	int wants_marks; /* the sender's: only then can the version matter */
 	char path[];
 };
 
@@ -76,12 +77,16 @@ static void session_watch_reply(int rc, const char *value, int len,
 
 	(void)value;
 	(void)len;
+	if (rc == ZOK && (!ctx->wants_marks || stat->version == 0)) {
+		free(ctx); /* the watch is set, and there is no news */
+		return;
+	}
 	session_enter(s, &notify);
 	if (rc != ZOK) {
 		session_wake_path_locked(
 			s, ctx->path,
 			rc == ZNONODE ? WATCH_GONE : WATCH_UNKNOWN, &notify);
-	} else if (stat->version > 0) {
+	} else {
 		watchtab_take_marks(&s->watches, ctx->path, &fired);
 		session_fire_locked(&fired, ctx->path, WATCH_CHANGED, &notify);
 	}
@@ -123,6 +128,7 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 		err = -ENOMEM;
 	} else {
 		ctx->s = s;
+		ctx->wants_marks = w->wants_marks;
 		memcpy(ctx->path, path, len);
 		err = zkerr_errno(zoo_awget(s->zh, path, session_node_watcher,
 					    s, session_watch_reply, ctx));

@@ -131,11 +131,23 @@ int zoo_state(zhandle_t *zh)
 	return fake_zoo_state;
 }
 
+int fake_done_calls, fake_done_err;
+
+void fake_on_done(struct zkl_lockreq *lr, int err, void *arg)
+{
+	(void)lr;
+	(void)arg;
+	fake_done_calls++;
+	fake_done_err = err;
+}
+
 struct zkl_session *fake_session(void)
 {
 	struct zkl_session *s = calloc(1, sizeof(*s));
 
 	head = tail = 0;
+	fake_done_calls = 0;
+	fake_done_err = 12345;
 	fake_zoo_state = ZOO_CONNECTED_STATE;
 	fake_awget_fails_with = ZOK;
 	s->zh = (zhandle_t *)(uintptr_t)0x1;

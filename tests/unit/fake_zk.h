@@ -38,7 +38,14 @@ extern int fake_zoo_state;
  * client does when it cannot send (ZMARSHALLINGERROR, ZINVALIDSTATE). */
 extern int fake_awget_fails_with;
 
-/* A session for tests: connected, id 77, base "/b", no real handle. */
+/* The owner of the requests a test makes (done callback fake_on_done):
+ * how many times done was called, and its last error (12345 before). */
+extern int fake_done_calls, fake_done_err;
+struct zkl_lockreq;
+void fake_on_done(struct zkl_lockreq *lr, int err, void *arg);
+
+/* A session for tests: connected, id 77, base "/b", no real handle.  The
+ * owner's counts start again. */
 struct zkl_session *fake_session(void);
 void fake_session_free(struct zkl_session *s);
 

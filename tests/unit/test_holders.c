@@ -47,6 +47,14 @@ static void on_holders(int err, const struct holders_node *nodes, size_t n,
 	}
 }
 
+/* Ask for the holders of /b/r, and answer the listing with names. */
+static void listed(struct zkl_session *s, const char *const *names, int n,
+		   struct answer *a)
+{
+	cr_assert_eq(holders_start(s, "/b/r", on_holders, a), 0);
+	fake_complete_children(ZOK, names, n);
+}
+
 Test(holders, reads_every_tools_lock_nodes_in_queue_order)
 {
 	struct zkl_session *s = fake_session();
@@ -60,8 +68,7 @@ Test(holders, reads_every_tools_lock_nodes_in_queue_order)
 	};
 	struct answer a = { 0 };
 
-	cr_assert_eq(holders_start(s, "/b/r", on_holders, &a), 0);
-	fake_complete_children(ZOK, listing, 6);
+	listed(s, listing, 6, &a);
 	cr_assert_eq(fake_pending(), 5, "one read per lock node, sent at once");
 	cr_assert_str_eq(fake_peek(FAKE_READ)->path,
 			 "/b/r/" OURS("a", "write", "0000000001"));
@@ -116,8 +123,7 @@ Test(holders, a_failed_read_fails_the_whole_answer)
 	};
 	struct answer a = { 0 };
 
-	cr_assert_eq(holders_start(s, "/b/r", on_holders, &a), 0);
-	fake_complete_children(ZOK, listing, 2);
+	listed(s, listing, 2, &a);
 	fake_complete_read(ZCONNECTIONLOSS, NULL, 0, 0);
 	fake_complete_read(ZOK, "pid 1\n", 2, 0);
 	cr_assert_eq(a.calls, 1);
@@ -137,8 +143,7 @@ Test(holders, leases_hold_below_the_limit_read_with_them)
 	};
 	struct answer a = { 0 };
 
-	cr_assert_eq(holders_start(s, "/b/r", on_holders, &a), 0);
-	fake_complete_children(ZOK, listing, 4);
+	listed(s, listing, 4, &a);
 	cr_assert_eq(fake_pending(), 5, "the nodes, and the resource's limit");
 	for (int i = 0; i < 4; i++)
 		fake_complete_read(ZOK, "pid 1\n", 1 + i, 0);
@@ -164,8 +169,7 @@ Test(holders, leases_with_no_limit_readable_all_wait)
 	};
 	struct answer a = { 0 };
 
-	cr_assert_eq(holders_start(s, "/b/r", on_holders, &a), 0);
-	fake_complete_children(ZOK, listing, 1);
+	listed(s, listing, 1, &a);
 	fake_complete_read(ZOK, "pid 1\n", 1, 0);
 	fake_complete_read(ZOK, "five", 9, 0);
 	cr_assert_eq(a.calls, 1);

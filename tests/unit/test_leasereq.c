@@ -16,23 +16,12 @@
 #define L(n) "_c_0123abcd-0000-4000-8000-00000000000" #n "-lease-000000000" #n
 #define W1 "_c_0123abcd-0000-4000-8000-0000000000aa-write-0000000001"
 
-static int done_calls, done_err;
 static struct zkl_session *s;
 static char my_name[256];
-
-static void on_done(struct zkl_lockreq *lr, int err, void *arg)
-{
-	(void)lr;
-	(void)arg;
-	done_calls++;
-	done_err = err;
-}
 
 static void setup(void)
 {
 	s = fake_session();
-	done_calls = 0;
-	done_err = 12345;
 }
 
 static void teardown(void)
@@ -47,7 +36,7 @@ static struct zkl_lockreq *start(unsigned flags)
 	struct zkl_lockreq *lr;
 
 	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_LEASE, flags, "id", 2,
-				 on_done, NULL, &lr),
+				 fake_on_done, NULL, &lr),
 		     0);
 	cr_assert_eq(lockreq_start(lr), 0);
 	cr_assert_eq(fake_pending(), 3,
@@ -80,12 +69,15 @@ static void listed(const char *limit, const char *const *ahead, int n)
 	fake_complete_children(ZOK, names, n + 1);
 }
 
-static void expect_get_of(const char *name)
+/* The next call is the get that watches `name`: answer it with rc and,
+ * if the node is there, its version. */
+static void get_of(const char *name, int rc, int32_t version)
 {
 	struct fake_call *c = fake_peek(FAKE_GET);
 
 	cr_assert(strstr(c->path, name), "watches %s, expected %s", c->path,
 		  name);
+	fake_complete_get_data(rc, rc == ZOK ? "id" : NULL, version);
 }
 
 /* The grant's mark: our own data set again, only over version 0. */
@@ -106,6 +98,14 @@ static void release(struct zkl_lockreq *lr)
 	cr_assert_eq(fake_pending(), 0, "nothing else sent");
 }
 
+/* Granted at last: marked, then returned. */
+static void held_then_release(struct zkl_lockreq *lr)
+{
+	cr_assert_eq(fake_done_err, 0);
+	expect_mark();
+	release(lr);
+}
+
 Test(leasereq, fewer_than_the_limit_ahead_is_granted_and_marked)
 {
 	static const char *const ahead[] = { L(1), W1 };
@@ -113,10 +113,9 @@ Test(leasereq, fewer_than_the_limit_ahead_is_granted_and_marked)
 
 	created();
 	listed("2", ahead, 2);
-	cr_assert_eq(done_calls, 1, "one lease and a writer ahead, limit 2");
-	cr_assert_eq(done_err, 0);
-	expect_mark();
-	release(lr);
+	cr_assert_eq(fake_done_calls, 1,
+		     "one lease and a writer ahead, limit 2");
+	held_then_release(lr);
 }
 
 Test(leasereq, no_data_means_a_limit_of_one)
@@ -126,8 +125,8 @@ Test(leasereq, no_data_means_a_limit_of_one)
 
 	created();
 	listed("", ahead, 1);
-	cr_assert_eq(done_calls, 1);
-	cr_assert_eq(done_err, -EAGAIN, "a try behind one lease of one");
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -EAGAIN, "a try behind one lease of one");
 	release(lr);
 }
 
@@ -137,8 +136,8 @@ Test(leasereq, data_that_is_not_a_limit_fails_the_lease)
 
 	created();
 	listed("five", NULL, 0);
-	cr_assert_eq(done_calls, 1);
-	cr_assert_eq(done_err, -EIO);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -EIO);
 	release(lr);
 }
 
@@ -149,17 +148,13 @@ Test(leasereq, the_first_waiter_watches_every_holder_ahead)
 
 	created();
 	listed("2", ahead, 3);
-	cr_assert_eq(done_calls, 0, "two leases ahead, limit 2");
-	expect_get_of(L(1));
-	fake_complete_get_data(ZOK, "id", 1);
-	expect_get_of(L(2));
-	fake_complete_get_data(ZOK, "id", 1);
+	cr_assert_eq(fake_done_calls, 0, "two leases ahead, limit 2");
+	get_of(L(1), ZOK, 1);
+	get_of(L(2), ZOK, 1);
 	cr_assert_eq(fake_pending(), 0, "not the writer");
 	fake_fire_watch("/b/r/" L(2));
-	cr_assert_eq(done_calls, 1, "either holder's return grants it");
-	cr_assert_eq(done_err, 0);
-	expect_mark();
-	release(lr);
+	cr_assert_eq(fake_done_calls, 1, "either holder's return grants it");
+	held_then_release(lr);
 }
 
 Test(leasereq, a_later_waiter_watches_its_predecessor_for_its_mark)
@@ -169,27 +164,23 @@ Test(leasereq, a_later_waiter_watches_its_predecessor_for_its_mark)
 
 	created();
 	listed("1", ahead, 2);
-	cr_assert_eq(done_calls, 0);
-	expect_get_of(L(2));
-	fake_complete_get_data(ZOK, "id", 0);
+	cr_assert_eq(fake_done_calls, 0);
+	get_of(L(2), ZOK, 0);
 	cr_assert_eq(fake_pending(), 0, "only its predecessor, not granted");
 	/* L(1) returns, L(2) is granted and marks itself. */
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, "/b/r/" L(2));
-	cr_assert_eq(done_calls, 0);
+	cr_assert_eq(fake_done_calls, 0);
 	cr_assert_eq(fake_pending(), 2,
 		     "now the first waiter: every lease ahead, with no "
 		     "listing (L(1) is still in the view)");
-	expect_get_of(L(1));
-	fake_complete_get_data(ZNONODE, NULL, 0);
-	cr_assert_eq(done_calls, 0, "L(1) has gone, L(2) holds the one lease");
-	expect_get_of(L(2));
-	fake_complete_get_data(ZOK, "id", 1);
+	get_of(L(1), ZNONODE, 0);
+	cr_assert_eq(fake_done_calls, 0,
+		     "L(1) has gone, L(2) holds the one lease");
+	get_of(L(2), ZOK, 1);
 	cr_assert_eq(fake_pending(), 0);
 	fake_fire_watch("/b/r/" L(2));
-	cr_assert_eq(done_calls, 1);
-	cr_assert_eq(done_err, 0);
-	expect_mark();
-	release(lr);
+	cr_assert_eq(fake_done_calls, 1);
+	held_then_release(lr);
 }
 
 Test(leasereq, a_mark_seen_in_the_reply_counts_as_a_grant)
@@ -199,23 +190,20 @@ Test(leasereq, a_mark_seen_in_the_reply_counts_as_a_grant)
 
 	created();
 	listed("2", ahead, 3);
-	expect_get_of(L(3));
-	fake_complete_get_data(ZOK, "id", 1);
-	cr_assert_eq(done_calls, 0);
+	get_of(L(3), ZOK, 1);
+	cr_assert_eq(fake_done_calls, 0);
 	cr_assert_eq(fake_pending(), 2,
 		     "L(3) was granted already (N lowered under it): every "
 		     "lease ahead is watched (L(3)'s watch is set already)");
-	expect_get_of(L(1));
-	fake_complete_get_data(ZOK, "id", 1);
-	expect_get_of(L(2));
-	fake_complete_get_data(ZOK, "id", 1);
+	get_of(L(1), ZOK, 1);
+	get_of(L(2), ZOK, 1);
 	cr_assert_eq(fake_pending(), 0,
 		     "a holder's version is no news to the first waiter");
 	fake_fire_watch("/b/r/" L(1));
-	cr_assert_eq(done_calls, 0, "two ahead, limit 2");
+	cr_assert_eq(fake_done_calls, 0, "two ahead, limit 2");
 	cr_assert_eq(fake_pending(), 0, "the other two are watched already");
 	fake_fire_watch("/b/r/" L(3));
-	cr_assert_eq(done_calls, 1, "one ahead, limit 2");
+	cr_assert_eq(fake_done_calls, 1, "one ahead, limit 2");
 	expect_mark();
 	release(lr);
 }
@@ -227,15 +215,12 @@ Test(leasereq, a_new_limit_makes_the_waiters_look_again)
 
 	created();
 	listed("1", ahead, 2);
-	expect_get_of(L(2));
-	fake_complete_get_data(ZOK, "id", 0);
+	get_of(L(2), ZOK, 0);
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, "/b/r");
 	cr_assert_eq(fake_pending(), 2, "the limit and a listing");
 	listed("3", ahead, 2);
-	cr_assert_eq(done_calls, 1, "raised to 3: granted");
-	cr_assert_eq(done_err, 0);
-	expect_mark();
-	release(lr);
+	cr_assert_eq(fake_done_calls, 1, "raised to 3: granted");
+	held_then_release(lr);
 }
 
 Test(leasereq, a_lost_mark_is_made_again_on_reconnection)
@@ -244,7 +229,7 @@ Test(leasereq, a_lost_mark_is_made_again_on_reconnection)
 
 	created();
 	listed("1", NULL, 0);
-	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(fake_done_calls, 1);
 	fake_zoo_state = ZOO_CONNECTING_STATE;
 	fake_complete_set(ZCONNECTIONLOSS);
 	cr_assert_eq(fake_pending(), 0, "nothing until connected");

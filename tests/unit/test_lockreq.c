@@ -14,24 +14,12 @@
 
 #define OTHER "_c_0123abcd-0000-4000-8000-00000000000f-write-0000000001"
 
-static int done_calls, done_err;
-
-static void on_done(struct zkl_lockreq *lr, int err, void *arg)
-{
-	(void)lr;
-	(void)arg;
-	done_calls++;
-	done_err = err;
-}
-
 static struct zkl_session *s;
 static char my_name[256]; /* our node's child name once created */
 
 static void setup(void)
 {
 	s = fake_session();
-	done_calls = 0;
-	done_err = 12345;
 }
 
 static void teardown(void)
@@ -45,8 +33,8 @@ static struct zkl_lockreq *start(enum zkl_mode mode, unsigned flags)
 {
 	struct zkl_lockreq *lr;
 
-	cr_assert_eq(lockreq_new(s, "/b/r", mode, flags, "id", 2, on_done, NULL,
-				 &lr),
+	cr_assert_eq(lockreq_new(s, "/b/r", mode, flags, "id", 2, fake_on_done,
+				 NULL, &lr),
 		     0);
 	cr_assert_eq(lockreq_start(lr), 0);
 	cr_assert_eq(fake_pending(), 2, "create and listing are pipelined");
@@ -89,8 +77,8 @@ Test(lockreq, first_in_queue_is_granted_once_and_release_deletes)
 
 	created(1);
 	listed_with(my_name, NULL);
-	cr_assert_eq(done_calls, 1);
-	cr_assert_eq(done_err, 0);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0);
 	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid), 0);
 	cr_assert_eq(token, 1001, "the token is the node's czxid");
 	cr_assert_eq(sid, 77);
@@ -98,7 +86,7 @@ Test(lockreq, first_in_queue_is_granted_once_and_release_deletes)
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
-	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(fake_done_calls, 1);
 }
 
 Test(lockreq, waiter_watches_predecessor_and_is_granted_when_it_goes)
@@ -107,13 +95,14 @@ Test(lockreq, waiter_watches_predecessor_and_is_granted_when_it_goes)
 
 	created(2);
 	listed_with(OTHER, my_name);
-	cr_assert_eq(done_calls, 0);
+	cr_assert_eq(fake_done_calls, 0);
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER),
 		  "a writer watches its predecessor");
 	fake_complete_get(ZOK);
 	fake_fire_watch("/b/r/" OTHER);
-	cr_assert_eq(done_calls, 1, "granted from the listing already had");
-	cr_assert_eq(done_err, 0);
+	cr_assert_eq(fake_done_calls, 1,
+		     "granted from the listing already had");
+	cr_assert_eq(fake_done_err, 0);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0, "a handoff costs no listing");
@@ -126,8 +115,8 @@ Test(lockreq, watched_node_already_gone_means_look_again)
 	created(2);
 	listed_with(OTHER, my_name);
 	fake_complete_get(ZNONODE);
-	cr_assert_eq(done_calls, 1);
-	cr_assert_eq(done_err, 0);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -148,12 +137,12 @@ Test(lockreq, when_the_watched_node_goes_the_next_one_ahead_is_watched)
 	fake_complete_get(ZOK);
 	/* OTHER gave up its place; OTHER0 still holds. */
 	fake_fire_watch("/b/r/" OTHER);
-	cr_assert_eq(done_calls, 0, "a node ahead is still there");
+	cr_assert_eq(fake_done_calls, 0, "a node ahead is still there");
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER0),
 		  "watches the nearest node left ahead, without a listing");
 	fake_complete_get(ZNONODE);
-	cr_assert_eq(done_calls, 1, "that one had gone too: granted");
-	cr_assert_eq(done_err, 0);
+	cr_assert_eq(fake_done_calls, 1, "that one had gone too: granted");
+	cr_assert_eq(fake_done_err, 0);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
@@ -167,12 +156,12 @@ Test(lockreq, a_changed_watched_node_means_a_fresh_listing)
 	listed_with(OTHER, my_name);
 	fake_complete_get(ZOK);
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, "/b/r/" OTHER);
-	cr_assert_eq(done_calls, 0);
+	cr_assert_eq(fake_done_calls, 0);
 	listed_with(OTHER, my_name);
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER), "watches again");
 	fake_complete_get(ZOK);
 	fake_fire_watch("/b/r/" OTHER);
-	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(fake_done_calls, 1);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -185,18 +174,19 @@ Test(lockreq, our_own_node_being_deleted_does_not_block_our_next_request)
 	created(1);
 	strcpy(name_a, my_name);
 	listed_with(name_a, NULL);
-	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(fake_done_calls, 1);
 	/* The next open's create went out before the close's delete... */
-	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2, on_done,
-				 NULL, &b),
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2,
+				 fake_on_done, NULL, &b),
 		     0);
 	cr_assert_eq(lockreq_start(b), 0);
 	lockreq_release(a);
 	created(2);
 	/* ...so the listing still shows the released node ahead. */
 	listed_with(name_a, my_name);
-	cr_assert_eq(done_calls, 2, "granted without waiting for the delete");
-	cr_assert_eq(done_err, 0);
+	cr_assert_eq(fake_done_calls, 2,
+		     "granted without waiting for the delete");
+	cr_assert_eq(fake_done_err, 0);
 	fake_complete_void(FAKE_DELETE, ZOK);
 	lockreq_release(b);
 	expect_delete_of_mine();
@@ -209,12 +199,12 @@ Test(lockreq, requests_on_one_resource_share_the_listing_in_flight)
 	char name_a[256];
 	const char *names[3];
 
-	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "id", 2, on_done,
-				 NULL, &b),
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "id", 2,
+				 fake_on_done, NULL, &b),
 		     0);
 	cr_assert_eq(lockreq_start(b), 0);
-	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "id", 2, on_done,
-				 NULL, &c),
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "id", 2,
+				 fake_on_done, NULL, &c),
 		     0);
 	cr_assert_eq(lockreq_start(c), 0);
 	cr_assert_eq(fake_pending(), 4,
@@ -224,14 +214,14 @@ Test(lockreq, requests_on_one_resource_share_the_listing_in_flight)
 	strcpy(name_a, my_name);
 	names[0] = name_a;
 	listed_with(name_a, NULL);
-	cr_assert_eq(done_calls, 1, "a is served by the first listing");
+	cr_assert_eq(fake_done_calls, 1, "a is served by the first listing");
 	created(2);
 	names[1] = strdup(my_name);
 	created(3);
 	names[2] = my_name;
 	cr_assert_eq(fake_pending(), 1, "one listing for b and c together");
 	fake_complete_children(ZOK, names, 3);
-	cr_assert_eq(done_calls, 3, "readers share: both granted");
+	cr_assert_eq(fake_done_calls, 3, "readers share: both granted");
 	free((void *)names[1]);
 	lockreq_release(a);
 	lockreq_release(b);
@@ -250,7 +240,7 @@ Test(lockreq, cancel_during_create_deletes_the_node_when_its_name_arrives)
 	created(1);
 	fake_complete_children(ZOK, NULL, 0); /* the pipelined listing */
 	expect_delete_of_mine();
-	cr_assert_eq(done_calls, 0, "a cancelled request never answers");
+	cr_assert_eq(fake_done_calls, 0, "a cancelled request never answers");
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -266,15 +256,15 @@ Test(lockreq, cancel_while_watching_deletes_and_ignores_the_watch)
 	expect_delete_of_mine();
 	fake_fire_watch("/b/r/" OTHER);
 	cr_assert_eq(fake_pending(), 0, "a cancelled waiter does not relist");
-	cr_assert_eq(done_calls, 0);
+	cr_assert_eq(fake_done_calls, 0);
 }
 
 Test(lockreq, cancel_before_start_wins_and_start_sends_nothing)
 {
 	struct zkl_lockreq *lr;
 
-	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "", 0, on_done,
-				 NULL, &lr),
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "", 0,
+				 fake_on_done, NULL, &lr),
 		     0);
 	cr_assert_eq(lockreq_cancel(lr), 0);
 	cr_assert_eq(lockreq_start(lr), -ECANCELED);
@@ -288,8 +278,8 @@ Test(lockreq, try_lock_that_must_wait_fails_with_eagain_and_deletes)
 
 	created(2);
 	listed_with(OTHER, my_name);
-	cr_assert_eq(done_calls, 1);
-	cr_assert_eq(done_err, -EAGAIN);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -EAGAIN);
 	expect_delete_of_mine();
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
@@ -305,8 +295,8 @@ Test(lockreq, missing_resource_is_created_then_queued)
 	fake_complete_void(FAKE_CREATE_PARENT, ZOK);
 	created(1);
 	listed_with(my_name, NULL);
-	cr_assert_eq(done_calls, 1);
-	cr_assert_eq(done_err, 0);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -333,7 +323,7 @@ Test(lockreq, lost_create_reply_finds_the_node_by_guid_without_duplicate)
 	fake_complete_exists(ZOK, 77, 1005);
 	listed_with(OTHER, name);
 	fake_complete_get(ZOK);
-	cr_assert_eq(done_calls, 0);
+	cr_assert_eq(fake_done_calls, 0);
 	strcpy(my_name, name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
@@ -350,7 +340,7 @@ Test(lockreq, node_with_our_guid_of_another_session_is_not_adopted)
 	fake_complete_exists(ZOK, 99, 1005);
 	created(6); /* a fresh create of our own */
 	fake_complete_children(ZOK, (const char *const[]){ name, my_name }, 2);
-	cr_assert_eq(done_calls, 0, "the foreign node is ahead of us");
+	cr_assert_eq(fake_done_calls, 0, "the foreign node is ahead of us");
 	lockreq_release(lr);
 	/* the stray with our GUID is deleted, then our own node */
 	cr_assert(strstr(fake_peek(FAKE_DELETE)->path, name));
@@ -366,8 +356,8 @@ Test(lockreq, server_error_answers_once_with_an_errno)
 
 	fake_complete_create(ZNOAUTH, "", 0);
 	fake_complete_children(ZNOAUTH, NULL, 0);
-	cr_assert_eq(done_calls, 1);
-	cr_assert_eq(done_err, -EACCES);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -EACCES);
 	cr_assert_eq(lockreq_cancel(lr), -EALREADY);
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
@@ -380,8 +370,8 @@ Test(lockreq, a_watch_that_could_not_be_asked_for_does_not_block_the_next)
 	created(2);
 	fake_awget_fails_with = ZMARSHALLINGERROR;
 	listed_with(OTHER, my_name);
-	cr_assert_eq(done_calls, 1);
-	cr_assert_lt(done_err, 0, "the waiter is told it failed");
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_lt(fake_done_err, 0, "the waiter is told it failed");
 	expect_delete_of_mine();
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
@@ -394,8 +384,8 @@ Test(lockreq, a_watch_that_could_not_be_asked_for_does_not_block_the_next)
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER));
 	fake_complete_get(ZOK);
 	fake_fire_watch("/b/r/" OTHER);
-	cr_assert_eq(done_calls, 2);
-	cr_assert_eq(done_err, 0);
+	cr_assert_eq(fake_done_calls, 2);
+	cr_assert_eq(fake_done_err, 0);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -425,7 +415,7 @@ static struct zkl_lockreq *holder_and_waiter(struct zkl_lockreq **waiter,
 	created(2);
 	listed_with(held_name, my_name);
 	fake_complete_get(ZOK); /* the watch is set */
-	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(fake_done_calls, 1);
 	return held;
 }
 
@@ -468,8 +458,8 @@ Test(lockreq, session_expiry_without_renewal_fails_waiters)
 
 	held = holder_and_waiter(&waiter, held_name);
 	expire(0, &lost);
-	cr_assert_eq(done_calls, 2);
-	cr_assert_eq(done_err, -ENOTCONN);
+	cr_assert_eq(fake_done_calls, 2);
+	cr_assert_eq(fake_done_err, -ENOTCONN);
 	cr_assert_eq(lockreq_describe(held, &token, path, sizeof(path), &sid),
 		     -EIO, "a lost lock reads as EIO");
 	cr_assert_eq(lockreq_holds(held), 0);
@@ -491,7 +481,7 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 	held = holder_and_waiter(&waiter, held_name);
 	strcpy(old_guid, lockreq_guid(waiter));
 	expire(1, &lost);
-	cr_assert_eq(done_calls, 1, "the waiter is not told anything");
+	cr_assert_eq(fake_done_calls, 1, "the waiter is not told anything");
 	item = ZKL_CONTAINER_OF(lost.next, struct zkl_lost, link);
 	cr_assert(strstr(item->node, held_name), "lost: %s", item->node);
 	cr_assert_eq(item->len, 2);
@@ -510,8 +500,8 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 	cr_assert(strstr(fake_peek(FAKE_CREATE)->path, lockreq_guid(waiter)));
 	created(3);
 	listed_with(my_name, NULL);
-	cr_assert_eq(done_calls, 2);
-	cr_assert_eq(done_err, 0, "granted on the new session");
+	cr_assert_eq(fake_done_calls, 2);
+	cr_assert_eq(fake_done_err, 0, "granted on the new session");
 	cr_assert_eq(lockreq_holds(held), 0, "the lost lock stays lost");
 	lockreq_release(held);
 	cr_assert_eq(fake_pending(), 0, "the lost node died with its session");
@@ -538,7 +528,7 @@ static void held_then_released(void)
 	gone_calls = 0;
 	created(1);
 	listed_with(my_name, NULL);
-	cr_assert_eq(done_calls, 1);
+	cr_assert_eq(fake_done_calls, 1);
 	lockreq_release_then(lr, on_gone, NULL);
 }
 
@@ -580,8 +570,8 @@ Test(lockreq, release_then_with_nothing_in_zookeeper_is_told_at_once)
 	struct zkl_lockreq *lr;
 
 	gone_calls = 0;
-	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "", 0, on_done,
-				 NULL, &lr),
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "", 0,
+				 fake_on_done, NULL, &lr),
 		     0);
 	lockreq_release_then(lr, on_gone, NULL);
 	cr_assert_eq(gone_calls, 1, "no node: nothing to wait for");
