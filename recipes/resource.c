@@ -82,14 +82,11 @@ static int resource_send_locked(struct resource_op *op)
 		err = resource_create_parents_locked(s, p);
 		if (err < 0)
 			return ZSYSTEMERROR;
-		return op->verb == RES_CREATE
-			       ? zoo_acreate(s->zh, p, NULL, -1, s->acl,
-					     ZOO_PERSISTENT,
-					     resource_on_created, op)
-			       : zoo_acreate(s->zh, p, op->text,
-					     (int)op->textlen, s->acl,
-					     ZOO_PERSISTENT,
-					     resource_on_created, op);
+		/* Empty data, not none (session_path.c says why). */
+		return zoo_acreate(
+			s->zh, p, op->verb == RES_CREATE ? "" : op->text,
+			op->verb == RES_CREATE ? 0 : (int)op->textlen, s->acl,
+			ZOO_PERSISTENT, resource_on_created, op);
 	case RES_REMOVE:
 		return zoo_adelete(s->zh, p, -1, resource_on_removed, op);
 	case RES_GET_LIMIT:

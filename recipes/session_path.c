@@ -49,11 +49,14 @@ session_each_prefix(struct zkl_session *s, const char *path, size_t skip,
 	return 0;
 }
 
-/* Queue the create of one parent; its outcome does not matter. */
+/* Queue the create of one parent; its outcome does not matter.  Every
+ * znode the mount makes has empty data rather than none, as kazoo and
+ * Curator make theirs: kazoo's Semaphore decodes its path's data and
+ * fails on none. */
 static int session_create_async(struct zkl_session *s, const char *prefix,
 				char *err, size_t errlen)
 {
-	int rc = zoo_acreate(s->zh, prefix, NULL, -1, s->acl, ZOO_PERSISTENT,
+	int rc = zoo_acreate(s->zh, prefix, "", 0, s->acl, ZOO_PERSISTENT,
 			     session_ignore_create, NULL);
 
 	(void)err;
@@ -75,8 +78,8 @@ int session_create_parents_locked(struct zkl_session *s, const char *dir)
 static int session_create_sync(struct zkl_session *s, const char *prefix,
 			       char *err, size_t errlen)
 {
-	int rc = zoo_create(s->zh, prefix, NULL, -1, s->acl, ZOO_PERSISTENT,
-			    NULL, 0);
+	int rc = zoo_create(s->zh, prefix, "", 0, s->acl, ZOO_PERSISTENT, NULL,
+			    0);
 
 	if (rc == ZOK || rc == ZNODEEXISTS)
 		return 0;
