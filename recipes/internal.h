@@ -127,6 +127,19 @@ int session_awget_locked(struct zkl_session *s, const char *path,
 int session_watch_armed_locked(struct zkl_session *s, const char *path,
 			       struct zkl_watch *w);
 
+/* zoo_awget_children on path with the session's watcher: a change of its
+ * children wakes the watches registered for them with
+ * session_watch_children_armed_locked (as WATCH_UNKNOWN), and so does the
+ * deletion of path.  Returns ZooKeeper's code.  s->lock held. */
+int session_awget_children_locked(struct zkl_session *s, const char *path,
+				  strings_completion_t done, const void *data);
+
+/* Register w for a change of path's children, to be woken as a get sent
+ * with session_awget_children_locked asks ZooKeeper to report.  Returns 0,
+ * -ENAMETOOLONG or -ENOMEM.  s->lock held. */
+int session_watch_children_armed_locked(struct zkl_session *s, const char *path,
+					struct zkl_watch *w);
+
 /* Create every missing znode from the base down to and including dir
  * ("<base>/a/b"): one asynchronous create per level, queued in order so a
  * request queued after them sees them.  Errors (ZNODEEXISTS) are ignored:

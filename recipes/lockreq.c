@@ -35,63 +35,16 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		unsigned flags, const void *data, size_t datalen,
 		lockreq_done_fn done, void *arg, struct zkl_lockreq **out)
 {
-	char prefix[NAMES_NODE_NAME_MAX + 1];
-	char guid[NAMES_TAG_MAX + 1];
-	struct zkl_lockreq *lr;
-	size_t dirlen = strlen(dir), pathlen;
-	int rc;
+	char leases[NAMES_MAX_NODE_PATH + 1];
+	int peer = mode == ZKL_MODE_LEASE && s->dialect != ZKL_STYLE_ZKLOCKFS;
+	int rc = peer ? peerlease_dir(s->dialect, dir, leases) : 0;
 
-	if (mode == ZKL_MODE_LEASE && s->dialect != ZKL_STYLE_ZKLOCKFS) {
-		/* Curator's and kazoo's semaphores keep their leases elsewhere
-		 * and behind a lock of their own: a lease of ours beside the
-		 * locks would be invisible to them. */
-		log_msg(LOG_WARNING,
-			"dialect=%s has no leases yet: %s/lease is refused "
-			"(the default dialect has them)",
-			names_style_str(s->dialect), dir);
-		return -EOPNOTSUPP;
-	}
-	rc = names_tag_new(s->dialect, guid);
-	if (rc < 0)
-		return rc;
-	rc = names_format_prefix(prefix, sizeof(prefix), s->dialect, mode,
-				 guid);
-	if (rc < 0)
-		return rc;
-	/* One allocation: nothing to free piecemeal, one malloc per lock. */
-	pathlen = dirlen + 1 + (size_t)rc;
-	lr = calloc(1, sizeof(*lr) + (pathlen + 1) + (pathlen + LR_SEQ_ROOM) +
-			       (dirlen + 1) + datalen);
-	if (!lr)
-		return -ENOMEM;
-	sprintf(lr->create_path, "%s/%s", dir, prefix);
-	lr->node = lr->create_path + pathlen + 1;
-	lr->nodesize = pathlen + LR_SEQ_ROOM;
-	lr->dir = lr->node + lr->nodesize;
-	memcpy(lr->dir, dir, dirlen + 1);
-	lr->data = lr->dir + dirlen + 1;
-	memcpy(lr->data, data, datalen);
-	lr->datalen = datalen;
-	memcpy(lr->guid, guid, sizeof(guid));
-	lr->s = s;
-	lr->mode = mode;
-	lr->try_only = (flags & LOCKREQ_TRY) != 0;
-	lr->done = done;
-	lr->arg = arg;
-	lr->refs = 1;
-	lr->outcome = LR_PENDING;
-	lr->phase = PH_NEW;
-	lr->member.ops = &lr_member_ops;
-	list_init(&lr->member.live);
-	list_init(&lr->member.resume);
-	notice_init(&lr->notice, lr_notice_run);
-	lr_wire_watches(lr);
-	list_init(&lr->qwait.link);
-	lr->qwait.listed_locked = lr_listed;
-	lr->qwait.wants_limit = mode == ZKL_MODE_LEASE;
-	list_init(&lr->leaving.link);
-	*out = lr;
-	return 0;
+	if (rc == 0)
+		rc = lr_alloc(s, peer ? leases : dir, dir, mode, 0, flags, data,
+			      datalen, done, arg, out);
+	if (rc == 0 && peer)
+		peerlease_wire(*out);
+	return rc;
 }
 
 /* ---- the owner's calls ------------------------------------------------ */
@@ -99,30 +52,22 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 int lockreq_start(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;
-	int err = 0;
+	int err;
 
 	pthread_mutex_lock(&s->lock);
-	if (lr->outcome != LR_PENDING) {
-		err = -ECANCELED;
-	} else if (s->dead) {
-		err = -ENOTCONN;
-	} else if (!lr->q && !(lr->q = queue_get_locked(s, lr->dir))) {
-		err = -ENOMEM;
-	} else if (s->state == ZKL_CONN_EXPIRED || s->draining) {
-		/* Between two sessions: queue on the next one. */
-		list_add_tail(&s->live, &lr->member.live);
-		lr->refs++;
-		list_add_tail(&s->resume, &lr->member.resume);
-	} else {
-		list_add_tail(&s->live, &lr->member.live);
-		err = lr_queue_create(lr);
-	}
-	if (err < 0 && err != -ECANCELED) {
-		lr->outcome = LR_FINISHED;
-		lr->phase = PH_GONE;
-	}
+	err = lr->peer ? peerlease_start_locked(lr) : lr_start_locked(lr);
 	pthread_mutex_unlock(&s->lock);
 	return err;
+}
+
+/* Nobody wants the node any more. */
+static void lockreq_abandon_locked(struct zkl_lockreq *lr)
+{
+	lr->outcome = LR_FINISHED;
+	if (lr->peer)
+		peerlease_abandon_locked(lr);
+	else
+		lr_abandon_locked(lr);
 }
 
 int lockreq_cancel(struct zkl_lockreq *lr)
@@ -131,12 +76,10 @@ int lockreq_cancel(struct zkl_lockreq *lr)
 	int err = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (lr->outcome != LR_PENDING) {
+	if (lr->outcome != LR_PENDING)
 		err = -EALREADY;
-	} else {
-		lr->outcome = LR_FINISHED;
-		lr_abandon_locked(lr);
-	}
+	else
+		lockreq_abandon_locked(lr);
 	pthread_mutex_unlock(&s->lock);
 	return err;
 }
@@ -153,10 +96,8 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 			names_mode_str(lr->mode), lr->node);
 	lr->gone_fn = gone;
 	lr->gone_arg = arg;
-	if (lr->outcome != LR_FINISHED) {
-		lr->outcome = LR_FINISHED;
-		lr_abandon_locked(lr);
-	}
+	if (lr->outcome != LR_FINISHED)
+		lockreq_abandon_locked(lr);
 	lr_exit(lr, &notify);
 }
 

@@ -1,7 +1,8 @@
 /*
  * lr.h - what the files of the lock request share (lockreq.c, the owner's
  * calls; lr_machine.c, the steps and completions; lr_core.c, references,
- * telling the owner, node names).  Nobody else includes it.
+ * telling the owner, node names; peerlease.c, a lease in a peer's
+ * layout).  Nobody else includes it.
  */
 #ifndef ZKL_LR_H
 #define ZKL_LR_H
@@ -13,11 +14,14 @@ enum lr_outcome { LR_PENDING, LR_HELD, LR_FINISHED };
 
 enum lr_phase {
 	PH_NEW,        /* not started */
+	PH_MUTEX,      /* a peer lease: waiting for the peer's lock */
 	PH_CREATING,   /* create in flight (a listing lined up behind it) */
 	PH_RECOVERING, /* a create's reply was lost: looking for our GUID */
 	PH_CHECKING,   /* found a node with our GUID: is it this session's? */
 	PH_LISTING,    /* node known, listing the queue */
-	PH_WATCHING,   /* waiting for one node ahead of us to go */
+	PH_COUNTING,   /* a peer lease: reading the limit and the leases */
+	PH_WATCHING,   /* waiting for one node ahead of us to go (a peer
+			* lease: for a change of the leases or limit) */
 	PH_IDLE,       /* node known, nothing in flight (held) */
 	PH_DELETING,   /* deleting our node */
 	PH_GONE,       /* no node of ours exists (or ever will) */
@@ -42,6 +46,8 @@ struct zkl_lockreq {
 	size_t nahead;
 	struct zkl_watch limit_watch; /* a lease in line or waiting: on the
 				       * resource's data, its limit */
+	struct zkl_lockreq *mutex;    /* a peer lease: the request for the
+				    * peer's own lock, while it has one */
 	int refs; /* owner + queued ops + watch + ahead + limit_watch
 				 * + resume + notify + line for a listing */
 	enum lr_outcome outcome;
@@ -54,6 +60,12 @@ struct zkl_lockreq {
 	unsigned maybe_stray : 1; /* a create's reply was lost: a duplicate
 				   * node of ours may turn up */
 	unsigned marked : 1;      /* a held lease: its node bears the mark */
+	unsigned peer : 1;        /* a lease in Curator's or kazoo's layout */
+	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
+	unsigned recount : 1;     /* a peer lease: a watch fired while the
+				   * count was on its way */
+	unsigned peer_limit;      /* a peer lease: N as last read */
+	int peer_limit_err;
 	int create_attempts;
 	enum zkl_mode mode;
 	char guid[NAMES_TAG_MAX + 1];
@@ -68,6 +80,7 @@ struct zkl_lockreq {
 	size_t nodesize;
 	char *data;
 	size_t datalen;
+	char *res; /* the resource: dir, or for a Curator lease its parent */
 	char create_path[]; /* dir + "/_c_<guid>-<mode>-" */
 };
 
@@ -78,6 +91,15 @@ struct zkl_lockreq {
 /* The callbacks the session calls (lr_hooks.c). */
 extern const struct zkl_member_ops lr_member_ops;
 
+/* One allocation for a request on `dir` (where its node goes) of the
+ * resource `res`: the fields lockreq_new documents, an owner reference,
+ * phase NEW.  mutex_names: a peer's own lock (names_format_mutex). */
+int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
+	     enum zkl_mode mode, int mutex_names, unsigned flags,
+	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
+	     struct zkl_lockreq **out);
+/* A fresh tag in the create path (same length), for a new session. */
+int lr_new_tag(struct zkl_lockreq *lr);
 void lr_free(struct zkl_lockreq *lr);
 int lr_has_node(const struct zkl_lockreq *lr);
 const char *lr_node_name(const struct zkl_lockreq *lr);
@@ -95,6 +117,12 @@ void lr_leave_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_notice_run(struct zkl_notice *n);
 void lr_exit(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost);
+/* Session expiry: a waiting request queues again on the next session
+ * (phase NEW, on the resume list); any other is done with it (off the
+ * resume list, lost if it held, phase GONE; its owner is told by the
+ * caller). */
+void lr_requeue_locked(struct zkl_lockreq *lr);
+void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost);
 void lr_delete_stray(struct zkl_lockreq *lr, const char *name);
 void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
 void lr_ignore_void(int rc, const void *data);
@@ -105,6 +133,28 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
 int lr_queue_create(struct zkl_lockreq *lr);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
 void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* lockreq_start of a plain request (s->lock held), and the checks every
+ * request's start makes before its first step (a peer lease's, too). */
+int lr_start_locked(struct zkl_lockreq *lr);
+int lr_start_with_locked(struct zkl_lockreq *lr,
+			 int (*first_step)(struct zkl_lockreq *lr));
+/* lockreq_release of a plain request, s->lock held. */
+void lr_release_locked(struct zkl_lockreq *lr);
+int lr_is_connection_loss(int rc);
+/* Wait for the connection to come back, then resume (member ops). */
+void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* The member's count of a request (lr_hooks.c). */
+void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
+
+/* A lease in a peer's layout (peerlease.c). */
+extern const struct zkl_member_ops peerlease_member_ops;
+/* Where its node goes: dir for "<res>/leases" (Curator) or res (kazoo).
+ * Returns 0 or -ENAMETOOLONG. */
+int peerlease_dir(enum zkl_style style, const char *res,
+		  char dir[NAMES_MAX_NODE_PATH + 1]);
+void peerlease_wire(struct zkl_lockreq *lr);
+int peerlease_start_locked(struct zkl_lockreq *lr);
+void peerlease_abandon_locked(struct zkl_lockreq *lr);
 
 /* Steps of the machine the hooks take (lr_machine.c). */
 int lr_line_up(struct zkl_lockreq *lr);

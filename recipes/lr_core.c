@@ -26,6 +26,93 @@ const char *lockreq_guid(const struct zkl_lockreq *lr)
 	return lr->guid;
 }
 
+/* The create-path prefix of lr's node for tag into buf. */
+static int lr_format_prefix(const struct zkl_session *s, enum zkl_mode mode,
+			    int mutex_names, const char *tag, char *buf,
+			    size_t size)
+{
+	return mutex_names
+		       ? names_format_mutex(buf, size, s->dialect, tag)
+		       : names_format_prefix(buf, size, s->dialect, mode, tag);
+}
+
+int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
+	     enum zkl_mode mode, int mutex_names, unsigned flags,
+	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
+	     struct zkl_lockreq **out)
+{
+	char prefix[NAMES_NODE_NAME_MAX + 1];
+	char guid[NAMES_TAG_MAX + 1];
+	struct zkl_lockreq *lr;
+	size_t dirlen = strlen(dir), reslen = strlen(res), pathlen;
+	int rc = names_tag_new(s->dialect, guid);
+
+	if (rc >= 0)
+		rc = lr_format_prefix(s, mode, mutex_names, guid, prefix,
+				      sizeof(prefix));
+	if (rc < 0)
+		return rc;
+	pathlen = dirlen + 1 + (size_t)rc;
+	if (pathlen + LR_SEQ_ROOM - 1 > NAMES_MAX_NODE_PATH)
+		return -ENAMETOOLONG; /* a peer's dirs lengthen the path */
+	/* One allocation: nothing to free piecemeal, one malloc per lock. */
+	lr = calloc(1, sizeof(*lr) + (pathlen + 1) + (pathlen + LR_SEQ_ROOM) +
+			       (dirlen + 1) + (reslen + 1) + datalen);
+	if (!lr)
+		return -ENOMEM;
+	sprintf(lr->create_path, "%s/%s", dir, prefix);
+	lr->node = lr->create_path + pathlen + 1;
+	lr->nodesize = pathlen + LR_SEQ_ROOM;
+	lr->dir = lr->node + lr->nodesize;
+	memcpy(lr->dir, dir, dirlen + 1);
+	lr->res = lr->dir + dirlen + 1;
+	memcpy(lr->res, res, reslen + 1);
+	lr->data = lr->res + reslen + 1;
+	memcpy(lr->data, data, datalen);
+	lr->datalen = datalen;
+	memcpy(lr->guid, guid, sizeof(guid));
+	lr->s = s;
+	lr->mode = mode;
+	lr->mutex_names = mutex_names != 0;
+	lr->try_only = (flags & LOCKREQ_TRY) != 0;
+	lr->done = done;
+	lr->arg = arg;
+	lr->refs = 1;
+	lr->outcome = LR_PENDING;
+	lr->phase = PH_NEW;
+	lr->member.ops = &lr_member_ops;
+	list_init(&lr->member.live);
+	list_init(&lr->member.resume);
+	notice_init(&lr->notice, lr_notice_run);
+	lr_wire_watches(lr);
+	list_init(&lr->qwait.link);
+	lr->qwait.listed_locked = lr_listed;
+	lr->qwait.wants_limit = mode == ZKL_MODE_LEASE;
+	list_init(&lr->leaving.link);
+	*out = lr;
+	return 0;
+}
+
+int lr_new_tag(struct zkl_lockreq *lr)
+{
+	char guid[NAMES_TAG_MAX + 1];
+	size_t at = strlen(lr->dir) + 1;
+	int err = names_tag_new(lr->s->dialect, guid);
+
+	/* A new tag of the same length: the prefix keeps its length. */
+	if (err >= 0)
+		err = lr_format_prefix(lr->s, lr->mode, lr->mutex_names, guid,
+				       lr->create_path + at,
+				       strlen(lr->create_path + at) + 1);
+	if (err < 0)
+		return err;
+	memcpy(lr->guid, guid, sizeof(guid));
+	lr->node[0] = '\0';
+	lr->create_attempts = 0;
+	lr->maybe_stray = 0;
+	return 0;
+}
+
 /* s->lock held if the request was started. */
 void lr_free(struct zkl_lockreq *lr)
 {
@@ -33,6 +120,7 @@ void lr_free(struct zkl_lockreq *lr)
 	 * goes: a step in flight holds one until the node is gone. */
 	assert(!lr->gone_fn || lr->gone_told);
 	assert(!notice_posted(&lr->notice) && !list_linked(&lr->member.resume));
+	assert(!lr->mutex);
 	if (lr->q)
 		queue_put_locked(lr->q);
 	free(lr);
@@ -209,4 +297,29 @@ void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
 	item->len = lr->datalen;
 	memcpy(item->data, lr->data, lr->datalen);
 	list_add_tail(lost, &item->link);
+}
+
+void lr_requeue_locked(struct zkl_lockreq *lr)
+{
+	lr->phase = PH_NEW;
+	if (!list_linked(&lr->member.resume)) {
+		lr->refs++;
+		list_add_tail(&lr->s->resume, &lr->member.resume);
+	}
+}
+
+void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
+{
+	if (list_linked(&lr->member.resume)) {
+		list_del(&lr->member.resume);
+		lr->refs--;
+	}
+	if (lr->outcome == LR_HELD && !lr->lost) {
+		lr->lost = 1;
+		/* A peer's lock held by a lease on its way is no lock of the
+		 * owner's: the lease queues again (peerlease.c). */
+		if (!lr->mutex_names)
+			lr_report_lost(lr, lost);
+	}
+	lr->phase = PH_GONE;
 }

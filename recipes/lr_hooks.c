@@ -20,24 +20,13 @@
  * session (which ZooKeeper deletes anyway) is ever taken for ours. */
 static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	char guid[NAMES_TAG_MAX + 1];
-	size_t at = strlen(lr->dir) + 1;
-	int err = names_tag_new(lr->s->dialect, guid);
+	int err = lr_new_tag(lr);
 
-	/* A new tag of the same length: the prefix keeps its length. */
-	if (err >= 0)
-		err = names_format_prefix(lr->create_path + at,
-					  strlen(lr->create_path + at) + 1,
-					  lr->s->dialect, lr->mode, guid);
 	if (err < 0) {
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, err, notify);
 		return;
 	}
-	memcpy(lr->guid, guid, sizeof(guid));
-	lr->node[0] = '\0';
-	lr->create_attempts = 0;
-	lr->maybe_stray = 0;
 	lr_create(lr, notify);
 }
 
@@ -136,7 +125,6 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 {
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
-	int queued = list_linked(&lr->member.resume);
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* Ours, so that dropping the references of the resume list and the
@@ -149,35 +137,25 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	/* Replies still to come from the old handle find a phase that does
 	 * not expect them, and are dropped. */
 	if (lr->outcome == LR_PENDING && requeue) {
-		lr->phase = PH_NEW;
-		if (!queued) {
-			lr->refs++;
-			list_add_tail(&lr->s->resume, &lr->member.resume);
-		}
+		lr_requeue_locked(lr);
 		lr_unref_locked(lr); /* the resume list holds one */
 		return;
 	}
-	if (queued) {
-		list_del(&lr->member.resume);
-		lr->refs--;
-	}
-	if (lr->outcome == LR_HELD && !lr->lost) {
-		lr->lost = 1;
-		lr_report_lost(lr, lost);
-	}
+	lr_end_with_session_locked(lr, lost);
 	queue_leaving_done(&lr->leaving);
-	lr->phase = PH_GONE;
 	lr_finish_locked(lr, -ENOTCONN, notify);
 	lr_leave_locked(lr, notify);
 }
 
-static void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
+void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 {
 	const struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
 	int lease = lr->mode == ZKL_MODE_LEASE;
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->mutex_names)
+		return; /* a peer lease's step, counted as that lease */
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		st->held++;
 		st->leases_held += lease;

@@ -74,6 +74,52 @@ void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 	}
 }
 
+int lr_start_with_locked(struct zkl_lockreq *lr,
+			 int (*first_step)(struct zkl_lockreq *lr))
+{
+	int err;
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	err = lr->outcome != LR_PENDING ? -ECANCELED
+	      : lr->s->dead             ? -ENOTCONN
+					: first_step(lr);
+	if (err < 0 && err != -ECANCELED) {
+		lr->outcome = LR_FINISHED;
+		lr->phase = PH_GONE;
+	}
+	return err;
+}
+
+static int lr_first_step(struct zkl_lockreq *lr)
+{
+	struct zkl_session *s = lr->s;
+
+	if (!lr->q && !(lr->q = queue_get_locked(s, lr->dir)))
+		return -ENOMEM;
+	list_add_tail(&s->live, &lr->member.live);
+	if (s->state == ZKL_CONN_EXPIRED || s->draining) {
+		/* Between two sessions: queue on the next one. */
+		lr->refs++;
+		list_add_tail(&s->resume, &lr->member.resume);
+		return 0;
+	}
+	return lr_queue_create(lr);
+}
+
+int lr_start_locked(struct zkl_lockreq *lr)
+{
+	return lr_start_with_locked(lr, lr_first_step);
+}
+
+void lr_release_locked(struct zkl_lockreq *lr)
+{
+	if (lr->outcome != LR_FINISHED) {
+		lr->outcome = LR_FINISHED;
+		lr_abandon_locked(lr);
+	}
+	lr_put_locked(lr);
+}
+
 /* List the queue: phase stays as the caller set it (LISTING or
  * RECOVERING), which tells lr_listed what to do with it. */
 void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
@@ -114,7 +160,7 @@ void lr_delete(struct zkl_lockreq *lr)
 }
 
 /* Wait for the connection to come back, then lr_resume. */
-static void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
+void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	if (list_linked(&lr->member.resume))
 		return;
@@ -122,7 +168,7 @@ static void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
 	session_resume_when_connected_locked(lr->s, &lr->member, notify);
 }
 
-static int lr_is_connection_loss(int rc)
+int lr_is_connection_loss(int rc)
 {
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
 }
@@ -144,6 +190,8 @@ void lr_abandon_locked(struct zkl_lockreq *lr)
 		return;
 	case PH_NEW:
 	case PH_GONE:
+	case PH_MUTEX: /* a peer lease's phases (peerlease.c) */
+	case PH_COUNTING:
 		lr->phase = PH_GONE;
 		return;
 	case PH_LISTING:

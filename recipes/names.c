@@ -270,6 +270,21 @@ int names_tag_new(enum zkl_style style, char out[NAMES_TAG_MAX + 1])
 	return (int)o;
 }
 
+/* fmt (one %s, for tag) into buf: its length, -EINVAL for no fmt, or
+ * -ENAMETOOLONG. */
+static int names_format(char *buf, size_t size, const char *fmt,
+			const char *tag)
+{
+	int n;
+
+	if (!fmt)
+		return -EINVAL;
+	n = snprintf(buf, size, fmt, tag);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	return n;
+}
+
 int names_format_prefix(char *buf, size_t size, enum zkl_style style,
 			enum zkl_mode mode, const char *tag)
 {
@@ -281,19 +296,24 @@ int names_format_prefix(char *buf, size_t size, enum zkl_style style,
 					[ZKL_MODE_WRITE] = "_c_%s-__WRIT__",
 					[ZKL_MODE_LEASE] = "_c_%s-lease-" },
 		[ZKL_STYLE_KAZOO] = { [ZKL_MODE_READ] = "%s__rlock__",
-				      [ZKL_MODE_WRITE] = "%s__lock__" },
+				      [ZKL_MODE_WRITE] = "%s__lock__",
+				      [ZKL_MODE_LEASE] = "%s" },
 	};
-	const char *fmt = style < ZKL_STYLE_COUNT && mode <= ZKL_MODE_LEASE
-				  ? words[style][mode]
-				  : NULL;
-	int n;
+	return names_format(buf, size,
+			    style < ZKL_STYLE_COUNT && mode <= ZKL_MODE_LEASE
+				    ? words[style][mode]
+				    : NULL,
+			    tag);
+}
 
-	if (!fmt)
-		return -EINVAL;
-	n = snprintf(buf, size, fmt, tag);
-	if (n < 0 || (size_t)n >= size)
-		return -ENAMETOOLONG;
-	return n;
+int names_format_mutex(char *buf, size_t size, enum zkl_style style,
+		       const char *tag)
+{
+	return names_format(buf, size,
+			    style == ZKL_STYLE_CURATOR ? "_c_%s-lock-"
+			    : style == ZKL_STYLE_KAZOO ? "%s__lock__"
+						       : NULL,
+			    tag);
 }
 
 int names_seq_before(int32_t a, int32_t b)

@@ -95,9 +95,17 @@ int names_tag_new(enum zkl_style style, char out[NAMES_TAG_MAX + 1]);
 /* Write the create-path prefix of a node of `style` and `mode` owned by
  * tag (ZooKeeper appends the sequence) into buf: "_c_<guid>-write-",
  * "_c_<uuid>-__READ__", "<hex32>__lock__", ...  Returns its length,
- * -ENAMETOOLONG, or -EINVAL for a pair that style has no name for. */
+ * -ENAMETOOLONG, or -EINVAL for a pair that style has no name for.  A
+ * kazoo lease is the bare tag (kazoo's Semaphore creates it so, not
+ * sequential: see peerlease.c). */
 int names_format_prefix(char *buf, size_t size, enum zkl_style style,
 			enum zkl_mode mode, const char *tag);
+
+/* The same for the internal lock of a peer's semaphore: Curator's
+ * InterProcessMutex "_c_<uuid>-lock-", kazoo's Lock "<hex32>__lock__".
+ * -EINVAL for the zklockfs and zookeeper styles. */
+int names_format_mutex(char *buf, size_t size, enum zkl_style style,
+		       const char *tag);
 
 /* True if sequence a was issued before b, across the 2^31 wrap. */
 int names_seq_before(int32_t a, int32_t b);

@@ -4,6 +4,7 @@
  * when it fires.
  */
 #include "internal.h"
+#include "names.h"
 #include "zkerr.h"
 
 #include <assert.h>
@@ -36,24 +37,48 @@ static void session_wake_path_locked(struct zkl_session *s, const char *path,
 	session_fire_locked(&fired, path, ev, notify);
 }
 
+/* The table's key for the watches on path's children: path and a '/',
+ * which no znode path ends with.  Returns 0 or -ENAMETOOLONG. */
+static int session_children_key(const char *path,
+				char key[NAMES_MAX_NODE_PATH + 2])
+{
+	size_t len = strlen(path);
+
+	if (len > NAMES_MAX_NODE_PATH)
+		return -ENAMETOOLONG;
+	memcpy(key, path, len);
+	key[len] = '/';
+	key[len + 1] = '\0';
+	return 0;
+}
+
 /* The per-node watcher.  The client also copies every session event to it;
- * those are the default watcher's business. */
+ * those are the default watcher's business.  A deleted node fires both
+ * its data watches and its children's. */
 static void session_node_watcher(zhandle_t *zh, int type, int state,
 				 const char *path, void *ctx)
 {
 	struct zkl_session *s = ctx;
+	char key[NAMES_MAX_NODE_PATH + 2];
 	struct zkl_link notify;
+	int children_key;
 
 	(void)zh;
 	(void)state;
 	if (type == ZOO_SESSION_EVENT || !path)
 		return;
+	children_key = session_children_key(path, key) == 0;
 	session_enter(s, &notify);
-	session_wake_path_locked(s, path,
-				 type == ZOO_DELETED_EVENT   ? WATCH_GONE
-				 : type == ZOO_CHANGED_EVENT ? WATCH_CHANGED
-							     : WATCH_UNKNOWN,
-				 &notify);
+	if (type != ZOO_CHILD_EVENT)
+		session_wake_path_locked(s, path,
+					 type == ZOO_DELETED_EVENT ? WATCH_GONE
+					 : type == ZOO_CHANGED_EVENT
+						 ? WATCH_CHANGED
+						 : WATCH_UNKNOWN,
+					 &notify);
+	if (children_key &&
+	    (type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT))
+		session_wake_path_locked(s, key, WATCH_UNKNOWN, &notify);
 	session_leave(s, &notify);
 }
 
@@ -155,4 +180,24 @@ int session_watch_armed_locked(struct zkl_session *s, const char *path,
 {
 	ZKL_ASSERT_HELD(&s->lock);
 	return watchtab_add(&s->watches, path, w) < 0 ? -ENOMEM : 0;
+}
+
+int session_awget_children_locked(struct zkl_session *s, const char *path,
+				  strings_completion_t done, const void *data)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	return zoo_awget_children(s->zh, path, session_node_watcher, s, done,
+				  data);
+}
+
+int session_watch_children_armed_locked(struct zkl_session *s, const char *path,
+					struct zkl_watch *w)
+{
+	char key[NAMES_MAX_NODE_PATH + 2];
+	int err = session_children_key(path, key);
+
+	ZKL_ASSERT_HELD(&s->lock);
+	if (err == 0 && watchtab_add(&s->watches, key, w) < 0)
+		err = -ENOMEM;
+	return err;
 }

@@ -10,6 +10,7 @@
 //   write ID PATH MS   InterProcessReadWriteLock(PATH).writeLock()
 //   read ID PATH MS    InterProcessReadWriteLock(PATH).readLock()
 //   mutex ID PATH MS   InterProcessMutex(PATH)
+//   lease ID PATH MS N InterProcessSemaphoreV2(PATH, N): one lease
 //                      acquire, waiting at most MS ms (-1: for ever);
 //                      answers "ID held" or "ID timeout"
 //   release ID         answers "ID released"
@@ -29,6 +30,7 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.retry.RetryOneTime;
 
 public class CuratorLocks {
@@ -40,30 +42,49 @@ public class CuratorLocks {
         System.out.flush();
     }
 
-    private static InterProcessMutex lockOf(CuratorFramework client,
-                                            String kind, String path) {
-        switch (kind) {
+    // Takes what a command names, waiting at most ms (-1: for ever);
+    // returns what gives it back, or null after a timeout.
+    interface Acquire {
+        AutoCloseable take(long ms) throws Exception;
+    }
+
+    private static Acquire mutexOf(InterProcessMutex lock) {
+        return ms -> {
+            if (ms < 0)
+                lock.acquire();
+            else if (!lock.acquire(ms, TimeUnit.MILLISECONDS))
+                return null;
+            return lock::release;
+        };
+    }
+
+    private static Acquire acquireOf(CuratorFramework client, String[] w) {
+        if (w[0].equals("lease") && w.length == 5) {
+            InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(
+                client, w[2], Integer.parseInt(w[4]));
+            return ms -> ms < 0 ? sem.acquire()
+                                : sem.acquire(ms, TimeUnit.MILLISECONDS);
+        }
+        if (w.length != 4)
+            throw new IllegalArgumentException("bad command " + w[0]);
+        switch (w[0]) {
         case "write":
-            return new InterProcessReadWriteLock(client, path).writeLock();
+            return mutexOf(
+                new InterProcessReadWriteLock(client, w[2]).writeLock());
         case "read":
-            return new InterProcessReadWriteLock(client, path).readLock();
+            return mutexOf(
+                new InterProcessReadWriteLock(client, w[2]).readLock());
         case "mutex":
-            return new InterProcessMutex(client, path);
+            return mutexOf(new InterProcessMutex(client, w[2]));
         default:
-            throw new IllegalArgumentException("unknown command " + kind);
+            throw new IllegalArgumentException("unknown command " + w[0]);
         }
     }
 
-    private static void hold(InterProcessMutex lock, String id, long ms) {
+    private static void hold(Acquire lock, String id, long ms) {
         try {
-            boolean held;
-            if (ms < 0) {
-                lock.acquire();
-                held = true;
-            } else {
-                held = lock.acquire(ms, TimeUnit.MILLISECONDS);
-            }
-            if (!held) {
+            AutoCloseable held = lock.take(ms);
+            if (held == null) {
                 answer(id + " timeout");
                 return;
             }
@@ -71,7 +92,7 @@ public class CuratorLocks {
             releases.put(id, release);
             answer(id + " held");
             release.await();
-            lock.release();
+            held.close();
             answer(id + " released");
         } catch (Exception e) {
             answer(id + " error " + e);
@@ -102,8 +123,14 @@ public class CuratorLocks {
                         answer(w[1] + " error not held");
                     else
                         release.countDown();
-                } else if (w.length == 4) {
-                    InterProcessMutex lock = lockOf(client, w[0], w[2]);
+                } else if (w.length == 4 || w.length == 5) {
+                    Acquire lock;
+                    try {
+                        lock = acquireOf(client, w);
+                    } catch (IllegalArgumentException e) {
+                        answer("? error bad command: " + line);
+                        continue;
+                    }
                     long ms = Long.parseLong(w[3]);
                     Thread t = new Thread(() -> hold(lock, w[1], ms));
                     t.setDaemon(true);

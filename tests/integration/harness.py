@@ -347,9 +347,11 @@ def kazoo_client(hosts, auth=None):
 
 
 # A lock node of any tool: a marker, then ZooKeeper's "%010d" sequence.
+# The names every tool's lock nodes have, and kazoo's Semaphore's leases
+# (32 hex digits, not sequential).
 LOCK_NODE = re.compile(r"(?:-write-|-read-|__WRIT__|__READ__|__lock__|"
                        r"__rlock__|lock-|lease-|^x-[-0-9a-f]+-)"
-                       r"(?:\d{10}|-\d{9,10})$")
+                       r"(?:\d{10}|-\d{9,10})$|^[0-9a-f]{32}$")
 
 
 def lock_nodes(zk, path):

@@ -1,6 +1,6 @@
 """A Python service holding kazoo locks on command: the protocol of
 CuratorLocks.java (see there), with kazoo's WriteLock, ReadLock and Lock
-for write, read and mutex.
+for write, read and mutex, and Semaphore(max_leases=N) for lease.
 
 usage: kazoo_locks.py HOSTS SESSION_TIMEOUT_MS
 """
@@ -47,10 +47,13 @@ def main():
         w = line.split()
         if len(w) == 2 and w[0] == "release" and w[1] in releases:
             releases.pop(w[1]).set()
-        elif len(w) == 4 and w[0] in kinds:
+        elif (len(w) == 4 and w[0] in kinds) or (len(w) == 5 and
+                                                   w[0] == "lease"):
+            lock = (client.Semaphore(w[2], max_leases=int(w[4]))
+                    if w[0] == "lease" else kinds[w[0]](w[2]))
             releases[w[1]] = threading.Event()
             threading.Thread(target=hold, daemon=True, args=(
-                kinds[w[0]](w[2]), w[1], int(w[3]), releases[w[1]])).start()
+                lock, w[1], int(w[3]), releases[w[1]])).start()
         else:
             say(f"? error bad command: {line.strip()}")
     client.stop()

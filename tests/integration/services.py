@@ -28,7 +28,7 @@ CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes",
 def curator_classpath():
     jars = [f"/usr/share/java/{j}.jar" for j in CURATOR_JARS]
     missing = [j for j in jars if not os.path.exists(j)]
-    assert not missing, (f"{self.name}'s jars are not installed ({missing}): "
+    assert not missing, (f"Curator's jars are not installed ({missing}): "
                          "run contrib/install-deps --tests")
     return ":".join(jars)
 
@@ -93,12 +93,14 @@ class LockService(Child):
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
-    def acquire(self, kind, path, timeout_ms=-1):
-        """Start acquiring a lock (kind: write, read or mutex); returns the
-        ID that outcome() and release() take."""
+    def acquire(self, kind, path, timeout_ms=-1, leases=None):
+        """Start acquiring a lock (kind: write, read or mutex), or a lease
+        of a semaphore of `leases` leases (kind lease); returns the ID that
+        outcome() and release() take."""
         self.next_id += 1
         lock_id = f"L{self.next_id}"
-        self.send(f"{kind} {lock_id} {path} {timeout_ms}")
+        extra = "" if leases is None else f" {leases}"
+        self.send(f"{kind} {lock_id} {path} {timeout_ms}{extra}")
         return lock_id
 
     def outcome(self, lock_id, timeout=15):
@@ -110,9 +112,9 @@ class LockService(Child):
         """The acquire's answer if it has come, else None."""
         return self._take(lock_id, 0, f"acquire {lock_id}")
 
-    def hold(self, kind, path, timeout=15):
+    def hold(self, kind, path, timeout=15, leases=None):
         """Acquire and wait until held."""
-        lock_id = self.acquire(kind, path)
+        lock_id = self.acquire(kind, path, leases=leases)
         res = self.outcome(lock_id, timeout)
         assert res == "held", f"{self.name} {kind} lock on {path}: {res}"
         return lock_id

@@ -283,6 +283,21 @@ def test_fcntl_locks_on_a_lease_file_are_leases(zk, base, m1, m2):
     wait_until(lambda: not leases_of(zk, base), 10, "every lease to go")
 
 
+def expire_session(m1, paused, freed, holder, waiter):
+    """Stop m1's daemon until its session has expired (freed() waits for
+    what another session gets from it then), and check what m1's openers
+    see: the holder lost its lease (on_lost, EIO), the waiter nothing."""
+    paused.append(m1)
+    os.kill(m1.proc.pid, signal.SIGSTOP)  # no heartbeats: it expires
+    freed()
+    os.kill(m1.proc.pid, signal.SIGCONT)
+    assert holder.next_line(20, "on_lost signal") == "signal SIGUSR1"
+    assert holder.command("read") == "err EIO"
+    wait_until(lambda: status_of(m1)["state"] == "connected", 20,
+               "m1's new session")
+    assert waiter.poll_result() is None, "the waiter noticed the expiry"
+
+
 def test_an_expired_session_loses_its_lease_and_requeues_its_waiter(
         zk, base, mounts, paused):
     m1 = mounts.new("-o", "on_lost=signal:USR1")
@@ -298,31 +313,12 @@ def test_an_expired_session_loses_its_lease_and_requeues_its_waiter(
     rival = lease(m2)
     assert still_waiting(rival)
 
-    paused.append(m1)
-    os.kill(m1.proc.pid, signal.SIGSTOP)  # no heartbeats: it expires
-    rival.granted(timeout=20)  # ZooKeeper freed the lease
-    os.kill(m1.proc.pid, signal.SIGCONT)
-
-    assert holder.next_line(20, "on_lost signal") == "signal SIGUSR1"
-    assert holder.command("read") == "err EIO"
-    wait_until(lambda: status_of(m1)["state"] == "connected", 20,
-               "m1's new session")
-    assert waiter.poll_result() is None, "the waiter noticed the expiry"
+    # ZooKeeper freed the lease:
+    expire_session(m1, paused, lambda: rival.granted(timeout=20), holder,
+                   waiter)
     other.close()
     waiter.granted()
     assert "mode lease" in waiter.command("read")
     assert len(leases_of(zk, base)) == 1, "a lost lease taken back"
     for h in (holder, rival, waiter):
         h.close()
-
-
-@pytest.mark.parametrize("dialect", ["curator", "kazoo"])
-def test_a_dialect_without_leases_refuses_them_and_says_so(
-        zk, base, mounts, dialect):
-    m = mounts.new("-o", f"dialect={dialect}")
-    h = lease(m)
-    # Linux's EOPNOTSUPP is ENOTSUP, which Python names first.
-    assert h.wait_result() == f"err {errno.errorcode[errno.EOPNOTSUPP]}"
-    h.close()
-    assert f"dialect={dialect} has no leases yet" in m.log()
-    assert not leases_of(zk, base)

@@ -68,6 +68,21 @@ int zoo_aget_children(zhandle_t *zh, const char *path, int watch,
 	return ZOK;
 }
 
+int zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watcher,
+		       void *watcherCtx, strings_completion_t completion,
+		       const void *data)
+{
+	struct fake_call *c;
+
+	(void)zh;
+	c = fake_push(FAKE_WCHILDREN, path, (const void *)completion, data);
+	c->watcher = watcher;
+	c->watcher_ctx = watcherCtx;
+	watch_fn = watcher;
+	watch_ctx = watcherCtx;
+	return ZOK;
+}
+
 int zoo_aexists(zhandle_t *zh, const char *path, int watch,
 		stat_completion_t completion, const void *data)
 {
@@ -215,6 +230,15 @@ void fake_complete_children(int rc, const char *const *names, int n)
 					      c->data);
 }
 
+void fake_complete_wchildren(int rc, const char *const *names, int n)
+{
+	struct fake_call *c = fake_pop(FAKE_WCHILDREN);
+	struct String_vector v = { .count = n, .data = (char **)names };
+
+	((strings_completion_t)c->completion)(rc, rc == ZOK ? &v : NULL,
+					      c->data);
+}
+
 void fake_complete_exists(int rc, int64_t owner, int64_t czxid)
 {
 	struct fake_call *c = fake_pop(FAKE_EXISTS);
@@ -297,4 +321,34 @@ void fake_resume_all(struct zkl_session *s)
 	}
 	pthread_mutex_unlock(&s->lock);
 	notice_run_all(&notify);
+}
+
+void fake_expire(struct zkl_session *sess, int requeue, struct zkl_link *lost)
+{
+	struct zkl_link notify;
+
+	list_init(&notify);
+	list_init(lost);
+	pthread_mutex_lock(&sess->lock);
+	sess->state = ZKL_CONN_EXPIRED;
+	for (struct zkl_link *l = sess->live.next, *n; l != &sess->live;
+	     l = n) {
+		n = l->next;
+		struct zkl_member *m =
+			ZKL_CONTAINER_OF(l, struct zkl_member, live);
+		m->ops->expired_locked(m, requeue, lost, &notify);
+	}
+	pthread_mutex_unlock(&sess->lock);
+	notice_run_all(&notify);
+}
+
+void fake_free_lost(struct zkl_link *lost)
+{
+	while (!list_empty(lost)) {
+		struct zkl_lost *item =
+			ZKL_CONTAINER_OF(lost->next, struct zkl_lost, link);
+		list_del(&item->link);
+		free(item->node);
+		free(item);
+	}
 }

@@ -20,7 +20,8 @@ enum fake_op {
 	FAKE_DELETE,
 	FAKE_SET,
 	FAKE_CREATE_PARENT,
-	FAKE_READ /* zoo_aget: no watch */
+	FAKE_READ,     /* zoo_aget: no watch */
+	FAKE_WCHILDREN /* zoo_awget_children: a watch on the children */
 };
 
 struct fake_call {
@@ -65,6 +66,12 @@ void fake_complete_read(int rc, const char *value, int64_t czxid,
 void fake_complete_void(enum fake_op op, int rc);
 /* A set's reply. */
 void fake_complete_set(int rc);
+/* A zoo_awget_children's reply. */
+void fake_complete_wchildren(int rc, const char *const *names, int n);
+/* What the session does when ZooKeeper says the session expired; lost
+ * gets the locks lost (free them with fake_free_lost). */
+void fake_expire(struct zkl_session *s, int requeue, struct zkl_link *lost);
+void fake_free_lost(struct zkl_link *lost);
 /* The connection is back: resume what waits for it. */
 void fake_resume_all(struct zkl_session *s);
 /* Fire the watcher registered by a get on path. */

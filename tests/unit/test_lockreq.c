@@ -419,36 +419,6 @@ static struct zkl_lockreq *holder_and_waiter(struct zkl_lockreq **waiter,
 	return held;
 }
 
-/* What the session does when ZooKeeper says the session expired. */
-static void expire(int requeue, struct zkl_link *lost)
-{
-	struct zkl_link notify;
-
-	list_init(&notify);
-	list_init(lost);
-	pthread_mutex_lock(&s->lock);
-	s->state = ZKL_CONN_EXPIRED;
-	for (struct zkl_link *l = s->live.next, *n; l != &s->live; l = n) {
-		n = l->next;
-		struct zkl_member *m =
-			ZKL_CONTAINER_OF(l, struct zkl_member, live);
-		m->ops->expired_locked(m, requeue, lost, &notify);
-	}
-	pthread_mutex_unlock(&s->lock);
-	notice_run_all(&notify);
-}
-
-static void free_lost(struct zkl_link *lost)
-{
-	while (!list_empty(lost)) {
-		struct zkl_lost *item =
-			ZKL_CONTAINER_OF(lost->next, struct zkl_lost, link);
-		list_del(&item->link);
-		free(item->node);
-		free(item);
-	}
-}
-
 Test(lockreq, session_expiry_without_renewal_fails_waiters)
 {
 	struct zkl_lockreq *held, *waiter;
@@ -457,7 +427,7 @@ Test(lockreq, session_expiry_without_renewal_fails_waiters)
 	char path[256], held_name[256];
 
 	held = holder_and_waiter(&waiter, held_name);
-	expire(0, &lost);
+	fake_expire(s, 0, &lost);
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, -ENOTCONN);
 	cr_assert_eq(lockreq_describe(held, &token, path, sizeof(path), &sid),
@@ -465,7 +435,7 @@ Test(lockreq, session_expiry_without_renewal_fails_waiters)
 	cr_assert_eq(lockreq_holds(held), 0);
 	cr_assert(!list_empty(&lost) && lost.next->next == &lost,
 		  "exactly the holder is reported lost");
-	free_lost(&lost);
+	fake_free_lost(&lost);
 	lockreq_release(held);
 	lockreq_release(waiter);
 	cr_assert_eq(fake_pending(), 0, "nothing to delete: the nodes died");
@@ -480,14 +450,14 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 
 	held = holder_and_waiter(&waiter, held_name);
 	strcpy(old_guid, lockreq_guid(waiter));
-	expire(1, &lost);
+	fake_expire(s, 1, &lost);
 	cr_assert_eq(fake_done_calls, 1, "the waiter is not told anything");
 	item = ZKL_CONTAINER_OF(lost.next, struct zkl_lost, link);
 	cr_assert(strstr(item->node, held_name), "lost: %s", item->node);
 	cr_assert_eq(item->len, 2);
 	cr_assert_eq(memcmp(item->data, "id", 2), 0, "with the holder's data");
 	cr_assert_eq(item->link.next, &lost, "only the holder is lost");
-	free_lost(&lost);
+	fake_free_lost(&lost);
 	cr_assert_eq(fake_pending(), 0, "nothing is sent on the dead session");
 
 	/* A new session connects: the waiter queues anew, under a new GUID
@@ -590,7 +560,7 @@ Test(lockreq, release_then_is_told_when_the_session_expires_first)
 	fake_complete_void(FAKE_DELETE, ZCONNECTIONLOSS);
 	cr_assert_eq(gone_calls, 0);
 	cr_assert_eq(fake_pending(), 0, "waits for the connection");
-	expire(1, &lost);
+	fake_expire(s, 1, &lost);
 	cr_assert_eq(gone_calls, 1, "the node died with its session");
 	cr_assert(list_empty(&lost), "a released lock is not lost");
 	cr_assert(list_empty(&s->resume), "nothing left to resume");

@@ -166,9 +166,29 @@ Test(names, formats_what_each_style_creates)
 	cr_assert_eq(names_format_prefix(buf, 10, ZKL_STYLE_ZKLOCKFS,
 					 ZKL_MODE_READ, G1),
 		     -ENAMETOOLONG);
+	/* kazoo's semaphore's lease is its tag, not sequential: no lock
+	 * node by name. */
 	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_KAZOO,
 					 ZKL_MODE_LEASE, K1),
-		     -EINVAL, "kazoo's semaphore leases are not sequential");
+		     (int)strlen(K1));
+	cr_assert_str_eq(buf, K1);
+	cr_assert_eq(names_parse(K1, &n), -EINVAL);
+	/* The peers' semaphores' own locks. */
+	cr_assert_eq(names_format_mutex(buf, sizeof(buf), ZKL_STYLE_CURATOR,
+					G2),
+		     (int)strlen("_c_" G2 "-lock-"));
+	cr_assert_str_eq(buf, "_c_" G2 "-lock-");
+	snprintf(name, sizeof(name), "%s%010d", buf, 3);
+	cr_assert_eq(names_parse(name, &n), 0);
+	cr_assert(n.style == ZKL_STYLE_CURATOR && n.mode == ZKL_MODE_WRITE);
+	cr_assert_eq(names_format_mutex(buf, sizeof(buf), ZKL_STYLE_KAZOO, K1),
+		     (int)strlen(K1 "__lock__"));
+	cr_assert_str_eq(buf, K1 "__lock__");
+	cr_assert_eq(names_format_mutex(buf, sizeof(buf), ZKL_STYLE_ZKLOCKFS,
+					G1),
+		     -EINVAL);
+	cr_assert_eq(names_format_mutex(buf, 8, ZKL_STYLE_KAZOO, K1),
+		     -ENAMETOOLONG);
 	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_ZOOKEEPER,
 					 ZKL_MODE_WRITE, "1"),
 		     -EINVAL);

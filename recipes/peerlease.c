@@ -1,0 +1,588 @@
+/*
+ * peerlease.c - a lease in the layout of Curator's InterProcessSemaphoreV2
+ * (dialect curator) or kazoo's Semaphore (dialect kazoo), so that a mount
+ * and those tools share one semaphore:
+ *
+ *   curator  the peer's lock   <res>/locks/_c_<uuid>-lock-<seq>
+ *            a lease           <res>/leases/_c_<uuid>-lease-<seq>
+ *            held when <res>/leases has at most N children, ours included
+ *   kazoo    the peer's lock   <res>-__lock__/<hex32>__lock__<seq>
+ *            a lease           <res>/<hex32>, ephemeral, not sequential
+ *            created when <res> has fewer than N children (all of them)
+ *
+ * N is the resource's data (limit.h) in both.  Only the holder of the
+ * peer's lock counts, adds a lease and watches the count, so the order
+ * and the herd-freedom of that lock (a plain request, lr->mutex) carry
+ * over to the leases.  The lock is let go once the lease is held, or
+ * given up.  doc/design.md, "Semaphores in the peers' layouts".
+ *
+ * The request is a zkl_lockreq (lr.h) whose phases run MUTEX, then
+ * CREATING and COUNTING (Curator: create, then count; kazoo: count, then
+ * create), WATCHING while the count is full, IDLE once held; it keeps
+ * the lock request's outcome, notices and owner's calls.
+ */
+#include "lr.h"
+#include "resource.h"
+#include "zkerr.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "log.h"
+
+static void pl_on_created(int rc, const char *name, const struct Stat *st,
+			  const void *data);
+static void pl_on_deleted(int rc, const void *data);
+static void pl_count(struct zkl_lockreq *lr, struct zkl_link *notify);
+
+static int pl_kazoo(const struct zkl_lockreq *lr)
+{
+	return lr->s->dialect == ZKL_STYLE_KAZOO;
+}
+
+static int pl_path(char out[NAMES_MAX_NODE_PATH + 1], const char *res,
+		   const char *suffix)
+{
+	if ((size_t)snprintf(out, NAMES_MAX_NODE_PATH + 1, "%s%s", res,
+			     suffix) > NAMES_MAX_NODE_PATH)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int peerlease_dir(enum zkl_style style, const char *res,
+		  char dir[NAMES_MAX_NODE_PATH + 1])
+{
+	return pl_path(dir, res, style == ZKL_STYLE_CURATOR ? "/leases" : "");
+}
+
+/* ---- the peer's lock -------------------------------------------------- */
+
+/* Let the peer's lock go.  Its done comes (and drops the reference it
+ * holds on lr) unless it was still pending. */
+static void pl_release_mutex(struct zkl_lockreq *lr)
+{
+	struct zkl_lockreq *m = lr->mutex;
+
+	if (!m)
+		return;
+	lr->mutex = NULL;
+	if (m->outcome == LR_PENDING)
+		lr_unref_locked(lr);
+	lr_release_locked(m);
+}
+
+static void pl_delete(struct zkl_lockreq *lr)
+{
+	lr->phase = PH_DELETING;
+	lr->refs++;
+	if (zoo_adelete(lr->s->zh, lr->node, -1, pl_on_deleted, lr) != ZOK) {
+		lr->refs--; /* only a dead handle refuses: the node dies too */
+		lr->phase = PH_GONE;
+	}
+}
+
+void peerlease_abandon_locked(struct zkl_lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_unwatch_all(lr);
+	pl_release_mutex(lr);
+	switch (lr->phase) {
+	case PH_CREATING:
+	case PH_RECOVERING:
+	case PH_CHECKING:
+	case PH_DELETING:
+		return; /* the step in flight deletes what it finds */
+	default:
+		if (lr_has_node(lr) && lr->phase != PH_GONE)
+			pl_delete(lr);
+		else
+			lr->phase = PH_GONE;
+		return;
+	}
+}
+
+static void pl_fail(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
+{
+	lr_tell_locked(lr, err, notify);
+	lr->outcome = LR_FINISHED;
+	peerlease_abandon_locked(lr);
+}
+
+static void pl_mutex_done(struct zkl_lockreq *m, int err, void *arg);
+
+static int pl_start_mutex(struct zkl_lockreq *lr)
+{
+	char dir[NAMES_MAX_NODE_PATH + 1];
+	struct zkl_lockreq *m;
+	int err = pl_path(dir, lr->res, pl_kazoo(lr) ? "-__lock__" : "/locks");
+
+	if (err == 0)
+		err = lr_alloc(lr->s, dir, dir, ZKL_MODE_WRITE, 1,
+			       lr->try_only ? LOCKREQ_TRY : 0, lr->data,
+			       lr->datalen, pl_mutex_done, lr, &m);
+	if (err < 0)
+		return err;
+	err = lr_start_locked(m);
+	if (err < 0) {
+		lr_put_locked(m);
+		return err;
+	}
+	lr->mutex = m;
+	lr->refs++; /* for m's done */
+	lr->phase = PH_MUTEX;
+	return 0;
+}
+
+static void pl_create(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int rc;
+
+	lr->refs++;
+	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
+			  (int)lr->datalen, lr->s->acl,
+			  pl_kazoo(lr) ? ZOO_EPHEMERAL
+				       : ZOO_EPHEMERAL_SEQUENTIAL,
+			  pl_on_created, lr);
+	if (rc != ZOK) {
+		lr->refs--;
+		lr->phase = PH_GONE;
+		pl_fail(lr, zkerr_errno(rc), notify);
+		return;
+	}
+	lr->create_attempts++;
+	lr->phase = PH_CREATING;
+}
+
+/* The peer's lock is ours (err 0), or could not be had. */
+static void pl_mutex_done(struct zkl_lockreq *m, int err, void *arg)
+{
+	struct zkl_lockreq *lr = arg;
+	struct zkl_link notify;
+
+	session_enter(lr->s, &notify);
+	if (lr->mutex != m) {
+		/* let go already */
+	} else if (lr->outcome != LR_PENDING || lr->phase != PH_MUTEX) {
+		pl_release_mutex(lr); /* the session ended under us */
+	} else if (err < 0) {
+		lr->phase = PH_GONE;
+		pl_fail(lr, err, &notify);
+	} else if (m->lost) {
+		/* Granted, then lost with its session before we ran: start
+		 * again on the next one. */
+		lr->phase = PH_NEW;
+		lr_defer(lr, &notify);
+	} else if (pl_kazoo(lr)) {
+		pl_count(lr, &notify);
+	} else {
+		pl_create(lr, &notify);
+	}
+	lr_exit(lr, &notify);
+}
+
+/* ---- counting --------------------------------------------------------- */
+
+static void pl_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr->phase = PH_IDLE;
+	lr_unwatch_all(lr);
+	pl_release_mutex(lr);
+	lr_tell_locked(lr, 0, notify);
+}
+
+static void pl_on_limit(int rc, const char *value, int len,
+			const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_link notify;
+
+	(void)st;
+	session_enter(lr->s, &notify);
+	lr->peer_limit_err =
+		resource_limit_of_reply(rc, value, len, &lr->peer_limit);
+	if (lr->peer_limit_err == -ENOENT) /* kazoo: no resource yet */
+		lr->peer_limit_err = 0;
+	lr_exit(lr, &notify);
+}
+
+/* Does the count leave room for us?  Curator counts the leases, ours
+ * among them; kazoo every child of the resource, before adding ours. */
+static int pl_fits(const struct zkl_lockreq *lr, const struct String_vector *sv)
+{
+	size_t n = sv ? (size_t)sv->count : 0;
+
+	return pl_kazoo(lr) ? n < lr->peer_limit : n <= lr->peer_limit;
+}
+
+static int pl_listed_self(const struct zkl_lockreq *lr,
+			  const struct String_vector *sv)
+{
+	const char *name = lr_node_name(lr);
+
+	for (int i = 0; sv && i < sv->count; i++)
+		if (strcmp(sv->data[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+static void pl_on_children(int rc, const struct String_vector *sv,
+			   const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_link notify;
+
+	session_enter(lr->s, &notify);
+	if (lr->phase != PH_COUNTING) {
+		/* stale */
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, &notify);
+	} else if (rc != ZOK && !(rc == ZNONODE && pl_kazoo(lr))) {
+		pl_fail(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc), &notify);
+	} else if (lr->peer_limit_err < 0) {
+		log_msg(LOG_ERR,
+			"%s: its data is not a limit (set one with "
+			"MOUNT/<resource>/limit)",
+			lr->res);
+		pl_fail(lr,
+			lr->peer_limit_err == -EBADMSG ? -EIO
+						       : lr->peer_limit_err,
+			&notify);
+	} else if (!pl_kazoo(lr) && !pl_listed_self(lr, rc ? NULL : sv)) {
+		log_msg(LOG_WARNING, "lease node %s vanished while queued",
+			lr->node);
+		lr->node[0] = '\0';
+		pl_fail(lr, -EIO, &notify);
+	} else if (pl_fits(lr, rc ? NULL : sv)) {
+		if (pl_kazoo(lr))
+			pl_create(lr, &notify);
+		else
+			pl_grant(lr, &notify);
+	} else if (lr->try_only) {
+		pl_fail(lr, -EAGAIN, &notify);
+	} else if (lr->recount) {
+		pl_count(lr, &notify);
+	} else {
+		lr->phase = PH_WATCHING;
+	}
+	lr_exit(lr, &notify);
+}
+
+/* Read N and the leases, both watched: a change of either wakes us. */
+static void pl_count(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct zkl_session *s = lr->s;
+	int err;
+
+	lr_unwatch_all(lr);
+	lr->recount = 0;
+	lr->phase = PH_COUNTING;
+	err = session_watch_armed_locked(s, lr->res, &lr->limit_watch);
+	if (err == 0) {
+		lr->refs++;
+		err = session_watch_children_armed_locked(s, lr->dir,
+							  &lr->watch);
+	}
+	if (err == 0) {
+		lr->refs++;
+		lr->refs++; /* for the reply */
+		err = zkerr_errno(
+			session_awget_locked(s, lr->res, pl_on_limit, lr));
+		if (err < 0)
+			lr->refs--;
+	}
+	if (err == 0) {
+		lr->refs++;
+		err = zkerr_errno(session_awget_children_locked(
+			s, lr->dir, pl_on_children, lr));
+		if (err < 0)
+			lr->refs--;
+	}
+	if (err < 0)
+		pl_fail(lr, err, notify);
+}
+
+/* The leases or N changed. */
+static void pl_fired(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->outcome != LR_PENDING) {
+		/* stale */
+	} else if (lr->phase == PH_WATCHING) {
+		pl_count(lr, notify);
+	} else if (lr->phase == PH_COUNTING) {
+		lr->recount = 1; /* the reply on its way may predate it */
+	}
+	lr_leave_locked(lr, notify); /* the registration's reference */
+}
+
+static void pl_leases_fired(struct zkl_watch *w, const char *path,
+			    enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	(void)path;
+	(void)ev;
+	pl_fired(ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch), notify);
+}
+
+static void pl_limit_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	(void)path;
+	(void)ev;
+	pl_fired(ZKL_CONTAINER_OF(w, struct zkl_lockreq, limit_watch), notify);
+}
+
+/* ---- the lease node ---------------------------------------------------- */
+
+static void pl_on_checked(int rc, const struct Stat *st, const void *data);
+
+/* After a lost create reply: is lr->node ours? */
+static void pl_check(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr->phase = PH_CHECKING;
+	lr->refs++;
+	if (zoo_aexists(lr->s->zh, lr->node, 0, pl_on_checked, lr) != ZOK) {
+		lr->refs--;
+		lr->phase = PH_GONE;
+		pl_fail(lr, -ENOTCONN, notify);
+	}
+}
+
+static void pl_on_found(int rc, const struct String_vector *sv,
+			const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	const char *prefix = strrchr(lr->create_path, '/') + 1;
+	size_t plen = strlen(prefix);
+	struct zkl_link notify;
+	int i;
+
+	session_enter(lr->s, &notify);
+	if (lr->phase != PH_RECOVERING) {
+		/* stale */
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, &notify);
+	} else if (rc != ZOK && rc != ZNONODE) {
+		lr->phase = PH_GONE;
+		pl_fail(lr, zkerr_errno(rc), &notify);
+	} else {
+		for (i = 0; rc == ZOK && i < sv->count; i++)
+			if (strncmp(sv->data[i], prefix, plen) == 0)
+				break;
+		if (rc == ZOK && i < sv->count &&
+		    lr_set_node(lr, lr->dir, sv->data[i]) == 0)
+			pl_check(lr, &notify);
+		else if (lr->outcome == LR_FINISHED)
+			lr->phase = PH_GONE;
+		else
+			pl_create(lr, &notify);
+	}
+	lr_exit(lr, &notify);
+}
+
+/* A create whose reply was lost: find the node it may have made (a
+ * Curator lease by its tag; kazoo's has a name known beforehand). */
+static void pl_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (pl_kazoo(lr)) {
+		if (lr_set_node(lr, lr->create_path, NULL) == 0) {
+			pl_check(lr, notify);
+			return;
+		}
+	} else {
+		lr->phase = PH_RECOVERING;
+		lr->refs++;
+		if (zoo_aget_children(lr->s->zh, lr->dir, 0, pl_on_found, lr) ==
+		    ZOK)
+			return;
+		lr->refs--;
+	}
+	lr->phase = PH_GONE;
+	pl_fail(lr, -ENOTCONN, notify);
+}
+
+/* Our lease node exists (czxid known): go on with it. */
+static void pl_have_node(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (lr->outcome == LR_FINISHED)
+		pl_delete(lr);
+	else if (pl_kazoo(lr))
+		pl_grant(lr, notify); /* counted before the create */
+	else
+		pl_count(lr, notify);
+}
+
+static void pl_on_created(int rc, const char *name, const struct Stat *st,
+			  const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_link notify;
+
+	session_enter(lr->s, &notify);
+	if (lr->phase != PH_CREATING) {
+		/* the session expired under us */
+	} else if (rc == ZOK) {
+		lr->czxid = st->czxid;
+		if (lr_set_node(lr, name, NULL) < 0) {
+			lr->phase = PH_GONE;
+			pl_fail(lr, -ENAMETOOLONG, &notify);
+		} else {
+			pl_have_node(lr, &notify);
+		}
+	} else if (lr_is_connection_loss(rc)) {
+		lr->phase = PH_RECOVERING; /* created or not: look */
+		lr_defer(lr, &notify);
+	} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
+		   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
+		int err = session_create_parents_locked(lr->s, lr->dir);
+
+		if (err < 0) {
+			lr->phase = PH_GONE;
+			pl_fail(lr, err, &notify);
+		} else {
+			pl_create(lr, &notify);
+		}
+	} else {
+		lr->phase = PH_GONE;
+		pl_fail(lr, zkerr_errno(rc), &notify);
+	}
+	lr_exit(lr, &notify);
+}
+
+static void pl_on_checked(int rc, const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_link notify;
+
+	session_enter(lr->s, &notify);
+	if (lr->phase != PH_CHECKING) {
+		/* stale */
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, &notify);
+	} else if (rc == ZOK && st->ephemeralOwner == lr->s->client_id) {
+		lr->czxid = st->czxid;
+		pl_have_node(lr, &notify);
+	} else if (rc == ZOK || rc == ZNONODE) {
+		lr->node[0] = '\0'; /* not made, or not by us */
+		if (lr->outcome == LR_FINISHED)
+			lr->phase = PH_GONE;
+		else if (pl_kazoo(lr))
+			pl_count(lr, &notify);
+		else
+			pl_create(lr, &notify);
+	} else {
+		lr->phase = PH_GONE;
+		pl_fail(lr, zkerr_errno(rc), &notify);
+	}
+	lr_exit(lr, &notify);
+}
+
+static void pl_on_deleted(int rc, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_link notify;
+
+	session_enter(lr->s, &notify);
+	if (lr->phase == PH_DELETING) {
+		if (lr_is_connection_loss(rc))
+			lr_defer(lr, &notify); /* must not leave it behind */
+		else
+			lr->phase = PH_GONE;
+	}
+	lr_exit(lr, &notify);
+}
+
+/* ---- the owner's start, and the session's calls ------------------------ */
+
+static int pl_first_step(struct zkl_lockreq *lr)
+{
+	list_add_tail(&lr->s->live, &lr->member.live);
+	/* Between two sessions the lock's request waits for the next one,
+	 * and we with it. */
+	return pl_start_mutex(lr);
+}
+
+int peerlease_start_locked(struct zkl_lockreq *lr)
+{
+	return lr_start_with_locked(lr, pl_first_step);
+}
+
+static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+	int err;
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	switch (lr->phase) {
+	case PH_NEW: /* a new session: a fresh tag, and the lock again */
+		pl_release_mutex(lr);
+		err = lr->outcome == LR_PENDING ? lr_new_tag(lr) : -ECANCELED;
+		if (err == 0)
+			err = pl_start_mutex(lr);
+		if (err < 0) {
+			lr->phase = PH_GONE;
+			pl_fail(lr, err, notify);
+		}
+		break;
+	case PH_RECOVERING:
+		pl_recover(lr, notify);
+		break;
+	case PH_CHECKING:
+		pl_check(lr, notify);
+		break;
+	case PH_COUNTING:
+		pl_count(lr, notify);
+		break;
+	case PH_DELETING:
+		pl_delete(lr);
+		break;
+	default:
+		break;
+	}
+	lr_leave_locked(lr, notify);
+}
+
+/* The session is over.  The peer's lock is a member of its own: a pending
+ * one queues again by itself (and we keep waiting for it), a held one is
+ * lost.  It is let go later, never here: the session is walking its
+ * members. */
+static void pl_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
+		       struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr->refs++;
+	lr_unwatch_all(lr);
+	if (lr->outcome == LR_PENDING && requeue) {
+		if (lr->phase != PH_MUTEX) {
+			lr_requeue_locked(lr);
+			lr->node[0] = '\0';
+		}
+	} else {
+		lr_end_with_session_locked(lr, lost);
+		lr_tell_locked(lr, -ENOTCONN, notify);
+		lr->outcome = LR_FINISHED;
+	}
+	lr_leave_locked(lr, notify);
+}
+
+const struct zkl_member_ops peerlease_member_ops = {
+	.resume_locked = pl_resume,
+	.expired_locked = pl_expired,
+	.count_locked = lr_count,
+};
+
+void peerlease_wire(struct zkl_lockreq *lr)
+{
+	lr->peer = 1;
+	lr->member.ops = &peerlease_member_ops;
+	lr->watch.fired_locked = pl_leases_fired;
+	lr->limit_watch.fired_locked = pl_limit_fired;
+	lr->qwait.wants_limit = 0;
+}

@@ -1,0 +1,195 @@
+"""Semaphores shared with the peers: a mount of dialect curator takes its
+leases in the layout of Curator's InterProcessSemaphoreV2, a mount of
+dialect kazoo in that of kazoo's Semaphore, so that the real Java and
+Python services (services.py) and the mounts share one set of N leases,
+served in the order of the peer's own lock."""
+import re
+
+import pytest
+
+from harness import Locker, wait_until
+from services import kazoo_service
+from test_core import still_waiting
+from test_faults import paused  # noqa: F401 (a fixture)
+from test_lease import expire_session, lease, status_of, write_limit
+from test_services import (CURATOR_TAG, curator_java, flock_n,  # noqa: F401
+                           service, tool, two)
+
+# The nodes of a lease and of the peer's own lock, and where they go.
+LEASE_NODE = {"curator": CURATOR_TAG + r"lease-\d{10}",
+              "kazoo": r"[0-9a-f]{32}"}
+MUTEX_NODE = {"curator": CURATOR_TAG + r"lock-\d{10}",
+              "kazoo": r"[0-9a-f]{32}__lock__\d{10}"}
+
+
+def lease_dir(tool, res):
+    return f"{res}/leases" if tool == "curator" else res
+
+
+def mutex_dir(tool, res):
+    return f"{res}/locks" if tool == "curator" else f"{res}-__lock__"
+
+
+def children(zk, path):
+    return zk.get_children(path) if zk.exists(path) else []
+
+
+def wait_for_count(zk, path, n, what):
+    wait_until(lambda: len(children(zk, path)) == n, 15,
+               f"{n} {what} in {path} (there: {children(zk, path)})")
+
+
+def nothing_left(zk, tool, res):
+    wait_for_count(zk, lease_dir(tool, res), 0, "leases")
+    wait_for_count(zk, mutex_dir(tool, res), 0, "lock nodes")
+
+
+def test_the_service_and_two_hosts_share_two_leases(zk, base, tool, service,
+                                                    two):
+    m1, m2 = two
+    res = f"{base}/jobs"
+    write_limit(m1, "jobs", "2")
+    theirs = service.hold("lease", res, leases=2)
+    ours = lease(m1)
+    ours.granted()
+    names = children(zk, lease_dir(tool, res))
+    assert len(names) == 2 and all(
+        re.fullmatch(LEASE_NODE[tool], n) for n in names), names
+    assert not children(zk, mutex_dir(tool, res)), \
+        "the peer's lock kept after the lease was granted"
+
+    t = lease(m2, flags="wn")
+    assert t.wait_result() == "err EAGAIN", "a try of a third lease"
+    t.close()
+    late = service.acquire("lease", res, 1000, leases=2)
+    assert service.outcome(late) == "timeout", \
+        f"{tool} took a third lease of two"
+
+    waiter = lease(m2)  # holds the peer's lock while it waits
+    wait_for_count(zk, mutex_dir(tool, res), 1, "lock nodes")
+    assert re.fullmatch(MUTEX_NODE[tool],
+                        children(zk, mutex_dir(tool, res))[0])
+    assert still_waiting(waiter), "a third lease granted with a limit of 2"
+    service.release(theirs)
+    waiter.granted()
+
+    third = service.acquire("lease", res, leases=2)
+    wait_for_count(zk, mutex_dir(tool, res), 1, "lock nodes")
+    ours.close()  # a mount's return grants the service's waiter
+    assert service.outcome(third) == "held"
+    service.release(third)
+    waiter.close()
+    nothing_left(zk, tool, res)
+
+
+def test_waiters_of_both_are_served_in_the_order_they_came(zk, base, tool,
+                                                          service, two):
+    m1, m2 = two
+    res = f"{base}/jobs"
+    write_limit(m1, "jobs", "2")
+    a, b = lease(m1), lease(m2)
+    a.granted()
+    b.granted()
+    theirs = service.acquire("lease", res, leases=2)
+    wait_for_count(zk, mutex_dir(tool, res), 1, "lock nodes")
+    ours = lease(m1)
+    wait_for_count(zk, mutex_dir(tool, res), 2, "lock nodes")
+    a.close()
+    assert service.outcome(theirs) == "held", "the first waiter, first"
+    assert still_waiting(ours), "the second waiter passed the first"
+    b.close()
+    ours.granted()
+    service.release(theirs)
+    ours.close()
+    nothing_left(zk, tool, res)
+
+
+def test_a_killed_or_interrupted_waiter_lets_the_next_one_in(zk, base, tool,
+                                                            service, two):
+    m1, m2 = two
+    res = f"{base}/jobs"  # limit 1: never set
+    holder = lease(m1)
+    holder.granted()
+    assert flock_n(m2.path("jobs", "lease")) == 1, "flock -n beside a lease"
+    counting = lease(m2)  # holds the peer's lock, watching the leases
+    wait_for_count(zk, mutex_dir(tool, res), 1, "lock nodes")
+    queued = Locker(m2.path("jobs", "lease"), "w", ["--alarm", "2"])
+    wait_for_count(zk, mutex_dir(tool, res), 2, "lock nodes")
+    assert queued.wait_result() == "err EINTR"
+    queued.close()
+    wait_for_count(zk, mutex_dir(tool, res), 1, "lock nodes")
+    theirs = service.acquire("lease", res, leases=1)
+    wait_for_count(zk, mutex_dir(tool, res), 2, "lock nodes")
+    counting.kill()
+    wait_for_count(zk, mutex_dir(tool, res), 1, "lock nodes")
+    assert service.poll(theirs) is None, "granted beside the holder"
+    holder.close()
+    assert service.outcome(theirs) == "held"
+    service.release(theirs)
+    nothing_left(zk, tool, res)
+
+
+def test_an_expired_session_loses_its_lease_and_requeues_its_waiter(
+        zk, base, tool, service, mounts, paused):
+    res = f"{base}/jobs"
+    m1 = mounts.new("-o", f"dialect={tool}", "-o", "on_lost=signal:USR1")
+    m2 = mounts.new("-o", f"dialect={tool}")
+    write_limit(m2, "jobs", "2")
+    holder = Locker(m1.path("jobs", "lease"), "rw",
+                    extra=["--trap", "SIGUSR1"])
+    holder.granted()
+    other = lease(m2)
+    other.granted()
+    waiter = lease(m1, flags="rw")  # m1 holds the peer's lock, counting
+    wait_for_count(zk, mutex_dir(tool, res), 1, "lock nodes")
+    theirs = service.acquire("lease", res, leases=2)
+    wait_for_count(zk, mutex_dir(tool, res), 2, "lock nodes")
+
+    expire_session(
+        m1, paused,
+        lambda: service.outcome(theirs, 30) == "held" or pytest.fail(
+            "the expired session's lease and lock did not pass on"),
+        holder, waiter)
+    other.close()
+    waiter.granted()
+    assert "mode lease" in waiter.command("read")
+    service.release(theirs)
+    for h in (holder, waiter):
+        h.close()
+    nothing_left(zk, tool, res)
+
+
+def test_kazoo_refuses_a_semaphore_of_another_size_than_the_limit(
+        zk, zookeeper, base, mounts):
+    m = mounts.new("-o", "dialect=kazoo")
+    res = f"{base}/jobs"
+    write_limit(m, "jobs", "2")
+    svc = kazoo_service(zookeeper.connect)
+    try:
+        wrong = svc.acquire("lease", res, 1000, leases=3)
+        answer = svc.outcome(wrong)
+        assert answer.startswith("error") and \
+            "Inconsistent max leases" in answer, answer
+        svc.release(svc.hold("lease", res, leases=2))
+    finally:
+        svc.close()
+    assert zk.get(res)[0] == b"2", "the stored limit changed"
+
+
+@pytest.mark.parametrize("dialect", ["curator", "kazoo"])
+def test_a_peer_lease_reads_as_its_token_and_node(zk, base, mounts, dialect):
+    m = mounts.new("-o", f"dialect={dialect}")
+    h = lease(m, flags="rw")
+    h.granted()
+    fields = h.command("read").split("|")
+    info = dict(f.split(" ", 1) for f in fields[1:])
+    assert info["mode"] == "lease"
+    parent, name = info["node"].rsplit("/", 1)
+    assert parent == lease_dir(dialect, f"{base}/jobs")
+    assert re.fullmatch(LEASE_NODE[dialect], name), name
+    assert zk.get(info["node"])[1].czxid == int(fields[0])
+    assert h.command("note batch 7") == "ok"
+    assert b"batch 7" in zk.get(info["node"])[0]
+    assert status_of(m)["leases_held"] == "1"
+    h.close()
+    nothing_left(zk, dialect, f"{base}/jobs")
