@@ -4,6 +4,7 @@
  */
 #include "lockquery.h"
 #include "internal.h"
+#include "lockreq.h"
 #include "lockrule.h"
 #include "resource.h"
 #include "zkerr.h"
@@ -29,6 +30,7 @@ struct lockquery {
 	char *node_path; /* of the blocker, while its data is read */
 	lockquery_fn cb;
 	void *arg;
+	char *list_dir; /* where the nodes are: dir, or a peer's leases */
 	char dir[];
 };
 
@@ -40,6 +42,8 @@ static void lq_finish(struct lockquery *q, int err)
 }
 
 static void lq_on_listed(int err, char *const *names, size_t n, void *arg);
+static void lq_read_blocker(struct lockquery *q, enum zkl_mode mode,
+			    const char *name);
 
 /* A lease's limit; its reply comes before the listing sent after it. */
 static void lq_on_limit(int rc, const char *value, int len,
@@ -69,7 +73,7 @@ static int lq_send_list(struct lockquery *q)
 		if (rc != ZOK)
 			return zkerr_errno(rc);
 	}
-	return resource_list(q->s, q->dir, lq_on_listed, q);
+	return resource_list(q->s, q->list_dir, lq_on_listed, q);
 }
 
 static void lq_list(struct lockquery *q)
@@ -97,15 +101,39 @@ static void lq_on_data(int rc, const char *value, int len,
 	lq_finish(q, 0);
 }
 
+static int lq_skipped(const struct lockquery *q, const char *name)
+{
+	for (size_t k = 0; k < q->nskip; k++)
+		if (strstr(name, q->skip[k]))
+			return 1;
+	return 0;
+}
+
+/* In a peer's layout (peerlease.c) every lease counts, whoever made it and
+ * whatever its name: the first of them, if there are N besides ours. */
+static ssize_t lq_peer_blocker(const struct lockquery *q, char *const *names,
+			       size_t count)
+{
+	ssize_t first = -1;
+	size_t others = 0;
+
+	for (size_t k = 0; k < count; k++) {
+		if (lq_skipped(q, names[k]))
+			continue;
+		if (first < 0)
+			first = (ssize_t)k;
+		others++;
+	}
+	return others >= q->limit ? first : -1;
+}
+
 static void lq_on_listed(int err, char *const *names, size_t count, void *arg)
 {
 	struct lockquery *q = arg;
 	const char *skip[LOCKQUERY_MAX_SKIP];
-	struct zkl_session *s;
 	struct zkl_node *nodes;
 	size_t n;
 	ssize_t i;
-	int rc;
 
 	/* A fresh listing, a fresh answer: what an earlier listing found in
 	 * the way may be gone now. */
@@ -116,6 +144,12 @@ static void lq_on_listed(int err, char *const *names, size_t count, void *arg)
 		err = q->limit_err;
 	if (err < 0)
 		return lq_finish(q, err);
+	if (q->list_dir != q->dir) {
+		i = lq_peer_blocker(q, names, count);
+		if (i < 0)
+			return lq_finish(q, 0);
+		return lq_read_blocker(q, ZKL_MODE_LEASE, names[i]);
+	}
 	nodes = malloc((count + 1) * sizeof(*nodes));
 	if (!nodes)
 		return lq_finish(q, -ENOMEM);
@@ -127,17 +161,26 @@ static void lq_on_listed(int err, char *const *names, size_t count, void *arg)
 		free(nodes);
 		return lq_finish(q, 0);
 	}
-	free(q->node_path);
-	q->node_path = malloc(strlen(q->dir) + 1 + strlen(nodes[i].name) + 1);
-	if (!q->node_path) {
-		free(nodes);
-		return lq_finish(q, -ENOMEM);
-	}
-	sprintf(q->node_path, "%s/%s", q->dir, nodes[i].name);
-	q->answer.blocked = 1;
-	q->answer.mode = nodes[i].mode;
-	q->answer.node = q->node_path + strlen(q->dir) + 1;
+	lq_read_blocker(q, nodes[i].mode, nodes[i].name);
 	free(nodes);
+}
+
+/* Answer with the blocker `name` of list_dir, once its data is read. */
+static void lq_read_blocker(struct lockquery *q, enum zkl_mode mode,
+			    const char *name)
+{
+	size_t dirlen = strlen(q->list_dir);
+	struct zkl_session *s;
+	int rc;
+
+	free(q->node_path);
+	q->node_path = malloc(dirlen + 1 + strlen(name) + 1);
+	if (!q->node_path)
+		return lq_finish(q, -ENOMEM);
+	sprintf(q->node_path, "%s/%s", q->list_dir, name);
+	q->answer.blocked = 1;
+	q->answer.mode = mode;
+	q->answer.node = q->node_path + dirlen + 1;
 	s = q->s;
 	pthread_mutex_lock(&s->lock);
 	rc = zoo_aget(s->zh, q->node_path, 0, lq_on_data, q);
@@ -150,12 +193,17 @@ int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		    const char *const *skip, size_t nskip, lockquery_fn cb,
 		    void *arg)
 {
+	char leases[NAMES_MAX_NODE_PATH + 1];
+	int peer = mode == ZKL_MODE_LEASE && s->dialect != ZKL_STYLE_ZKLOCKFS;
+	size_t len = strlen(dir) + 1;
 	struct lockquery *q;
 	int err;
 
 	if (nskip > LOCKQUERY_MAX_SKIP)
 		return -EINVAL;
-	q = calloc(1, sizeof(*q) + strlen(dir) + 1);
+	if (peer && (err = peerlease_dir(s->dialect, dir, leases)) < 0)
+		return err;
+	q = calloc(1, sizeof(*q) + len + (peer ? strlen(leases) + 1 : 0));
 	if (!q)
 		return -ENOMEM;
 	q->s = s;
@@ -167,6 +215,9 @@ int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	q->cb = cb;
 	q->arg = arg;
 	strcpy(q->dir, dir);
+	q->list_dir = q->dir;
+	if (peer)
+		q->list_dir = strcpy(q->dir + len, leases);
 	err = lq_send_list(q);
 	if (err < 0)
 		free(q);

@@ -148,10 +148,6 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 
 /* A lease in a peer's layout (peerlease.c). */
 extern const struct zkl_member_ops peerlease_member_ops;
-/* Where its node goes: dir for "<res>/leases" (Curator) or res (kazoo).
- * Returns 0 or -ENAMETOOLONG. */
-int peerlease_dir(enum zkl_style style, const char *res,
-		  char dir[NAMES_MAX_NODE_PATH + 1]);
 void peerlease_wire(struct zkl_lockreq *lr);
 int peerlease_start_locked(struct zkl_lockreq *lr);
 void peerlease_abandon_locked(struct zkl_lockreq *lr);

@@ -3,7 +3,10 @@ leases in the layout of Curator's InterProcessSemaphoreV2, a mount of
 dialect kazoo in that of kazoo's Semaphore, so that the real Java and
 Python services (services.py) and the mounts share one set of N leases,
 served in the order of the peer's own lock."""
+import fcntl
+import os
 import re
+import struct
 
 import pytest
 
@@ -156,6 +159,29 @@ def test_an_expired_session_loses_its_lease_and_requeues_its_waiter(
     service.release(theirs)
     for h in (holder, waiter):
         h.close()
+    nothing_left(zk, tool, res)
+
+
+def getlk(fd):
+    """F_GETLK's answer for a write lock on fd: F_UNLCK or F_WRLCK."""
+    probe = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
+    return struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, probe))[0]
+
+
+def test_f_getlk_counts_the_peers_leases(zk, base, tool, service, two):
+    m1, _ = two
+    res = f"{base}/jobs"
+    write_limit(m1, "jobs", "2")
+    first = service.hold("lease", res, leases=2)
+    fd = os.open(m1.path("jobs", "lease"), os.O_RDONLY)
+    try:
+        assert getlk(fd) == fcntl.F_UNLCK, "one lease of two is free"
+        second = service.hold("lease", res, leases=2)
+        assert getlk(fd) == fcntl.F_WRLCK, "both leases taken"
+        service.release(second)
+    finally:
+        os.close(fd)
+    service.release(first)
     nothing_left(zk, tool, res)
 
 
