@@ -57,8 +57,11 @@ def test_leader_killed_while_two_mounts_loop_on_one_lock(ensemble, ens_zk, base)
         for _ in range(25):
             if any(on_server(leader, m) for m in mounts):
                 break
-            ms.started.remove(mounts[1])
-            mounts[1].stop()
+            old = mounts[1]
+            ms.started.remove(old)
+            problem = old.exit_problem(old.stop())
+            assert not problem, problem
+            old.remove_log()  # clean: its log goes, as Mounts' do
             mounts[1] = ms.new("-o", "session_timeout=10")
         assert any(on_server(leader, m) for m in mounts), \
             "no mount's session landed on the leader"
