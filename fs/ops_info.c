@@ -149,8 +149,14 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 	info_identity_field(out, n, "uid", 0);
 	info_identity_field(out, n, "cmd", 0);
 	fprintf(out, " %" PRId64 "s ", age > 0 ? age : 0);
+	if (n->where[0]) /* a peer's lease directory or lock */
+		info_field(out, n->where, strlen(n->where), 0);
 	info_field(out, n->name, strlen(n->name), 0);
-	fprintf(out, " %s", names_style_str(n->style));
+	/* A mount of any dialect names its nodes as its peer does: what it
+	 * stores tells them apart. */
+	fprintf(out, " %s",
+		names_style_str(info_has_identity(n) ? ZKL_STYLE_ZKLOCKFS
+						     : n->style));
 	info_identity_field(out, n, "note", 1);
 	fputc('\n', out);
 }
@@ -160,30 +166,22 @@ struct info_holders_ctx {
 	char dir[];
 };
 
-/* The semaphore's line, when leases are queued: its limit, how many
- * leases hold and how many more may. */
-static void info_lease_line(FILE *out, const struct holders_node *nodes,
-			    size_t n, unsigned limit)
+/* The semaphore's line, when leases are held or queued: its limit, how
+ * many leases hold and how many more may. */
+static void info_lease_line(FILE *out, const struct holders_semaphore *sem)
 {
-	size_t leases = 0, held = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (nodes[i].mode != ZKL_MODE_LEASE)
-			continue;
-		leases++;
-		held += nodes[i].state == HOLDERS_HELD;
-	}
-	if (leases == 0)
+	if (!sem)
 		return;
-	if (limit == 0)
-		fprintf(out, "limit - held %zu free -\n", held);
+	if (sem->limit == 0)
+		fprintf(out, "limit - held %zu free -\n", sem->held);
 	else
-		fprintf(out, "limit %u held %zu free %zu\n", limit, held,
-			held < limit ? limit - held : 0);
+		fprintf(out, "limit %u held %zu free %zu\n", sem->limit,
+			sem->held, sem->free);
 }
 
 static void info_holders_listed(int err, const struct holders_node *nodes,
-				size_t n, unsigned limit, void *arg)
+				size_t n, const struct holders_semaphore *sem,
+				void *arg)
 {
 	struct info_holders_ctx *ctx = arg;
 	struct timespec now;
@@ -205,7 +203,7 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 		info_holder_line(out, &nodes[i],
 				 (int64_t)now.tv_sec * 1000 +
 					 now.tv_nsec / 1000000);
-	info_lease_line(out, nodes, n, limit);
+	info_lease_line(out, sem);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
 	if (info_close(out, &text) != 0)
 		fs_reply_err(ctx->open.req, ENOMEM);

@@ -2,8 +2,10 @@
  * holders.h - everyone queued on a resource, read fresh from ZooKeeper: each
  * lock node in queue order with its state (holding or waiting), fencing
  * token, creation time and content (its holder's identity and note),
- * whichever tool made it.  A snapshot, stale as soon as it
- * is taken; it takes no lock and changes nothing.
+ * whichever tool made it.  In a mount of dialect curator or kazoo, the
+ * leases of that tool's semaphore layout too, and the waiters in its
+ * lock's queue.  A snapshot, stale as soon as it is taken; it takes no
+ * lock and changes nothing.
  */
 #ifndef ZKL_HOLDERS_H
 #define ZKL_HOLDERS_H
@@ -21,7 +23,10 @@ enum holders_state {
 };
 
 struct holders_node {
-	const char *name; /* the node's name in the resource */
+	const char *where; /* "" for a node of the resource; else the path of
+			    * its directory relative to the resource, with a
+			    * '/' at the end: "leases/", "../r-__lock__/" */
+	const char *name;  /* the node's name in that directory */
 	enum holders_state state;
 	enum zkl_mode mode;
 	enum zkl_style style; /* which tool made it */
@@ -31,16 +36,29 @@ struct holders_node {
 	size_t len;
 };
 
+/* The semaphore's state, when leases are held or queued. */
+struct holders_semaphore {
+	unsigned limit; /* the resource's, read with the nodes; 0 if its data
+			 * is not a limit (then no lease of the default
+			 * layout holds; a peer's that exists does) */
+	size_t held;    /* leases that hold */
+	size_t free;    /* how many more may: the limit less those counted
+			 * against it (kazoo counts every child of the
+			 * resource), 0 if none or no limit */
+};
+
 /* err: 0, or -errno from zkerr_errno (a missing resource is 0 and no
  * node).  nodes[0..n) and what they point to are valid only during the
- * call: every tool's lock nodes in queue order (holders before waiters).
- * limit: if leases are queued, the resource's limit, read with them (0
- * if its data is not a limit: no lease holds then); else 0. */
+ * call: every tool's lock nodes in queue order (holders before waiters),
+ * then a peer layout's leases by age and the waiters in its lock's queue
+ * in order.  sem: NULL if no lease is held or queued. */
 typedef void (*holders_fn)(int err, const struct holders_node *nodes, size_t n,
-			   unsigned limit, void *arg);
+			   const struct holders_semaphore *sem, void *arg);
 
-/* List the resource znode `dir` and read every lock node in it.  cb runs
- * once, on ZooKeeper's completion thread, unless this returns -errno. */
+/* List the resource znode `dir` (and in the session's peer dialect, that
+ * tool's lease directory and lock's queue) and read every lock node and
+ * lease.  cb runs once, on ZooKeeper's completion thread, unless this
+ * returns -errno. */
 int holders_start(struct zkl_session *s, const char *dir, holders_fn cb,
 		  void *arg);
 

@@ -201,7 +201,8 @@ int lockquery_start(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 
 	if (nskip > LOCKQUERY_MAX_SKIP)
 		return -EINVAL;
-	if (peer && (err = peerlease_dir(s->dialect, dir, leases)) < 0)
+	if (peer && (err = names_peer_dir(s->dialect, NAMES_PEER_LEASES, dir,
+					  leases)) < 0)
 		return err;
 	q = calloc(1, sizeof(*q) + len + (peer ? strlen(leases) + 1 : 0));
 	if (!q)

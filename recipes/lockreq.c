@@ -37,7 +37,9 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 {
 	char leases[NAMES_MAX_NODE_PATH + 1];
 	int peer = mode == ZKL_MODE_LEASE && s->dialect != ZKL_STYLE_ZKLOCKFS;
-	int rc = peer ? peerlease_dir(s->dialect, dir, leases) : 0;
+	int rc = peer ? names_peer_dir(s->dialect, NAMES_PEER_LEASES, dir,
+				       leases)
+		      : 0;
 
 	if (rc == 0)
 		rc = lr_alloc(s, peer ? leases : dir, dir, mode, 0, flags, data,

@@ -86,12 +86,6 @@ int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 
 enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr);
 
-/* Where a lease of a mount of dialect `style` other than zklockfs keeps
- * its node (peerlease.c): "<res>/leases" for Curator, res for kazoo.
- * Returns 0 or -ENAMETOOLONG. */
-int peerlease_dir(enum zkl_style style, const char *res,
-		  char dir[NAMES_MAX_NODE_PATH + 1]);
-
 /* The GUID in the request's node name (NAMES_GUID_LEN characters and a
  * NUL), fixed at lockreq_new. */
 const char *lockreq_guid(const struct zkl_lockreq *lr);

@@ -316,6 +316,50 @@ int names_format_mutex(char *buf, size_t size, enum zkl_style style,
 			    tag);
 }
 
+/* ---- the peers' semaphore layouts -------------------------------------- */
+
+int names_peer_dir(enum zkl_style style, enum names_peer_dir which,
+		   const char *res, char out[NAMES_MAX_NODE_PATH + 1])
+{
+	static const char *const suffix[ZKL_STYLE_COUNT][2] = {
+		[ZKL_STYLE_CURATOR] = { [NAMES_PEER_LEASES] = "/leases",
+					[NAMES_PEER_LOCK] = "/locks" },
+		[ZKL_STYLE_KAZOO] = { [NAMES_PEER_LEASES] = "",
+				      [NAMES_PEER_LOCK] = "-__lock__" },
+	};
+	int n;
+
+	if (style >= ZKL_STYLE_COUNT || !suffix[style][which])
+		return -EINVAL;
+	n = snprintf(out, NAMES_MAX_NODE_PATH + 1, "%s%s", res,
+		     suffix[style][which]);
+	return n < 0 || n > NAMES_MAX_NODE_PATH ? -ENAMETOOLONG : 0;
+}
+
+int names_parse_peer_lease(enum zkl_style style, const char *name,
+			   struct zkl_node *out)
+{
+	size_t len = strlen(name);
+
+	if (style == ZKL_STYLE_CURATOR) {
+		if (names_parse(name, out) < 0 || out->mode != ZKL_MODE_LEASE)
+			return -EINVAL;
+		out->style = ZKL_STYLE_CURATOR;
+		return 0;
+	}
+	if (style != ZKL_STYLE_KAZOO || len != 32)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (!names_is_hex(name[i]))
+			return -EINVAL;
+	*out = (struct zkl_node){ .name = name,
+				  .style = ZKL_STYLE_KAZOO,
+				  .mode = ZKL_MODE_LEASE,
+				  .tag = name,
+				  .taglen = len };
+	return 0;
+}
+
 int names_seq_before(int32_t a, int32_t b)
 {
 	return (int32_t)((uint32_t)a - (uint32_t)b) < 0;

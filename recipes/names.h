@@ -107,6 +107,24 @@ int names_format_prefix(char *buf, size_t size, enum zkl_style style,
 int names_format_mutex(char *buf, size_t size, enum zkl_style style,
 		       const char *tag);
 
+/* Where the semaphore of a peer's layout keeps its nodes, for the
+ * resource znode `res` (see peerlease.c): */
+enum names_peer_dir {
+	NAMES_PEER_LEASES, /* Curator "<res>/leases", kazoo res itself */
+	NAMES_PEER_LOCK, /* the tool's lock: "<res>/locks", "<res>-__lock__" */
+};
+/* That directory's path into out.  Returns 0, -ENAMETOOLONG, or -EINVAL
+ * for the zklockfs and zookeeper styles, which have no such layout. */
+int names_peer_dir(enum zkl_style style, enum names_peer_dir which,
+		   const char *res, char out[NAMES_MAX_NODE_PATH + 1]);
+
+/* Parse a child of the lease directory of `style`'s layout that is a
+ * lease there: Curator's _c_<uuid>-lease-<seq>, or kazoo's bare 32
+ * lowercase hex digits (not sequential: seq 0, the name is its tag).
+ * Returns 0 and fills *out (style, mode lease), or -EINVAL. */
+int names_parse_peer_lease(enum zkl_style style, const char *name,
+			   struct zkl_node *out);
+
 /* True if sequence a was issued before b, across the 2^31 wrap. */
 int names_seq_before(int32_t a, int32_t b);
 

@@ -44,21 +44,6 @@ static int pl_kazoo(const struct zkl_lockreq *lr)
 	return lr->s->dialect == ZKL_STYLE_KAZOO;
 }
 
-static int pl_path(char out[NAMES_MAX_NODE_PATH + 1], const char *res,
-		   const char *suffix)
-{
-	if ((size_t)snprintf(out, NAMES_MAX_NODE_PATH + 1, "%s%s", res,
-			     suffix) > NAMES_MAX_NODE_PATH)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-int peerlease_dir(enum zkl_style style, const char *res,
-		  char dir[NAMES_MAX_NODE_PATH + 1])
-{
-	return pl_path(dir, res, style == ZKL_STYLE_CURATOR ? "/leases" : "");
-}
-
 /* ---- the peer's lock -------------------------------------------------- */
 
 /* Let the peer's lock go.  Its done comes (and drops the reference it
@@ -118,7 +103,7 @@ static int pl_start_mutex(struct zkl_lockreq *lr)
 {
 	char dir[NAMES_MAX_NODE_PATH + 1];
 	struct zkl_lockreq *m;
-	int err = pl_path(dir, lr->res, pl_kazoo(lr) ? "-__lock__" : "/locks");
+	int err = names_peer_dir(lr->s->dialect, NAMES_PEER_LOCK, lr->res, dir);
 
 	if (err == 0)
 		err = lr_alloc(lr->s, dir, dir, ZKL_MODE_WRITE, 1,

@@ -219,3 +219,66 @@ def test_a_peer_lease_reads_as_its_token_and_node(zk, base, mounts, dialect):
     assert status_of(m)["leases_held"] == "1"
     h.close()
     nothing_left(zk, dialect, f"{base}/jobs")
+
+
+def holders_of(mount, resource="jobs"):
+    """holders' lines as (state, mode, pid, node, tool, note), and its last
+    (the semaphore's) line."""
+    with open(mount.path(resource, "holders")) as f:
+        lines = f.read().splitlines()
+    rows = [line.split(" ", 10) for line in lines[:-1]]
+    return [(r[0], r[1], r[4], r[8], r[9], r[10]) for r in rows], lines[-1]
+
+
+def test_holders_lists_the_peers_leases_and_waiters(zk, base, tool, service,
+                                                   two):
+    m1, m2 = two
+    res = f"{base}/jobs"
+    where = {"curator": ("leases/", "locks/"),
+             "kazoo": ("", "../jobs-__lock__/")}[tool]
+    write_limit(m1, "jobs", "2")
+    theirs = service.hold("lease", res, leases=2)
+    ours = lease(m1, flags="rw")
+    ours.granted()
+    assert ours.command("note batch 7") == "ok"
+    counting = lease(m2)  # holds the peer's lock, watching the leases
+    wait_for_count(zk, mutex_dir(tool, res), 1, "lock nodes")
+    queued = service.acquire("lease", res, leases=2)
+    wait_for_count(zk, mutex_dir(tool, res), 2, "lock nodes")
+
+    rows, semaphore = holders_of(m2)
+    pids = [str(ours.proc.pid), str(counting.proc.pid)]
+    # The leases by age, then who waits, in the peer's lock's order:
+    # Curator's counter has made its lease already, kazoo's has not.
+    assert [(r[0], r[1], r[4]) for r in rows] == [
+        ("held", "lease", tool), ("held", "lease", "zklockfs"),
+        ("waiting", "lease", "zklockfs"), ("waiting", "lease", tool)], rows
+    assert (rows[1][2], rows[1][5]) == (pids[0], "batch 7"), rows
+    assert rows[2][2] == pids[1], rows
+    for r, place in zip(rows, (0, 0, tool == "kazoo", 1)):
+        assert r[3].startswith(where[place]), (r, where)
+        node = r[3][len(where[place]):]
+        pattern = MUTEX_NODE if place else LEASE_NODE
+        assert re.fullmatch(pattern[tool], node), r
+        parent = mutex_dir(tool, res) if place else lease_dir(tool, res)
+        assert zk.exists(f"{parent}/{node}"), r
+    assert semaphore == "limit 2 held 2 free 0", semaphore
+    assert holders_of(m1)[0] == rows, "the other host sees the same"
+
+    service.release(theirs)
+    counting.granted()
+    assert service.poll(queued) is None
+    rows, semaphore = holders_of(m1)
+    assert [(r[0], r[2]) for r in rows] == [
+        ("held", pids[0]), ("held", pids[1]), ("waiting", "-")], rows
+    assert semaphore == "limit 2 held 2 free 0", semaphore
+    for h in (ours, counting):
+        h.close()
+    assert service.outcome(queued) == "held"
+    rows, semaphore = holders_of(m2)
+    assert [(r[0], r[4]) for r in rows] == [("held", tool)], rows
+    assert semaphore == "limit 2 held 1 free 1", semaphore
+    service.release(queued)
+    nothing_left(zk, tool, res)
+    with open(m1.path("jobs", "holders")) as f:
+        assert f.read() == "", "no leases, no line"

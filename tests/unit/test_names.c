@@ -218,3 +218,60 @@ Test(names, ordering_survives_sequence_wrap)
 		  "2147483647 must come before -2147483648");
 	cr_assert(names_seq_before(INT32_MAX - 5, INT32_MIN + 5));
 }
+
+Test(names, the_peers_semaphore_layouts)
+{
+	char dir[NAMES_MAX_NODE_PATH + 1], res[NAMES_MAX_NODE_PATH + 1];
+	struct zkl_node n;
+
+	cr_assert_eq(names_peer_dir(ZKL_STYLE_CURATOR, NAMES_PEER_LEASES,
+				    "/b/r", dir),
+		     0);
+	cr_assert_str_eq(dir, "/b/r/leases");
+	cr_assert_eq(names_peer_dir(ZKL_STYLE_CURATOR, NAMES_PEER_LOCK, "/b/r",
+				    dir),
+		     0);
+	cr_assert_str_eq(dir, "/b/r/locks");
+	cr_assert_eq(names_peer_dir(ZKL_STYLE_KAZOO, NAMES_PEER_LEASES, "/b/r",
+				    dir),
+		     0);
+	cr_assert_str_eq(dir, "/b/r");
+	cr_assert_eq(names_peer_dir(ZKL_STYLE_KAZOO, NAMES_PEER_LOCK, "/b/r",
+				    dir),
+		     0);
+	cr_assert_str_eq(dir, "/b/r-__lock__");
+	cr_assert_eq(names_peer_dir(ZKL_STYLE_ZKLOCKFS, NAMES_PEER_LOCK, "/b/r",
+				    dir),
+		     -EINVAL);
+	memset(res, 'r', sizeof(res) - 1);
+	res[0] = '/';
+	res[NAMES_MAX_NODE_PATH - 2] = '\0'; /* room for 2 more, not 6 */
+	cr_assert_eq(names_peer_dir(ZKL_STYLE_CURATOR, NAMES_PEER_LOCK, res,
+				    dir),
+		     -ENAMETOOLONG);
+
+	cr_assert_eq(names_parse_peer_lease(ZKL_STYLE_CURATOR,
+					    "_c_" G1 "-lease-0000000003", &n),
+		     0);
+	cr_assert_eq(n.style, ZKL_STYLE_CURATOR, "in leases/: Curator's");
+	cr_assert_eq(n.mode, ZKL_MODE_LEASE);
+	cr_assert_eq(n.seq, 3);
+	cr_assert_eq(names_parse_peer_lease(ZKL_STYLE_CURATOR,
+					    "_c_" G1 "-lock-0000000003", &n),
+		     -EINVAL);
+	cr_assert_eq(names_parse_peer_lease(ZKL_STYLE_KAZOO, K1, &n), 0);
+	cr_assert_eq(n.style, ZKL_STYLE_KAZOO);
+	cr_assert_eq(n.mode, ZKL_MODE_LEASE);
+	cr_assert_eq(n.taglen, 32);
+	cr_assert_eq(names_parse_peer_lease(ZKL_STYLE_KAZOO, K1 "0", &n),
+		     -EINVAL);
+	cr_assert_eq(names_parse_peer_lease(ZKL_STYLE_KAZOO,
+					    "9F2C0123ABCD40008000000000000000",
+					    &n),
+		     -EINVAL, "kazoo's uuid4().hex is lower case");
+	cr_assert_eq(names_parse_peer_lease(ZKL_STYLE_KAZOO, "sub", &n),
+		     -EINVAL);
+	cr_assert_eq(names_parse_peer_lease(ZKL_STYLE_ZKLOCKFS,
+					    "_c_" G1 "-lease-0000000003", &n),
+		     -EINVAL);
+}
