@@ -3,11 +3,19 @@
  *
  *   zkbench-mount cycle   FILE N                   open(FILE, O_WRONLY) and
  *                                                  close, N times
- *   zkbench-mount handoff FILE1 FILE2 HOSTS DIR N  two threads, one per
+ *   zkbench-mount handoff FILE1 FILE2 HOSTS DIR N [BUSY]
+ *                                                  two threads, one per
  *                                                  mount (two sessions),
  *                                                  take turns: time from the
  *                                                  holder's close to the
- *                                                  waiter's open returning
+ *                                                  waiter's open returning.
+ *                                                  BUSY: the children of
+ *                                                  DIR once the waiter is
+ *                                                  queued (2: the holder's
+ *                                                  and its; more beside
+ *                                                  other holders, 1 for the
+ *                                                  lock of a peer's
+ *                                                  semaphore)
  *   zkbench-mount visible HOW FILE1 FILE2 N        how long after a release
  *                                                  returns on one mount a
  *                                                  try-lock on another
@@ -90,7 +98,7 @@ static void opener_start(struct opener *o)
 }
 
 static void handoff(const char *file1, const char *file2, const char *hosts,
-		    const char *dir, long n)
+		    const char *dir, long n, int busy)
 {
 	struct opener o[2] = { { .file = file1 }, { .file = file2 } };
 	zhandle_t *zh = zkconn_open(hosts);
@@ -104,13 +112,13 @@ static void handoff(const char *file1, const char *file2, const char *hosts,
 		double t0;
 
 		opener_start(w);
-		zkconn_wait_queue_len(zh, dir, 2, 10);
+		zkconn_wait_queue_len(zh, dir, busy, 10);
 		t0 = now_us();
 		close(h->fd);
 		pthread_join(w->thread, NULL);
 		samples_add(&s, w->opened_at - t0);
 		/* The next waiter must not find the old node still there. */
-		zkconn_wait_queue_len(zh, dir, 1, 10);
+		zkconn_wait_queue_len(zh, dir, busy - 1, 10);
 		holder = 1 - holder;
 	}
 	close(o[holder].fd);
@@ -284,9 +292,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "cycle") == 0)
 		cycle(argv[2], parse_count(argv[3], "N"));
-	else if (argc == 7 && strcmp(argv[1], "handoff") == 0)
+	else if ((argc == 7 || argc == 8) && strcmp(argv[1], "handoff") == 0)
 		handoff(argv[2], argv[3], argv[4], argv[5],
-			parse_count(argv[6], "N"));
+			parse_count(argv[6], "N"),
+			argc == 8 ? (int)parse_count(argv[7], "BUSY") : 2);
 	else if (argc == 6 && strcmp(argv[1], "visible") == 0)
 		visible(parse_how(argv[2]), argv[3], argv[4],
 			parse_count(argv[5], "N"));
@@ -296,7 +305,7 @@ int main(int argc, char **argv)
 	else {
 		fprintf(stderr,
 			"usage: %s cycle FILE N\n"
-			"       %s handoff FILE1 FILE2 HOSTS DIR N\n"
+			"       %s handoff FILE1 FILE2 HOSTS DIR N [BUSY]\n"
 			"       %s visible close|unlock|none FILE1 FILE2 N\n"
 			"       %s scale HOSTS DIR N FILE...\n",
 			argv[0], argv[0], argv[0], argv[0]);
