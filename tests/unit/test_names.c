@@ -224,22 +224,23 @@ Test(names, the_peers_semaphore_layouts)
 	char dir[NAMES_MAX_NODE_PATH + 1], res[NAMES_MAX_NODE_PATH + 1];
 	struct zkl_node n;
 
-	cr_assert_eq(names_peer_dir(ZKL_STYLE_CURATOR, NAMES_PEER_LEASES,
-				    "/b/r", dir),
-		     0);
-	cr_assert_str_eq(dir, "/b/r/leases");
-	cr_assert_eq(names_peer_dir(ZKL_STYLE_CURATOR, NAMES_PEER_LOCK, "/b/r",
-				    dir),
-		     0);
-	cr_assert_str_eq(dir, "/b/r/locks");
-	cr_assert_eq(names_peer_dir(ZKL_STYLE_KAZOO, NAMES_PEER_LEASES, "/b/r",
-				    dir),
-		     0);
-	cr_assert_str_eq(dir, "/b/r");
-	cr_assert_eq(names_peer_dir(ZKL_STYLE_KAZOO, NAMES_PEER_LOCK, "/b/r",
-				    dir),
-		     0);
-	cr_assert_str_eq(dir, "/b/r-__lock__");
+	static const struct {
+		enum zkl_style style;
+		enum names_peer_dir which;
+		const char *path;
+	} dirs[] = {
+		{ ZKL_STYLE_CURATOR, NAMES_PEER_LEASES, "/b/r/leases" },
+		{ ZKL_STYLE_CURATOR, NAMES_PEER_LOCK, "/b/r/locks" },
+		{ ZKL_STYLE_KAZOO, NAMES_PEER_LEASES, "/b/r" },
+		{ ZKL_STYLE_KAZOO, NAMES_PEER_LOCK, "/b/r-__lock__" },
+	};
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		cr_assert_eq(names_peer_dir(dirs[i].style, dirs[i].which,
+					    "/b/r", dir),
+			     0);
+		cr_assert_str_eq(dir, dirs[i].path);
+	}
 	cr_assert_eq(names_peer_dir(ZKL_STYLE_ZKLOCKFS, NAMES_PEER_LOCK, "/b/r",
 				    dir),
 		     -EINVAL);
