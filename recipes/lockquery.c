@@ -4,7 +4,6 @@
  */
 #include "lockquery.h"
 #include "internal.h"
-#include "lockreq.h"
 #include "lockrule.h"
 #include "resource.h"
 #include "zkerr.h"

@@ -61,13 +61,15 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 	struct zkl_session *s = ctx;
 	char key[NAMES_MAX_NODE_PATH + 2];
 	struct zkl_link notify;
-	int children_key;
+	int children;
 
 	(void)zh;
 	(void)state;
 	if (type == ZOO_SESSION_EVENT || !path)
 		return;
-	children_key = session_children_key(path, key) == 0;
+	/* Only these concern the watches on a node's children. */
+	children = (type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT) &&
+		   session_children_key(path, key) == 0;
 	session_enter(s, &notify);
 	if (type != ZOO_CHILD_EVENT)
 		session_wake_path_locked(s, path,
@@ -76,8 +78,7 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 						 ? WATCH_CHANGED
 						 : WATCH_UNKNOWN,
 					 &notify);
-	if (children_key &&
-	    (type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT))
+	if (children)
 		session_wake_path_locked(s, key, WATCH_UNKNOWN, &notify);
 	session_leave(s, &notify);
 }

@@ -59,6 +59,19 @@ int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
 	return ZOK;
 }
 
+/* A call that sets a watch: the watcher is what fake_fire_watch runs. */
+static void fake_push_watched(enum fake_op op, const char *path,
+			      const void *completion, const void *data,
+			      watcher_fn watcher, void *watcher_ctx)
+{
+	struct fake_call *c = fake_push(op, path, completion, data);
+
+	c->watcher = watcher;
+	c->watcher_ctx = watcher_ctx;
+	watch_fn = watcher;
+	watch_ctx = watcher_ctx;
+}
+
 int zoo_aget_children(zhandle_t *zh, const char *path, int watch,
 		      strings_completion_t completion, const void *data)
 {
@@ -72,14 +85,9 @@ int zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watcher,
 		       void *watcherCtx, strings_completion_t completion,
 		       const void *data)
 {
-	struct fake_call *c;
-
 	(void)zh;
-	c = fake_push(FAKE_WCHILDREN, path, (const void *)completion, data);
-	c->watcher = watcher;
-	c->watcher_ctx = watcherCtx;
-	watch_fn = watcher;
-	watch_ctx = watcherCtx;
+	fake_push_watched(FAKE_WCHILDREN, path, (const void *)completion, data,
+			  watcher, watcherCtx);
 	return ZOK;
 }
 
@@ -95,7 +103,6 @@ int zoo_aexists(zhandle_t *zh, const char *path, int watch,
 int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
 	      void *watcherCtx, data_completion_t completion, const void *data)
 {
-	struct fake_call *c;
 	int rc = fake_awget_fails_with;
 
 	(void)zh;
@@ -103,11 +110,8 @@ int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
 		fake_awget_fails_with = ZOK;
 		return rc;
 	}
-	c = fake_push(FAKE_GET, path, (const void *)completion, data);
-	c->watcher = watcher;
-	c->watcher_ctx = watcherCtx;
-	watch_fn = watcher;
-	watch_ctx = watcherCtx;
+	fake_push_watched(FAKE_GET, path, (const void *)completion, data,
+			  watcher, watcherCtx);
 	return ZOK;
 }
 
