@@ -49,7 +49,8 @@ static void on_holders(int err, const struct holders_node *nodes, size_t n,
 		a->nodes[i].mode = nodes[i].mode;
 		a->nodes[i].style = nodes[i].style;
 		a->nodes[i].token = nodes[i].token;
-		memcpy(a->nodes[i].data, nodes[i].data, nodes[i].len);
+		if (nodes[i].len > 0) /* data is NULL for a node without */
+			memcpy(a->nodes[i].data, nodes[i].data, nodes[i].len);
 		a->nodes[i].data[nodes[i].len] = '\0';
 	}
 }
