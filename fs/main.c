@@ -183,7 +183,7 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out_opts;
 	}
-	log_setup(0, o.debug ? LOG_DEBUG : LOG_INFO);
+	log_setup(LOG_TO_STDERR, o.debug ? LOG_DEBUG : LOG_INFO);
 	if (main_add_fsname(&args, o.connect) < 0) {
 		fprintf(stderr, "zklockfs: out of memory\n");
 		goto out_opts;
@@ -205,8 +205,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zklockfs: out of memory\n");
 		goto out_fuse;
 	}
-	if (!o.foreground)
+	if (!o.foreground) {
 		report_fd = main_detach();
+		/* Until the parent returns, the start shows where it was
+		 * asked for too; from then on only in syslog. */
+		log_setup(LOG_TO_STDERR | LOG_TO_SYSLOG,
+			  o.debug ? LOG_DEBUG : LOG_INFO);
+	}
 
 	fs.uid = o.has_uid ? (uid_t)o.uid : getuid();
 	fs.gid = o.has_gid ? (gid_t)o.gid : getgid();
@@ -259,7 +264,7 @@ int main(int argc, char **argv)
 	if (report_fd >= 0) {
 		main_report(report_fd, 0);
 		report_fd = -1;
-		log_setup(1, o.debug ? LOG_DEBUG : LOG_INFO);
+		log_setup(LOG_TO_SYSLOG, o.debug ? LOG_DEBUG : LOG_INFO);
 		main_quiet_stdio();
 	}
 	main_notify_ready(&o);

@@ -8,15 +8,15 @@
 #include <string.h>
 #include <syslog.h>
 
-static int log_use_syslog;
+static int log_to = LOG_TO_STDERR;
 static int log_max_level = LOG_INFO;
 
-void log_setup(int use_syslog, int max_level)
+void log_setup(int to, int max_level)
 {
-	log_use_syslog = use_syslog;
-	log_max_level = max_level;
-	if (use_syslog)
+	if ((to & LOG_TO_SYSLOG) && !(log_to & LOG_TO_SYSLOG))
 		openlog("zklockfs", LOG_PID, LOG_DAEMON);
+	log_to = to;
+	log_max_level = max_level;
 }
 
 void log_msg(int level, const char *fmt, ...)
@@ -25,18 +25,21 @@ void log_msg(int level, const char *fmt, ...)
 
 	if (level > log_max_level)
 		return;
-	va_start(ap, fmt);
-	if (log_use_syslog) {
+	if (log_to & LOG_TO_SYSLOG) {
+		va_start(ap, fmt);
 		vsyslog(level, fmt, ap);
-	} else {
+		va_end(ap);
+	}
+	if (log_to & LOG_TO_STDERR) {
 		/* One write per line: lines of several threads never mix, and
 		 * unbuffered stderr costs one system call, not three. */
 		char line[4096];
+		va_start(ap, fmt);
 		int n = vsnprintf(line, sizeof(line), fmt, ap);
+		va_end(ap);
 		/* Room for two paths and more: a longer line is marked. */
 		if (n >= (int)sizeof(line))
 			memcpy(line + sizeof(line) - 4, "...", 4);
 		fprintf(stderr, "zklockfs: %s\n", line);
 	}
-	va_end(ap);
 }

@@ -1,12 +1,20 @@
 /*
- * log.h - one way to log: stderr in the foreground, syslog when daemonized.
- * Levels are syslog's (LOG_ERR ... LOG_DEBUG).  Any thread.
+ * log.h - one way to log: stderr in the foreground, syslog when daemonized
+ * (both while a detaching daemon starts, so that its start shows on the
+ * terminal and in the journal).  Levels are syslog's (LOG_ERR ...
+ * LOG_DEBUG).  Any thread.
  */
 #ifndef ZKL_LOG_H
 #define ZKL_LOG_H
 
-/* Send messages to syslog (1) or stderr (0); show those up to max_level. */
-void log_setup(int use_syslog, int max_level);
+enum log_to {
+	LOG_TO_STDERR = 1,
+	LOG_TO_SYSLOG = 2, /* tag "zklockfs", facility daemon */
+};
+
+/* Send messages of levels up to max_level to `to` (LOG_TO_* or'ed).
+ * Call before the threads that log start, or between their messages. */
+void log_setup(int to, int max_level);
 
 void log_msg(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

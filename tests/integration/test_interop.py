@@ -132,31 +132,3 @@ def test_curator_dialect_creates_curators_names(zk, base, mounts):
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
-
-
-def readme_block(marker, language="python"):
-    """The code block in `language` that follows `marker` in the README."""
-    readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
-    with open(readme) as f:
-        text = f.read()
-    after = text[text.index(marker):]
-    return after.split(f"```{language}\n", 1)[1].split("```", 1)[0]
-
-
-def test_the_readmes_kazoo_example_excludes_the_mount(zookeeper, base,
-                                                       mounts):
-    m = mounts.new("-o", "dialect=kazoo")
-    code = readme_block("<!-- kazoo example")
-    code = code.replace("127.0.0.1:2181", zookeeper.connect)
-    code = code.replace('"/zklockfs/deploy"', f'"{base}/deploy"')
-    ran = []
-
-    def run_migration():
-        # While the service holds the lock, the mount cannot take it.
-        expect_errno(errno.EAGAIN, os.open, m.path("deploy", "write"),
-                     NONBLOCK_WRITE)
-        ran.append(True)
-
-    exec(compile(code, "README.md", "exec"), {"run_migration": run_migration})
-    assert ran == [True]
-    os.close(os.open(m.path("deploy", "write"), NONBLOCK_WRITE))

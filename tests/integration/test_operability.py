@@ -4,10 +4,12 @@ and fstab, started by its systemd unit, unmounted with requests parked."""
 import errno
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -285,6 +287,76 @@ def unit_command(installed, connect, mountpoint, options):
                     .replace("%I", mountpoint.lstrip("/")))
     argv[0] = installed["destdir"] + argv[0]
     return argv
+
+
+SYSLOG_LINE = re.compile(r"<(\d+)>\w{3} [ \d]\d \d\d:\d\d:\d\d zklockfs\[\d+\]: (.*)")
+
+
+def journal_lines(since):
+    """What the journal holds under the tag zklockfs since `since` (epoch
+    seconds), as (facility, message) pairs."""
+    r = subprocess.run(["journalctl", "-t", "zklockfs", "--since", f"@{since:.0f}",
+                        "-o", "export"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    found = []
+    for entry in r.stdout.split("\n\n"):
+        fields = dict(line.split("=", 1) for line in entry.splitlines() if "=" in line)
+        if "MESSAGE" in fields:
+            found.append((int(fields.get("SYSLOG_FACILITY", -1)), fields["MESSAGE"]))
+    return found
+
+
+def test_a_detached_daemon_logs_to_syslog_tagged_zklockfs(zookeeper, zk, base):
+    """Without -f the log goes to syslog(3): to the journal on a Debian 12
+    with systemd; on a machine where nothing listens on /dev/log, to a
+    socket the test binds there for the test's length."""
+    mnt = tempfile.mkdtemp(prefix="zklockfs-syslog-")
+    since = time.time() - 1
+    sock = None
+    if not os.path.exists("/dev/log"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind("/dev/log")
+        sock.settimeout(0.2)
+    elif not shutil.which("journalctl"):
+        pytest.skip("a syslog daemon without the journal listens on /dev/log")
+    lines = []
+
+    def received():
+        if sock is None:
+            lines[:] = journal_lines(since)
+            return lines
+        try:
+            while True:
+                m = SYSLOG_LINE.match(sock.recv(8192).decode(errors="replace"))
+                assert m, "a syslog line not tagged zklockfs[PID]"
+                lines.append((int(m.group(1)) >> 3, m.group(2)))
+        except socket.timeout:
+            return lines
+
+    def logged(text):
+        return any(text in message for _, message in received())
+
+    try:
+        r = subprocess.run([zklockfs_binary(), "-o", "session_timeout=4",
+                            zookeeper.connect + base, mnt],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        # The start shows on the terminal as well as in syslog.
+        assert "zklockfs: mounted " in r.stderr, r.stderr
+        os.close(os.open(os.path.join(mnt, "r", "write"), os.O_WRONLY))
+        subprocess.run(["fusermount3", "-u", mnt], check=True, timeout=30)
+        for text in ("mounted ", "granted write lock", "unmounting"):
+            wait_until(lambda: logged(text), 15, f"a syslog line with {text!r}")
+        assert {facility for facility, _ in lines} == {3}, \
+            f"not all of facility daemon (3): {lines}"
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
+        if sock is not None:
+            sock.close()
+            os.unlink("/dev/log")
+        os.rmdir(mnt)
+    wait_until(lambda: not lock_nodes(zk, base), 15, "no lock node left")
 
 
 def test_service_unit_starts_reports_ready_and_stops(installed, zookeeper, zk, base, tmp_path):

@@ -7,14 +7,12 @@ session expires.  A default mount waits behind either."""
 import errno
 import os
 import re
-import select
 import subprocess
 
 import pytest
 
 from harness import Driver, Locker, lock_nodes, wait_until
-from services import CuratorJava, compile_java, kazoo_service
-from test_interop import readme_block
+from services import CuratorJava, kazoo_service
 from test_names_and_errors import expect_errno
 
 NONBLOCK_WRITE = os.O_RDWR | os.O_NONBLOCK
@@ -215,54 +213,3 @@ def test_a_default_mount_waits_behind_the_service(zk, base, service, m1,
     service.release(lock)
     waiter.granted()
     waiter.close()
-
-
-README_JAVA = """\
-import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
-import org.apache.curator.framework.recipes.locks.InterProcessMutex;
-import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
-import org.apache.curator.retry.RetryOneTime;
-
-public class ReadmeExample {
-    // Says it holds the lock, and keeps it until told to go on.
-    static void runMigration() throws Exception {
-        System.out.println("migrating");
-        System.out.flush();
-        System.in.read();
-    }
-
-    public static void main(String[] args) throws Exception {
-%s
-    }
-}
-"""
-
-
-def test_the_readmes_curator_example_excludes_the_mount(zookeeper, base,
-                                                         mounts, tmp_path):
-    m = mounts.new("-o", "dialect=curator")
-    code = readme_block("<!-- Curator example", "java")
-    code = code.replace("127.0.0.1:2181", zookeeper.connect)
-    code = code.replace('"/zklockfs/deploy"', f'"{base}/deploy"')
-    source = tmp_path / "ReadmeExample.java"
-    source.write_text(README_JAVA % code)
-    classpath = compile_java(str(source), str(tmp_path))
-    java = subprocess.Popen(["java", "-cp", classpath, "ReadmeExample"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        ready, _, _ = select.select([java.stdout], [], [], 60)
-        assert ready, "the README's Curator example did not lock in 60 s"
-        line = java.stdout.readline()
-        assert line == "migrating\n", f"the example said {line!r}"
-        expect_errno(errno.EAGAIN, os.open, m.path("deploy", "write"),
-                     NONBLOCK_WRITE)
-        assert flock_n(m.path("deploy", "lock")) == 1
-        java.stdin.write("\n")
-        java.stdin.flush()
-        assert java.wait(30) == 0, "the README's Curator example failed"
-    finally:
-        java.kill()
-        java.wait()
-    os.close(os.open(m.path("deploy", "write"), NONBLOCK_WRITE))

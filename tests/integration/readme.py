@@ -1,0 +1,182 @@
+"""The README as code: its fenced blocks, a copy of the tree as a fresh
+clone would hold it, and contrib/run-local driven as a user drives it."""
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+
+from harness import is_mounted
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+README = os.path.join(ROOT, "README.md")
+# Where the README's examples mount, and the servers its ensemble
+# examples name: replaced by the test's own.
+README_MOUNT = "/mnt/zklock"
+README_ENSEMBLE = "zk1:2181,zk2:2181,zk3:2181"
+# root's PATH on a fresh Debian 12: its python3 is Debian's, with the
+# packages the README installs (this machine may put another first).
+DEBIAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass
+class Block:
+    lang: str
+    text: str
+    line: int  # of the opening fence, counted from 1
+
+    @property
+    def first(self):
+        return self.text.split("\n", 1)[0]
+
+
+def readme_blocks():
+    """Every fenced block of the README, in order."""
+    blocks, fence = [], None
+    with open(README) as f:
+        lines = f.read().split("\n")
+    for number, line in enumerate(lines, 1):
+        if fence is None and line.startswith("```"):
+            fence, body = (line[3:].strip(), number), []
+        elif fence is not None and line == "```":
+            blocks.append(Block(fence[0], "\n".join(body) + "\n", fence[1]))
+            fence = None
+        elif fence is not None:
+            body.append(line)
+    assert fence is None, f"README.md:{fence[1]}: a block is never closed"
+    return blocks
+
+
+def readme_block(first_line):
+    """The one block whose first line is first_line."""
+    found = [b for b in readme_blocks() if b.first == first_line]
+    assert len(found) == 1, \
+        f"{len(found)} README blocks start with {first_line!r}"
+    return found[0]
+
+
+def clean_copy(dest):
+    """The tree as a fresh clone of it would be, in dest: the files git
+    tracks, as they are in the work tree (so that a change not yet
+    committed is what gets tested), with no build directory."""
+    listed = subprocess.run(
+        ["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others",
+         "--exclude-standard"], capture_output=True, check=True).stdout
+    for rel in filter(None, listed.decode().split("\0")):
+        src = os.path.join(ROOT, rel)
+        if not os.path.lexists(src):
+            continue  # deleted in the work tree, not yet in git
+        os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+        shutil.copy2(src, os.path.join(dest, rel), follow_symlinks=False)
+    return dest
+
+
+def processes_mentioning(text):
+    """pids of processes whose command line contains text."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+class RunLocal:
+    """contrib/run-local in a process group of its own, as a terminal's
+    foreground job: Ctrl-C is SIGINT to the group."""
+
+    def __init__(self, tree, args, port, state):
+        self.tree, self.state, self.port = tree, state, port
+        self.mountpoint = args[0]
+        self.output, self.partial = [], ""
+        self.proc = subprocess.Popen(
+            ["contrib/run-local", *args], cwd=tree,
+            env=dict(os.environ, ZKLOCKFS_PORT=str(port),
+                     ZKLOCKFS_STATE=state, PATH=DEBIAN_PATH),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _read_until(self, pred, timeout, what):
+        """Read its output into self.output (whole lines) until pred().
+        Straight from the descriptor: a buffered reader would keep lines
+        that select() then cannot see."""
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while not pred():
+            left = deadline - time.monotonic()
+            r, _, _ = select.select([fd], [], [], max(left, 0))
+            if not r:
+                raise AssertionError(f"run-local: no {what} within {timeout}"
+                                     f" s; it said:\n{self.said()}")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise AssertionError(
+                    f"run-local ended (exit status {self.proc.wait(30)}) "
+                    f"before its {what}; it said:\n{self.said()}")
+            lines = (self.partial + chunk.decode(errors="replace")).split("\n")
+            self.partial = lines.pop()
+            self.output.extend(line + "\n" for line in lines)
+
+    def said(self):
+        return "".join(self.output) + self.partial
+
+    def wait_ready(self, timeout=300):
+        """Until run-local says it is mounted (installing and building
+        come first)."""
+        self._read_until(lambda: self.output and
+                         self.output[-1].startswith("Press Ctrl-C"),
+                         timeout, "'Press Ctrl-C' line")
+        assert is_mounted(self.mountpoint), self.said()
+        return self
+
+    def example(self):
+        """The lines the usage text gives to try, as it prints them."""
+        block = self.said().split("Try it in another shell:\n", 1)[1]
+        block = block.split("The daemon is ", 1)[0]
+        return [line[4:] for line in block.splitlines()]
+
+    def interrupt(self, timeout=60):
+        """Ctrl-C; returns the exit status once everything it printed is
+        read."""
+        os.killpg(self.proc.pid, signal.SIGINT)
+        try:
+            rest, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"run-local did not end {timeout} s after "
+                                 "Ctrl-C:\n" + self.said())
+        self.partial += rest.decode(errors="replace")
+        return self.proc.returncode
+
+    def kill(self):
+        """After a failure: nothing of it may outlive the test."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        for pid in processes_mentioning(self.state):
+            os.kill(pid, signal.SIGKILL)
+        if is_mounted(self.mountpoint):
+            subprocess.run(["fusermount3", "-u", "-z", self.mountpoint],
+                           check=False)
+
+    def leftovers(self):
+        """What is left of the run: processes, the mount, the mount point
+        it made, a listener on its port ([] if nothing)."""
+        left = [f"process {pid}" for pid in processes_mentioning(self.state)]
+        if is_mounted(self.mountpoint):
+            left.append(f"the mount on {self.mountpoint}")
+        if os.path.exists(self.mountpoint):
+            left.append(f"the mount point {self.mountpoint}")
+        try:
+            with socket.create_connection(
+                    ("127.0.0.1", self.port), timeout=1):
+                left.append(f"a listener on port {self.port}")
+        except OSError:
+            pass
+        return left

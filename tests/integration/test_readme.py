@@ -1,0 +1,482 @@
+"""The README is code.  Its first command, contrib/run-local, is run from a
+clean copy of the tree as a new user runs it; every other fenced block is
+run as written (its mount point, servers and base path replaced by the
+test's), or listed in NOT_RUN with the reason it cannot be, and a test
+fails when a block is neither."""
+import ast
+import os
+import re
+import shlex
+import socket
+import subprocess
+import tempfile
+import textwrap
+
+import pytest
+
+from harness import (Locker, free_port, is_mounted, lock_nodes, wait_until,
+                     zklockfs_binary)
+from readme import (DEBIAN_PATH, README_ENSEMBLE, README_MOUNT, RunLocal,
+                    clean_copy, readme_block, readme_blocks)
+from test_security import open_as
+
+# Blocks no test can run, by their first line, and why.
+NOT_RUN = {
+    "contrib/run-local            # install, build, start a local ZooKeeper, mount at /mnt/zklock":
+        "the two commands: run-local is run by test_run_local_* below; "
+        "run-tests is what CI's .ci/run runs, and cannot run itself",
+    "zklockfs [options] CONNECT MOUNTPOINT":
+        "a synopsis, not a command",
+    "$ cat /mnt/zklock/deploy/holders":
+        "sample output: test_the_holders_sample_has_the_shape_holders_prints "
+        "compares it with what holders prints",
+    "$ cat /mnt/zklock/.status":
+        "sample output: test_the_status_sample_has_the_keys_status_prints "
+        "compares it with what .status prints",
+    "mkdir -p /etc/zklockfs":
+        "needs systemd as PID 1; test_operability runs the unit's ExecStart "
+        "with such settings",
+    "meson.build         one project; -Dtests=true|false":
+        "a map of the tree: test_the_trees_map_names_every_source_file "
+        "checks it against the files",
+}
+
+SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
+needs_plain = pytest.mark.skipif(
+    SANITIZED, reason="run-local builds a plain tree of its own: the plain "
+    "build's run of this suite runs it")
+
+
+def blocks_the_tests_run():
+    """The first lines this file hands to readme_block() or
+    section_commands(), as literals or module constants."""
+    with open(__file__) as f:
+        tree = ast.parse(f.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("readme_block", "section_commands"):
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant):
+                found.add(arg.value)
+            elif isinstance(arg, ast.Name) and arg.id.isupper():
+                found.add(globals()[arg.id])
+    return found
+
+
+def test_every_block_is_run_or_says_why():
+    run, firsts = blocks_the_tests_run(), set()
+    for block in readme_blocks():
+        firsts.add(block.first)
+        assert block.first in run or block.first in NOT_RUN, \
+            (f"README.md:{block.line}: no test runs the block starting "
+             f"{block.first!r}; run it here, or add it to NOT_RUN with why")
+    stale = sorted((run | set(NOT_RUN)) - firsts)
+    assert not stale, f"blocks the README no longer has: {stale}"
+
+
+# ---- helpers -------------------------------------------------------------
+
+def as_test(text, mount=None, connect=None, port=None):
+    """A block with the README's mount point, ensemble (and base path) and
+    local port replaced by the test's."""
+    if mount:
+        text = text.replace(README_MOUNT, mount)
+    if connect:
+        text = text.replace(README_ENSEMBLE + "/locks", connect)
+    if port:
+        text = text.replace("127.0.0.1:2181", f"127.0.0.1:{port}")
+    return text
+
+
+def stub(directory, name, other_mount, resource):
+    """An executable ./name that records, in ran.log, that it ran and the
+    first holder of resource as the other mount (another host) sees it."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            #!/bin/sh
+            set -e
+            held=$(head -n 1 {shlex.quote(other_mount.path(resource, 'holders'))} | cut -d ' ' -f 1,2)
+            echo "{name} $held" >> ran.log
+            """))
+    os.chmod(path, 0o755)
+
+
+def ran(directory):
+    try:
+        with open(os.path.join(directory, "ran.log")) as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def bash(script, cwd, timeout=60, shell="bash"):
+    return subprocess.run([shell, "-c", script], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout,
+                          env=dict(os.environ, PATH=DEBIAN_PATH))
+
+
+# ---- the examples on a mount ----------------------------------------------
+
+HEADLINE = "exec 9<>/mnt/zklock/deploy/write || exit 1  # blocks until the exclusive lock is held"
+
+
+def test_the_headline_example_holds_the_lock_while_its_command_runs(
+        tmp_path, m1, m2):
+    stub(tmp_path, "deploy.sh", m2, "deploy")
+    block = readme_block(HEADLINE)
+    res = bash(as_test(block.text, m1.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ran(tmp_path) == ["deploy.sh held write"]
+    assert open(m2.path("deploy", "holders")).read() == "", "still held"
+
+
+@pytest.mark.parametrize("shell", ["bash", "dash"])
+def test_the_headline_example_does_not_run_its_command_without_the_lock(
+        tmp_path, shell):
+    """Nothing mounted there: the open fails, and deploy.sh must not run.
+    Without the `|| exit 1` bash would run it (the control)."""
+    deploy = tmp_path / "deploy.sh"
+    deploy.write_text("#!/bin/sh\necho deploy.sh >> ran.log\n")
+    deploy.chmod(0o755)
+    unmounted = str(tmp_path / "not-mounted")
+    os.mkdir(unmounted)
+    text = as_test(readme_block(HEADLINE).text, unmounted)
+    res = bash(text, tmp_path, shell=shell)
+    assert res.returncode != 0 and ran(tmp_path) == [], (res, ran(tmp_path))
+    if shell == "bash":
+        res = bash(text.replace(" || exit 1", "", 1), tmp_path)
+        assert ran(tmp_path) == ["deploy.sh"], \
+            "the control: without || exit 1 bash was expected to go on"
+
+
+def test_the_flock_idioms_lock_on_every_host(tmp_path, m1, m2):
+    block = readme_block("# cron: run on one host at a time; skip this run if another host is at it")
+    for name, res in (("nightly-report.sh", "nightly-report"),
+                      ("deploy.sh", "deploy"), ("migrate.sh", "db-migrate"),
+                      ("backup.sh", "db")):
+        stub(tmp_path, name, m2, res)
+    res = bash(as_test(block.text, m1.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ran(tmp_path) == ["nightly-report.sh held write",
+                             "deploy.sh held write", "migrate.sh held write",
+                             "backup.sh held read"]
+    # While another host runs the report, `flock -n` skips it.
+    (tmp_path / "ran.log").unlink()
+    other = Locker(m2.path("nightly-report", "write"))
+    other.granted()
+    res = bash(as_test(block.text, m1.mountpoint), tmp_path)
+    other.close()
+    assert "nightly-report.sh held write" not in ran(tmp_path), ran(tmp_path)
+    assert ran(tmp_path)[0] == "deploy.sh held write", ran(tmp_path)
+
+
+def test_the_explicit_unlock_example(tmp_path, m1, m2):
+    block = readme_block("exec 9>/mnt/zklock/deploy/write || exit 1")
+    stub(tmp_path, "deploy.sh", m2, "deploy")
+    # After `flock -u 9`, the other host can take the lock at once.
+    script = as_test(block.text, m1.mountpoint).replace(
+        "exec 9>&-", f"flock -n {shlex.quote(m2.path('deploy', 'lock'))} "
+        "echo free-at-once\nexec 9>&-")
+    res = bash(script, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ran(tmp_path) == ["deploy.sh held write"]
+    assert res.stdout.split() == ["free-at-once"]
+
+
+def test_the_semaphore_example(tmp_path, m1, m2):
+    block = readme_block("echo 3 > /mnt/zklock/jobs/limit                        # once, on any host")
+    stub(tmp_path, "job.sh", m2, "jobs")
+    res = bash(as_test(block.text, m1.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ran(tmp_path) == ["job.sh held lease"] * 3
+    assert "busy" not in res.stdout
+    assert open(m2.path("jobs", "limit")).read().strip() == "3"
+
+
+@pytest.fixture
+def helper_env(tmp_path, zookeeper, base):
+    """Our build where mount.fuse3 looks for `zklockfs` (its shell's
+    default PATH) and on the PATH, in a mount namespace of the test's."""
+    bindir = tmp_path / "sbin"
+    bindir.mkdir()
+    os.symlink(zklockfs_binary(), bindir / "zklockfs")
+    mnt = tempfile.mkdtemp(prefix="zklockfs-readme-")
+    yield dict(os.environ, BINDIR=str(bindir), MNT=mnt,
+               PATH=f"{bindir}:{os.environ['PATH']}"), mnt
+    if is_mounted(mnt):
+        subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
+    os.rmdir(mnt)
+
+
+def in_namespace(script, env, timeout=120):
+    return subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "bash", "-c",
+         'set -eu\nmount --bind "$BINDIR" /usr/local/sbin\n' + script],
+        env=env, capture_output=True, text=True, timeout=timeout)
+
+
+MOUNTED = 'grep -q " $MNT fuse.zklockfs " /proc/self/mounts && echo mounted\n'
+
+
+def test_the_mount_8_example(zookeeper, zk, base, helper_env):
+    env, mnt = helper_env
+    block = readme_block("mount -t fuse.zklockfs -o allow_other zk1:2181,zk2:2181,zk3:2181/locks /mnt/zklock")
+    mount_line, umount_line = as_test(block.text, mnt,
+                                      zookeeper.connect + base).splitlines()
+    r = in_namespace(f"{mount_line}\n{MOUNTED}{umount_line}\n"
+                     'grep -q " $MNT " /proc/self/mounts || echo unmounted\n', env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.split() == ["mounted", "unmounted"]
+    assert zk.exists(base) is not None
+
+
+def test_the_fstab_line(zookeeper, zk, base, helper_env, tmp_path):
+    env, mnt = helper_env
+    block = readme_block("zk1:2181,zk2:2181,zk3:2181/locks  /mnt/zklock  fuse.zklockfs  _netdev,nofail,allow_other,session_timeout=10  0 0")
+    fstab = tmp_path / "fstab"
+    fstab.write_text(as_test(block.text, mnt, zookeeper.connect + base))
+    r = in_namespace(f'mount -T {fstab} "$MNT"\n{MOUNTED}'
+                     'grep "^state " "$MNT/.status"\numount "$MNT"\n', env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.split() == ["mounted", "state", "connected"]
+
+
+def test_the_ensemble_example_mounts_and_detaches(zookeeper, zk, base,
+                                                  helper_env):
+    env, mnt = helper_env
+    block = readme_block("zklockfs -o allow_other zk1:2181,zk2:2181,zk3:2181/locks /mnt/zklock")
+    r = subprocess.run(["bash", "-c", as_test(block.text, mnt,
+                                              zookeeper.connect + base)],
+                       env=env, capture_output=True, text=True, timeout=60)
+    try:
+        assert r.returncode == 0, r.stderr
+        assert is_mounted(mnt), "zklockfs returned before mounting"
+        fd = os.open(os.path.join(mnt, "r", "write"), os.O_RDWR)
+        try:
+            held = os.read(fd, 4096).decode()
+        finally:
+            os.close(fd)
+        assert f"\nnode {base}/r/" in held, held
+    finally:
+        subprocess.run(["umount", mnt], check=False)
+    wait_until(lambda: not lock_nodes(zk, base), 15, "the lock nodes to go")
+
+
+def test_the_group_example_lets_only_that_group_lock(zookeeper, base,
+                                                     helper_env):
+    env, mnt = helper_env
+    block = readme_block("zklockfs -o allow_other,default_permissions,gid=$(getent group deploy | cut -d: -f3),umask=007 \\")
+    # The group `users` (gid 100) stands for `deploy`.
+    text = as_test(block.text, mnt, zookeeper.connect + base).replace(
+        "getent group deploy", "getent group users")
+    r = subprocess.run(["bash", "-c", text], env=env, capture_output=True,
+                       text=True, timeout=60)
+    try:
+        assert r.returncode == 0, r.stderr
+        path = os.path.join(mnt, "r", "write")
+        assert open_as(path, []) == "EACCES"
+        assert open_as(path, [100]) == "ok"
+    finally:
+        subprocess.run(["umount", mnt], check=False)
+
+
+# ---- samples and maps ----------------------------------------------------
+
+HOLDERS_LINE = re.compile(r"^(held|waiting) (read|write|lease) \d+ \S+ \S+ \S+ "
+                          r"\S+ \d+s \S+ (zklockfs|curator|kazoo|zookeeper) .+$")
+
+
+def test_the_holders_sample_has_the_shape_holders_prints(m1, m2):
+    sample = readme_block("$ cat /mnt/zklock/deploy/holders").text.splitlines()[1:]
+    assert sample and all(HOLDERS_LINE.match(line) for line in sample), sample
+    holder = Locker(m1.path("deploy", "write"), "w")
+    holder.granted()
+    assert holder.command("note migrating schema v42") == "ok"
+    waiter = Locker(m2.path("deploy", "read"), "r")
+    wait_until(lambda: len(open(m2.path("deploy", "holders")).readlines()) == 2,
+               10, "the reader to queue")
+    lines = open(m2.path("deploy", "holders")).read().splitlines()
+    assert all(HOLDERS_LINE.match(line) for line in lines), lines
+    holder.close()
+    waiter.granted()
+    waiter.close()
+
+
+def test_the_status_sample_has_the_keys_status_prints(m1):
+    sample = readme_block("$ cat /mnt/zklock/.status").text.splitlines()[1:]
+    printed = open(m1.path(".status")).read().splitlines()
+    assert [line.split()[0] for line in sample] == \
+        [line.split()[0] for line in printed]
+
+
+def test_the_trees_map_names_every_source_file():
+    from readme import ROOT
+    text = readme_block("meson.build         one project; -Dtests=true|false").text
+    named = set(re.findall(r"[\w.-]+\.[ch]\b|[\w]+\.h\b", text))
+    for part in re.findall(r"([\w]+)\.\[ch\]", text):
+        named |= {part + ".c", part + ".h"}
+    missing = []
+    for directory in ("fs", "recipes"):
+        for name in sorted(os.listdir(os.path.join(ROOT, directory))):
+            if name.endswith((".c", ".h")) and name not in named:
+                missing.append(f"{directory}/{name}")
+    assert not missing, f"the README's tree does not name {missing}"
+
+
+# ---- the README's first command, and the sections that use it ------------
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A clean copy of the tree, shared by the run-local tests in the order
+    a user follows the README: run-local first, then run-tests' builds."""
+    return clean_copy(str(tmp_path_factory.mktemp("clone")))
+
+
+@pytest.fixture
+def run_local(tree, tmp_path):
+    """Start contrib/run-local ARGS... from the clean tree, on a free port,
+    with a state directory and mount point of the test's; stopped and
+    checked for leftovers at the end."""
+    started = []
+
+    def start(*args):
+        r = RunLocal(tree, [str(tmp_path / "mnt"), *args], free_port(),
+                     str(tmp_path / "state"))
+        started.append(r)
+        return r.wait_ready()
+
+    yield start
+    for r in started:
+        r.kill()
+
+
+def stop_and_check(r):
+    status = r.interrupt()
+    said = r.said()
+    assert status == 130, f"run-local exit status {status} after Ctrl-C:\n{said}"
+    assert "run-local: stopping the local ZooKeeper" in said, said
+    assert r.leftovers() == [], said
+
+
+@needs_plain
+def test_run_local_mounts_runs_its_own_example_and_leaves_nothing(run_local):
+    r = run_local()
+    said = r.said()
+    for needed in (f"127.0.0.1:{r.port}", "ZKLOCKFS_PORT", r.state,
+                   "ZKLOCKFS_STATE", "installing", "building"):
+        assert needed in said, f"run-local does not say {needed!r}:\n{said}"
+    example = r.example()
+    res = bash("\n".join(example) + "\n", r.tree)
+    assert res.returncode == 0, res.stderr
+    token, holder = res.stdout.splitlines()
+    assert token.isdigit(), res.stdout
+    assert holder.startswith(f"held write {token} ") and \
+        holder.endswith(" what I am doing"), res.stdout
+    assert open(os.path.join(r.mountpoint, "demo", "holders")).read() == ""
+    stop_and_check(r)
+
+
+@needs_plain
+def test_run_tests_builds_find_the_tests_after_run_local(tree):
+    """run-local configures build/ without tests; run-tests' configuration
+    of the same tree must bring them back (and run-local's must still
+    build the daemon after it)."""
+    def calls(script):
+        return [line.strip() for line in open(os.path.join(tree, script))
+                if line.strip().startswith("contrib/build-tree")]
+    assert calls("contrib/run-local") == ["contrib/build-tree --no-tests build"]
+    assert calls("contrib/run-tests") == ["contrib/build-tree build build-asan build-tsan"]
+
+    def build_tree(*args):
+        r = subprocess.run(["contrib/build-tree", *args], cwd=tree,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        listed = subprocess.run(["meson", "test", "-C", "build", "--list",
+                                 "--no-rebuild"], cwd=tree, capture_output=True,
+                                text=True, timeout=60).stdout
+        return {line.split(" / ")[0] for line in listed.splitlines() if " / " in line}
+
+    assert build_tree("--no-tests", "build") == set()
+    assert build_tree("build") == {"zklockfs:unit", "zklockfs:integration"}
+    assert build_tree("--no-tests", "build") == set()
+    assert os.access(os.path.join(tree, "build", "fs", "zklockfs"), os.X_OK)
+
+
+@needs_plain
+def test_run_local_says_the_port_is_taken_and_what_to_do(tree, tmp_path,
+                                                         zookeeper):
+    def run(port):
+        return subprocess.run(
+            ["contrib/run-local", str(tmp_path / "mnt")], cwd=tree,
+            env=dict(os.environ, ZKLOCKFS_PORT=str(port),
+                     ZKLOCKFS_STATE=str(tmp_path / "state")),
+            capture_output=True, text=True, timeout=120)
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        r = run(port)
+    assert r.returncode == 1, r
+    assert f"port {port} on 127.0.0.1 is in use" in r.stderr, r.stderr
+    assert "ZKLOCKFS_PORT=" in r.stderr, r.stderr
+
+    r = run(zookeeper.port)
+    assert r.returncode == 1, r
+    assert f"a ZooKeeper already answers on 127.0.0.1:{zookeeper.port}" in r.stderr
+    assert (f"contrib/run-local {tmp_path / 'mnt'} "
+            f"127.0.0.1:{zookeeper.port}/zklockfs") in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "mnt")
+
+
+def section_commands(first_line):
+    """The install line and the run-local arguments of a section's setup
+    block."""
+    install, start = readme_block(first_line).text.splitlines()
+    words = shlex.split(start, comments=True)
+    assert words[:2] == ["contrib/run-local", README_MOUNT], start
+    return install, words[2:]
+
+
+@needs_plain
+def test_the_kazoo_section_as_written(run_local, tmp_path):
+    install, options = section_commands(
+        "apt-get install -y python3-kazoo                 # kazoo 2.8, Debian 12's")
+    res = bash(install, tmp_path, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    r = run_local(*options)
+    program = readme_block("import subprocess").text
+    (tmp_path / "migrate.py").write_text(as_test(program, port=r.port))
+    service_holds_the_lock(r, tmp_path, readme_block("python3 migrate.py"))
+    stop_and_check(r)
+
+
+@needs_plain
+def test_the_curator_section_as_written(run_local, tmp_path):
+    install, options = section_commands(
+        "apt-get install -y default-jdk-headless libcurator-recipes-java")
+    res = bash(install, tmp_path, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    r = run_local(*options)
+    program = readme_block("import org.apache.curator.framework.CuratorFramework;").text
+    (tmp_path / "Deploy.java").write_text(as_test(program, port=r.port))
+    service_holds_the_lock(r, tmp_path, readme_block(
+        "java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar Deploy.java"))
+    stop_and_check(r)
+
+
+def service_holds_the_lock(r, cwd, run_block):
+    """Run the section's service with a ./migrate.sh that records whether
+    the mount could take the resource's lock meanwhile; then it can."""
+    lock = shlex.quote(os.path.join(r.mountpoint, "deploy", "lock"))
+    migrate = cwd / "migrate.sh"
+    migrate.write_text(f"#!/bin/sh\nif flock -n {lock} true; then echo free; "
+                       "else echo busy; fi >> ran.log\n")
+    migrate.chmod(0o755)
+    res = bash(run_block.text, cwd, timeout=180)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert ran(cwd) == ["busy"], "the mount took the lock the service held"
+    assert subprocess.run(["flock", "-n", os.path.join(r.mountpoint, "deploy", "lock"),
+                           "true"]).returncode == 0, "the service kept the lock"
