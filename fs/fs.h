@@ -101,7 +101,8 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock, int sleep);
 /* session_lost_fn: log a lost lock, signal its holder (lost.c). */
-void fs_lock_lost(const char *node, const void *data, size_t len, void *arg);
+void fs_lock_lost(const char *node, const char *why, const void *data,
+		  size_t len, void *arg);
 
 /* At unmount: fail every waiting open, let go of every held lock. */
 void lockfile_shutdown_all(struct zkl_fs *fs);

@@ -49,6 +49,7 @@ struct lockfile {
 	struct fuse_file_info fi;
 	int is_create;
 	struct fuse_entry_param entry;
+	int takes_lock; /* the open waits for a lock (decided once) */
 };
 
 /* A whole-file fcntl lock held by a process. */

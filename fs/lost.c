@@ -57,7 +57,8 @@ static void lost_signal_holder(pid_t pid, int sig)
 	}
 }
 
-void fs_lock_lost(const char *node, const void *data, size_t len, void *arg)
+void fs_lock_lost(const char *node, const char *why, const void *data,
+		  size_t len, void *arg)
 {
 	struct zkl_fs *fs = arg;
 	char pid_text[16] = "?", cmd[64] = "?";
@@ -66,10 +67,9 @@ void fs_lock_lost(const char *node, const void *data, size_t len, void *arg)
 	identity_get(data, len, "pid", pid_text, sizeof(pid_text));
 	identity_get(data, len, "cmd", cmd, sizeof(cmd));
 	log_msg(LOG_WARNING,
-		"lost lock %s held by pid %s (%s): its ZooKeeper "
-		"session expired; reads and writes of its descriptor now fail "
-		"with EIO",
-		node, pid_text, cmd);
+		"lost lock %s held by pid %s (%s): %s; reads and writes of "
+		"its descriptor now fail with EIO",
+		node, pid_text, cmd, why);
 	pid = (pid_t)strtol(pid_text, NULL, 10);
 	if (!fs->on_lost_signal || pid <= 1)
 		return;

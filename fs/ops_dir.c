@@ -103,8 +103,10 @@ static int dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 	return err ? -ENOMEM : 0;
 }
 
-static void dir_opendir_listed(int err, char *const *names, size_t n, void *arg)
+static void dir_opendir_listed(int err, char *const *names, size_t n,
+			       int32_t cversion, void *arg)
 {
+	(void)cversion;
 	struct dir_opendir_ctx *ctx = arg;
 	struct dir_listing *d = calloc(1, sizeof(*d));
 

@@ -7,6 +7,7 @@
  * fcntl (ops_flock.c).
  */
 #include "lockfile.h"
+#include "kernelopen.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -43,15 +44,15 @@ static void lockfile_close(struct lockfile *lf)
 		lockfile_put(lf);
 }
 
-/* The kernel opens a file itself, with flags exactly O_RDONLY, to ask it
- * an ioctl's file attributes (lsattr's FS_IOC_GETFLAGS, chattr); every
- * open from a process carries the kernel's O_LARGEFILE bit on a 64-bit
- * kernel.  Such an open must not queue a lock: the caller may hold this
- * very lock through the descriptor it asks about, and would wait for
- * itself.  It holds nothing, like an open of `lock`. */
-static int lockfile_open_is_the_kernels(const struct fuse_file_info *fi)
+/* The kernel's own open for an ioctl (kernelopen.h) holds nothing, like
+ * an open of `lock`.  Its flags are exactly O_RDONLY; only then is the
+ * requesting thread looked at (a 64-bit program's open carries
+ * O_LARGEFILE, so the common open costs nothing more). */
+static int lockfile_open_is_the_kernels(fuse_req_t req,
+					const struct fuse_file_info *fi)
 {
-	return fi->flags == O_RDONLY;
+	return fi->flags == O_RDONLY &&
+	       kernelopen_in_ioctl(fuse_req_ctx(req)->pid);
 }
 
 /* Does this open wait for a lock?  Not on `lock`, not the kernel's own
@@ -60,12 +61,14 @@ static int lockfile_open_is_the_kernels(const struct fuse_file_info *fi)
  * and -n must govern the wait, which they can only if open() does not
  * wait first.  So `exec 9>lease` takes a lease, and `flock -w 10 lease
  * cmd` takes one by flock(2). */
-static int lockfile_open_takes_a_lock(enum tree_kind kind,
+static int lockfile_open_takes_a_lock(fuse_req_t req, enum tree_kind kind,
 				      const struct fuse_file_info *fi)
 {
-	if (kind == TREE_LOCK || lockfile_open_is_the_kernels(fi))
+	if (kind == TREE_LOCK)
 		return 0;
-	return kind != TREE_LEASE || (fi->flags & O_ACCMODE) != O_RDONLY;
+	if (kind == TREE_LEASE && (fi->flags & O_ACCMODE) == O_RDONLY)
+		return 0;
+	return !lockfile_open_is_the_kernels(req, fi);
 }
 
 static void lockfile_reply_opened(struct lockfile *lf, fuse_req_t req)
@@ -81,8 +84,7 @@ static void lockfile_reply_opened(struct lockfile *lf, fuse_req_t req)
 	 * (fcntl is answered from it), so a close has nothing to report:
 	 * spare every close() a FLUSH round trip (Linux >= 5.16).  An open
 	 * that takes no lock keeps FLUSH: fcntl locks end at any close. */
-	lf->fi.noflush =
-		lockfile_open_takes_a_lock(tree_kind_of(lf->ino), &lf->fi);
+	lf->fi.noflush = lf->takes_lock;
 	if (lf->is_create)
 		rc = fuse_reply_create(req, &lf->entry, &lf->fi);
 	else
@@ -148,7 +150,8 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	list_add_tail(&fs->lockfiles, &lf->link);
 	pthread_mutex_unlock(&fs->lock);
 
-	if (!lockfile_open_takes_a_lock(kind, fi)) {
+	lf->takes_lock = lockfile_open_takes_a_lock(req, kind, fi);
+	if (!lf->takes_lock) {
 		pthread_mutex_lock(&fs->lock);
 		lf->state = LF_OPEN;
 		pthread_mutex_unlock(&fs->lock);

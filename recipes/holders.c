@@ -353,7 +353,7 @@ static void holders_send_reads(struct holders_query *q)
 /* Keep copies of the names; parse into dir->nodes the lock nodes of every
  * tool, in queue order, then the peer's leases.  Returns 0 or -ENOMEM. */
 static int holders_parse(struct holders_dir *dir, int locks, int leases,
-			 char *const *names, size_t n)
+			 char *const *names, size_t n, int32_t cversion)
 {
 	dir->children = n;
 	dir->names = calloc(n + 1, sizeof(*dir->names));
@@ -365,8 +365,9 @@ static int holders_parse(struct holders_dir *dir, int locks, int leases,
 		if (!(dir->names[dir->nnames] = strdup(names[dir->nnames])))
 			return -ENOMEM;
 	if (locks)
-		dir->nlocks = lockrule_collect(
-			dir->names, n, LOCKRULE_QUEUED_STYLES, dir->nodes);
+		dir->nlocks = lockrule_collect(dir->names, n,
+					       LOCKRULE_QUEUED_STYLES, cversion,
+					       dir->nodes);
 	dir->n = dir->nlocks;
 	for (size_t i = 0; leases && i < n; i++)
 		if (names_parse_peer_lease(dir->q->layout, dir->names[i],
@@ -375,7 +376,8 @@ static int holders_parse(struct holders_dir *dir, int locks, int leases,
 	return 0;
 }
 
-static void holders_on_listed(int err, char *const *names, size_t n, void *arg)
+static void holders_on_listed(int err, char *const *names, size_t n,
+			      int32_t cversion, void *arg)
 {
 	struct holders_dir *dir = arg;
 	struct holders_query *q = dir->q;
@@ -388,7 +390,7 @@ static void holders_on_listed(int err, char *const *names, size_t n, void *arg)
 				    part == HOLDERS_LEASES ||
 					    (part == HOLDERS_RES &&
 					     q->layout == ZKL_STYLE_KAZOO),
-				    names, n);
+				    names, n, cversion);
 	if (err < 0 && q->err == 0)
 		q->err = err;
 	if (part == HOLDERS_RES && q->err == 0) { /* now the peer's parts */

@@ -81,13 +81,21 @@ static inline struct zkl_member *member_of_live(struct zkl_link *l)
 	return ZKL_CONTAINER_OF(l, struct zkl_member, live);
 }
 
-/* A held lock lost with its session, to be reported (session_lost_fn). */
+/* A held lock lost, to be reported (session_lost_fn): in a list of the
+ * losses of an expired session, or posted alone as a notice. */
 struct zkl_lost {
 	struct zkl_link link;
+	struct zkl_notice notice;
+	struct zkl_session *s;
+	const char *why; /* a string constant */
 	char *node;
 	size_t len;
 	char data[];
 };
+
+/* Tell the session's owner of a lost lock, and free the report.  No lock
+ * of ours held. */
+void session_tell_lost(struct zkl_lost *item);
 
 /* Take the session's mutex for an entry point that may post notices;
  * session_leave drops it and runs them. */

@@ -40,7 +40,8 @@ static void lq_finish(struct lockquery *q, int err)
 	free(q);
 }
 
-static void lq_on_listed(int err, char *const *names, size_t n, void *arg);
+static void lq_on_listed(int err, char *const *names, size_t n,
+			 int32_t cversion, void *arg);
 static void lq_read_blocker(struct lockquery *q, enum zkl_mode mode,
 			    const char *name);
 
@@ -126,7 +127,8 @@ static ssize_t lq_peer_blocker(const struct lockquery *q, char *const *names,
 	return others >= q->limit ? first : -1;
 }
 
-static void lq_on_listed(int err, char *const *names, size_t count, void *arg)
+static void lq_on_listed(int err, char *const *names, size_t count,
+			 int32_t cversion, void *arg)
 {
 	struct lockquery *q = arg;
 	const char *skip[LOCKQUERY_MAX_SKIP];
@@ -154,7 +156,8 @@ static void lq_on_listed(int err, char *const *names, size_t count, void *arg)
 		return lq_finish(q, -ENOMEM);
 	for (size_t k = 0; k < q->nskip; k++)
 		skip[k] = q->skip[k];
-	n = lockrule_collect(names, count, LOCKRULE_QUEUED_STYLES, nodes);
+	n = lockrule_collect(names, count, LOCKRULE_QUEUED_STYLES, cversion,
+			     nodes);
 	i = lockrule_first_blocker(nodes, n, q->mode, q->limit, skip, q->nskip);
 	if (i < 0) {
 		free(nodes);

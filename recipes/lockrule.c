@@ -22,24 +22,32 @@ int lockrule_waits_for(enum zkl_mode req, enum zkl_mode ahead)
 	return 1;
 }
 
+uint32_t lockrule_age(int32_t cversion, int32_t seq)
+{
+	/* The node took the cversion before its own create counted it up. */
+	return (uint32_t)cversion - 1u - (uint32_t)seq;
+}
+
 static int lockrule_cmp(const void *pa, const void *pb)
 {
 	const struct zkl_node *a = pa, *b = pb;
 
-	if (a->seq != b->seq)
-		return names_seq_before(a->seq, b->seq) ? -1 : 1;
+	if (a->age != b->age)
+		return a->age > b->age ? -1 : 1; /* the older first */
 	if ((a->mode == ZKL_MODE_WRITE) != (b->mode == ZKL_MODE_WRITE))
 		return a->mode == ZKL_MODE_WRITE ? -1 : 1;
 	return strcmp(a->name, b->name);
 }
 
-void lockrule_sort(struct zkl_node *nodes, size_t n)
+void lockrule_sort(struct zkl_node *nodes, size_t n, int32_t cversion)
 {
+	for (size_t i = 0; i < n; i++)
+		nodes[i].age = lockrule_age(cversion, nodes[i].seq);
 	qsort(nodes, n, sizeof(*nodes), lockrule_cmp);
 }
 
 size_t lockrule_collect(char *const *names, size_t n, unsigned styles,
-			struct zkl_node *out)
+			int32_t cversion, struct zkl_node *out)
 {
 	size_t count = 0;
 
@@ -47,17 +55,19 @@ size_t lockrule_collect(char *const *names, size_t n, unsigned styles,
 		if (names_parse(names[i], &out[count]) == 0 &&
 		    (styles & LOCKRULE_STYLE(out[count].style)))
 			count++;
-	lockrule_sort(out, count);
+	lockrule_sort(out, count, cversion);
 	return count;
 }
 
-ssize_t lockrule_find(const struct zkl_node *sorted, size_t n, const char *name)
+ssize_t lockrule_find(const struct zkl_node *sorted, size_t n, int32_t cversion,
+		      const char *name)
 {
 	struct zkl_node key;
 	size_t lo = 0, hi = n;
 
 	if (names_parse(name, &key) < 0)
 		return -1;
+	key.age = lockrule_age(cversion, key.seq);
 	/* First index whose node does not sort before key. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

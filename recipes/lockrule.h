@@ -3,9 +3,20 @@
  * a request holds or which one node it watches.  Pure functions of parsed
  * names (names.h); no ZooKeeper.
  *
- * Order: by sequence number, across the 2^31 wrap; for one number (a
- * Curator 5.5 reader that took its writer's number when downgrading) the
- * exclusive node first; then by name, so the order is total.
+ * Order: by age, oldest first.  ZooKeeper gives a sequential child the
+ * parent's child version (cversion) as its number, then counts the
+ * cversion up by one for every child created or deleted; a listing
+ * (getChildren2) comes with the parent's cversion C.  A node numbered seq
+ * was therefore made (uint32_t)(C - 1 - seq) child changes before the
+ * listing: that is its age, exact across the 2^31 wrap, and the same order
+ * in every listing that holds the node, whoever takes it and whenever
+ * (ages only grow, all by the same amount), as long as no node outlives
+ * 2^32 child changes.  A name no sequential create made (a hand-made
+ * node) gets an age too: it can stand in anyone's way, but two listings
+ * never order two real nodes differently, so it can never make two
+ * holders.  doc/design.md has the argument.  For one age (a Curator 5.5
+ * reader that took its writer's number when downgrading) the exclusive
+ * node first; then by name, so the order is total.
  *
  * Who waits for whom: a write request waits for every lock node ahead of
  * it, a read request for write nodes ahead, a lease for lease nodes ahead
@@ -17,6 +28,7 @@
 #define ZKL_LOCKRULE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "names.h"
@@ -32,16 +44,23 @@
 /* Does a request of mode `req` wait for a node of mode `ahead`? */
 int lockrule_waits_for(enum zkl_mode req, enum zkl_mode ahead);
 
-/* Sort parsed nodes into queue order. */
-void lockrule_sort(struct zkl_node *nodes, size_t n);
+/* The age of a node numbered seq in a listing whose parent's cversion was
+ * cversion: how many child changes ago ZooKeeper gave out that number. */
+uint32_t lockrule_age(int32_t cversion, int32_t seq);
+
+/* Set each node's age as of a listing with the parent's cversion, and
+ * sort them into queue order. */
+void lockrule_sort(struct zkl_node *nodes, size_t n, int32_t cversion);
 
 /* Parse every name in names[0..n) that is a lock node of one of `styles`
- * into out (capacity n), in queue order.  Returns how many there were. */
+ * into out (capacity n), in queue order as of a listing with the parent's
+ * cversion.  Returns how many there were. */
 size_t lockrule_collect(char *const *names, size_t n, unsigned styles,
-			struct zkl_node *out);
+			int32_t cversion, struct zkl_node *out);
 
-/* Index in sorted[0..n) of the node named `name`, or -1.  O(log n). */
-ssize_t lockrule_find(const struct zkl_node *sorted, size_t n,
+/* Index in sorted[0..n) (sorted as of cversion) of the node named `name`,
+ * or -1.  O(log n). */
+ssize_t lockrule_find(const struct zkl_node *sorted, size_t n, int32_t cversion,
 		      const char *name);
 
 /* Index of the first node in sorted[from..n) whose tag is `tag` (a NUL-

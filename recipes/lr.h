@@ -46,6 +46,8 @@ struct zkl_lockreq {
 	size_t nahead;
 	struct zkl_watch limit_watch; /* a lease in line or waiting: on the
 				       * resource's data, its limit */
+	struct zkl_watch held_watch;  /* while held: on our own node, whose
+				       * deletion by anyone else loses it */
 	struct zkl_lockreq *mutex;    /* a peer lease: the request for the
 				    * peer's own lock, while it has one */
 	int refs; /* owner + queued ops + watch + ahead + limit_watch
@@ -117,6 +119,10 @@ void lr_leave_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_notice_run(struct zkl_notice *n);
 void lr_exit(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost);
+/* A held lock is lost for a reason other than the session's end (`why`, a
+ * string constant): mark it, count it, and post its report. */
+void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
+		    struct zkl_link *notify);
 /* Session expiry: a waiting request queues again on the next session
  * (phase NEW, on the resume list); any other is done with it (off the
  * resume list, lost if it held, phase GONE; its owner is told by the
@@ -168,9 +174,12 @@ int lr_watch_one(struct zkl_lockreq *lr, const char *name);
 int lr_watch_ahead(struct zkl_lockreq *lr, size_t me);
 /* A lease: the resource's data, for changes of the limit (once). */
 int lr_watch_limit(struct zkl_lockreq *lr);
+/* A held request: its own node, for a deletion not its own (once; logs a
+ * failure: the lock stays held, unguarded). */
+void lr_watch_held(struct zkl_lockreq *lr);
 /* Stop watching nodes (lr_watch_one, lr_watch_ahead). */
 void lr_unwatch(struct zkl_lockreq *lr);
-/* ... and the limit too. */
+/* ... and the limit and its own node too. */
 void lr_unwatch_all(struct zkl_lockreq *lr);
 
 #endif

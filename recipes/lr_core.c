@@ -282,21 +282,53 @@ void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me)
 			lr_delete_stray(lr, nodes[i].name);
 }
 
-void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
+/* The report of lr's loss, counted; NULL when out of memory (the loss
+ * still shows as EIO: only the report is lost). */
+static struct zkl_lost *lr_lost_report(struct zkl_lockreq *lr, const char *why)
 {
 	struct zkl_lost *item = malloc(sizeof(*item) + lr->datalen);
 
 	lr->s->losses++;
 	if (!item)
-		return; /* the loss still shows as EIO; only the report is lost */
+		return NULL;
 	item->node = strdup(lr_has_node(lr) ? lr->node : lr->dir);
 	if (!item->node) {
 		free(item);
-		return;
+		return NULL;
 	}
+	item->s = lr->s;
+	item->why = why;
 	item->len = lr->datalen;
 	memcpy(item->data, lr->data, lr->datalen);
-	list_add_tail(lost, &item->link);
+	return item;
+}
+
+void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
+{
+	struct zkl_lost *item =
+		lr_lost_report(lr, "its ZooKeeper session expired");
+
+	if (item)
+		list_add_tail(lost, &item->link);
+}
+
+static void lr_lost_notice_run(struct zkl_notice *n)
+{
+	session_tell_lost(ZKL_CONTAINER_OF(n, struct zkl_lost, notice));
+}
+
+void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
+		    struct zkl_link *notify)
+{
+	struct zkl_lost *item;
+
+	assert(lr->outcome == LR_HELD && !lr->lost);
+	lr->lost = 1;
+	item = lr_lost_report(lr, why);
+	if (item) {
+		notice_init(&item->notice, lr_lost_notice_run);
+		notice_post(notify, &item->notice);
+	}
 }
 
 void lr_requeue_locked(struct zkl_lockreq *lr)

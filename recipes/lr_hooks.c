@@ -58,6 +58,7 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 		if (lr->mode == ZKL_MODE_LEASE && lr->outcome == LR_HELD &&
 		    !lr->marked)
 			lr_mark(lr); /* its reply was lost with the connection */
+		lr_watch_held(lr);   /* if it could not be set */
 		break;
 	default:
 		break;
@@ -120,6 +121,39 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 	lr_leave_locked(lr, notify);
 }
 
+/* Our own held node changed.  Deleted (not by us: the release takes the
+ * watch away first): the lock is lost, whoever deleted it, and the next
+ * waiter may hold already.  Its data set (a note, a lease's mark, someone
+ * else's write): watch again. */
+static void lr_held_fired(struct zkl_watch *w, const char *path,
+			  enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(w, struct zkl_lockreq, held_watch);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	(void)path;
+	if (lr->outcome != LR_HELD || lr->lost || lr->phase != PH_IDLE) {
+		/* released, or lost already */
+	} else if (ev == WATCH_GONE) {
+		log_msg(LOG_WARNING,
+			"lock node %s was deleted by another client while "
+			"held: the lock is lost",
+			lr->node);
+		lr->phase = PH_GONE;
+		lr_lose_locked(lr,
+			       "its lock node was deleted by another client",
+			       notify);
+	} else if (ev == WATCH_UNKNOWN) {
+		/* No watch is set (the connection broke while setting it):
+		 * set it again once connected (lr_resume). */
+		lr_defer(lr, notify);
+	} else {
+		lr_watch_held(lr);
+	}
+	lr_leave_locked(lr, notify);
+}
+
 static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 		       struct zkl_link *notify)
 {
@@ -171,6 +205,8 @@ void lr_wire_watches(struct zkl_lockreq *lr)
 	lr->watch.fired_locked = lr_watch_fired;
 	list_init(&lr->limit_watch.link);
 	lr->limit_watch.fired_locked = lr_limit_fired;
+	list_init(&lr->held_watch.link);
+	lr->held_watch.fired_locked = lr_held_fired;
 }
 
 const struct zkl_member_ops lr_member_ops = {

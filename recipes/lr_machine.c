@@ -300,6 +300,7 @@ static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 		lr_mark(lr);
 	}
 	lr_tell_locked(lr, 0, notify);
+	lr_watch_held(lr);
 }
 
 /* A lease whose limit could not be read with its listing. */
@@ -335,10 +336,13 @@ void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 	if (lr->maybe_stray)
 		lr_delete_strays(lr, me);
 	if (me < 0) {
-		/* Deleted by someone else while we queued. */
-		log_msg(LOG_WARNING, "lock node %s vanished while queued",
+		/* Not in a listing taken after it was made: deleted by another
+		 * client while we queued.  Should it be there after all, it
+		 * must not block the queue: the finish deletes it. */
+		log_msg(LOG_WARNING,
+			"lock node %s is not in its queue's listing (deleted "
+			"by another client?): deleting it, the request fails",
 			lr->node);
-		lr->phase = PH_GONE;
 		lr_finish_locked(lr, -EIO, notify);
 		return;
 	}

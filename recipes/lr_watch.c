@@ -1,8 +1,9 @@
 /*
  * lr_watch.c - what a waiting lock request watches (lr.h): the one node
  * ahead of it that can unblock it; for the first waiter of a semaphore,
- * every lease ahead of it (any holder's return can unblock it); and for a
- * lease, the resource's data, where the limit is kept.
+ * every lease ahead of it (any holder's return can unblock it); for a
+ * lease, the resource's data, where the limit is kept; and once held, its
+ * own node, so that a deletion by anyone else is a loss it hears of.
  */
 #include "lr.h"
 #include "lockrule.h"
@@ -11,6 +12,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "log.h"
 
 /* One of a first waiter's watches on the leases ahead of it. */
 struct lr_ahead {
@@ -113,9 +118,30 @@ void lr_unwatch(struct zkl_lockreq *lr)
 	}
 }
 
+void lr_watch_held(struct zkl_lockreq *lr)
+{
+	int err;
+
+	/* A peer's lock taken on a lease's way is let go at once. */
+	if (lr->outcome != LR_HELD || lr->lost || lr->mutex_names ||
+	    lr->held_watch.entry)
+		return;
+	lr->refs++;
+	err = session_watch_locked(lr->s, lr->node, &lr->held_watch);
+	if (err < 0) {
+		lr->refs--;
+		log_msg(LOG_WARNING,
+			"%s: cannot watch the held lock node (%s): its "
+			"deletion by another client would go unnoticed",
+			lr->node, strerror(-err));
+	}
+}
+
 void lr_unwatch_all(struct zkl_lockreq *lr)
 {
 	lr_unwatch(lr);
 	if (watchtab_remove(&lr->s->watches, &lr->limit_watch))
+		lr_unref_locked(lr);
+	if (watchtab_remove(&lr->s->watches, &lr->held_watch))
 		lr_unref_locked(lr);
 }

@@ -359,8 +359,3 @@ int names_parse_peer_lease(enum zkl_style style, const char *name,
 				  .taglen = len };
 	return 0;
 }
-
-int names_seq_before(int32_t a, int32_t b)
-{
-	return (int32_t)((uint32_t)a - (uint32_t)b) < 0;
-}

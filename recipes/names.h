@@ -74,6 +74,7 @@ struct zkl_node {
 	const char *tag; /* the creator's own mark, found again after a lost
 			  * create reply: taglen bytes, not NUL-ended */
 	size_t taglen;   /* 0 when the name carries none */
+	uint32_t age;    /* in a listing: its place in time (lockrule.h) */
 };
 
 /* "read", "write" or "lease". */
@@ -124,8 +125,5 @@ int names_peer_dir(enum zkl_style style, enum names_peer_dir which,
  * Returns 0 and fills *out (style, mode lease), or -EINVAL. */
 int names_parse_peer_lease(enum zkl_style style, const char *name,
 			   struct zkl_node *out);
-
-/* True if sequence a was issued before b, across the 2^31 wrap. */
-int names_seq_before(int32_t a, int32_t b);
 
 #endif

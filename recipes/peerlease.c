@@ -177,6 +177,7 @@ static void pl_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_unwatch_all(lr);
 	pl_release_mutex(lr);
 	lr_tell_locked(lr, 0, notify);
+	lr_watch_held(lr);
 }
 
 static void pl_on_limit(int rc, const char *value, int len,
@@ -524,6 +525,9 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 		break;
 	case PH_DELETING:
 		pl_delete(lr);
+		break;
+	case PH_IDLE: /* a held lease's watch could not be set */
+		lr_watch_held(lr);
 		break;
 	default:
 		break;

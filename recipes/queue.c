@@ -66,7 +66,7 @@ void queue_put_locked(struct zkl_queue *q)
  * -ENOMEM (the previous view stays: older, but still true of every node
  * ahead of the waiters that use it). */
 static int queue_replace_view(struct zkl_queue *q,
-			      const struct String_vector *v)
+			      const struct String_vector *v, int32_t cversion)
 {
 	size_t count = v->count > 0 ? (size_t)v->count : 0;
 	size_t bytes = 0, n = 0;
@@ -87,9 +87,10 @@ static int queue_replace_view(struct zkl_queue *q,
 			n++;
 		names += len;
 	}
-	lockrule_sort(nodes, n);
+	lockrule_sort(nodes, n, cversion);
 	queue_clear_view(q);
 	q->nodes = nodes;
+	q->cversion = cversion;
 	q->gone = (unsigned char *)(nodes + count);
 	q->granted = q->gone + count;
 	memset(q->gone, 0, 2 * count);
@@ -104,7 +105,7 @@ static int queue_replace_view(struct zkl_queue *q,
 
 ssize_t queue_find(const struct zkl_queue *q, const char *name)
 {
-	return lockrule_find(q->nodes, q->n, name);
+	return lockrule_find(q->nodes, q->n, q->cversion, name);
 }
 
 void queue_mark_gone(struct zkl_queue *q, const char *name)
@@ -145,7 +146,7 @@ ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self)
 }
 
 static void queue_on_listed(int rc, const struct String_vector *children,
-			    const void *data);
+			    const struct Stat *stat, const void *data);
 
 /* The limit read just before a listing: its reply comes first. */
 static void queue_on_limit(int rc, const char *value, int len,
@@ -192,7 +193,8 @@ static int queue_send_locked(struct zkl_queue *q)
 			q->refs++;
 	}
 	if (rc == ZOK)
-		rc = zoo_aget_children(q->s->zh, q->dir, 0, queue_on_listed, q);
+		rc = zoo_aget_children2(q->s->zh, q->dir, 0, queue_on_listed,
+					q);
 	if (rc != ZOK)
 		return rc;
 	q->refs++;
@@ -252,7 +254,7 @@ static void queue_serve_locked(struct zkl_queue *q, uint64_t gen, int rc,
 }
 
 static void queue_on_listed(int rc, const struct String_vector *children,
-			    const void *data)
+			    const struct Stat *stat, const void *data)
 {
 	struct zkl_queue *q = (struct zkl_queue *)data;
 	struct zkl_session *s = q->s;
@@ -262,7 +264,8 @@ static void queue_on_listed(int rc, const struct String_vector *children,
 	/* Not in flight: a reply of an expired session's handle. */
 	if (q->in_flight) {
 		q->in_flight = 0;
-		if (rc == ZOK && queue_replace_view(q, children) < 0)
+		if (rc == ZOK &&
+		    queue_replace_view(q, children, stat->cversion) < 0)
 			rc = ZSYSTEMERROR;
 		else if (rc == ZNONODE)
 			queue_clear_view(q);

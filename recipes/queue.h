@@ -70,6 +70,8 @@ struct zkl_queue {
 	struct zkl_node *nodes;
 	unsigned char *gone, *granted;
 	size_t n, lo;
+	int32_t cversion; /* the resource's, with that listing: the order's
+			   * anchor (lockrule.h) */
 
 	/* The limit of the resource's leases, as the latest get read it:
 	 * limit_err is 0, -EBADMSG (the data is not a limit), or another

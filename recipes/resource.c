@@ -40,7 +40,7 @@ struct resource_op {
 };
 
 static void resource_on_listed(int rc, const struct String_vector *v,
-			       const void *data);
+			       const struct Stat *st, const void *data);
 static void resource_on_created(int rc, const char *name, const void *data);
 static void resource_on_removed(int rc, const void *data);
 static void resource_on_limit(int rc, const char *value, int len,
@@ -74,7 +74,7 @@ static int resource_send_locked(struct resource_op *op)
 
 	switch (op->verb) {
 	case RES_LIST:
-		return zoo_aget_children(s->zh, p, 0, resource_on_listed, op);
+		return zoo_aget_children2(s->zh, p, 0, resource_on_listed, op);
 	case RES_CREATE:
 	case RES_CREATE_LIMIT:
 		/* Parents first, queued in order before the create that
@@ -169,14 +169,15 @@ static int resource_start(struct resource_op *op)
 /* ---- list, create, remove --------------------------------------------- */
 
 static void resource_on_listed(int rc, const struct String_vector *v,
-			       const void *data)
+			       const struct Stat *st, const void *data)
 {
 	struct resource_op *op = (struct resource_op *)data;
 
 	if (rc == ZOK)
-		op->cb.list(0, v->data, (size_t)v->count, op->arg);
+		op->cb.list(0, v->data, (size_t)v->count, st->cversion,
+			    op->arg);
 	else
-		op->cb.list(zkerr_errno(rc), NULL, 0, op->arg);
+		op->cb.list(zkerr_errno(rc), NULL, 0, 0, op->arg);
 	free(op);
 }
 

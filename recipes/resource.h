@@ -8,13 +8,15 @@
 #define ZKL_RESOURCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "session.h"
 
 /* names[0..n) are valid only during the callback.  err: 0, -ENOENT (no
- * such znode), or -errno from zkerr_errno. */
+ * such znode), or -errno from zkerr_errno.  cversion: the znode's child
+ * version with the listing, the anchor of the lock order (lockrule.h). */
 typedef void (*resource_list_fn)(int err, char *const *names, size_t n,
-				 void *arg);
+				 int32_t cversion, void *arg);
 typedef void (*resource_done_fn)(int err, void *arg);
 typedef void (*resource_limit_fn)(int err, unsigned limit, void *arg);
 

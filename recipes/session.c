@@ -31,18 +31,25 @@ static void session_resume_all_locked(struct zkl_session *s,
 	}
 }
 
+void session_tell_lost(struct zkl_lost *item)
+{
+	struct zkl_session *s = item->s;
+
+	if (s->lost_hook)
+		s->lost_hook(item->node, item->why, item->data, item->len,
+			     s->lost_arg);
+	free(item->node);
+	free(item);
+}
+
 /* Tell the owner of each lock lost with the session, then free the list. */
-static void session_report_lost(struct zkl_session *s, struct zkl_link *lost)
+static void session_report_lost(struct zkl_link *lost)
 {
 	while (!list_empty(lost)) {
 		struct zkl_lost *item =
 			ZKL_CONTAINER_OF(lost->next, struct zkl_lost, link);
 		list_del(&item->link);
-		if (s->lost_hook)
-			s->lost_hook(item->node, item->data, item->len,
-				     s->lost_arg);
-		free(item->node);
-		free(item);
+		session_tell_lost(item);
 	}
 }
 
@@ -122,7 +129,7 @@ static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
 	}
 	pthread_cond_broadcast(&s->state_changed);
 	pthread_mutex_unlock(&s->lock);
-	session_report_lost(s, &lost);
+	session_report_lost(&lost);
 	notice_run_all(&notify);
 }
 
@@ -383,7 +390,7 @@ static void session_finish_all(struct zkl_session *s)
 	}
 	pthread_mutex_unlock(&s->lock);
 	s->lost_hook = NULL; /* released already: nobody holds them */
-	session_report_lost(s, &lost);
+	session_report_lost(&lost);
 	notice_run_all(&notify);
 	assert(list_empty(&s->resume));
 }

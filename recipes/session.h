@@ -37,11 +37,12 @@ enum zkl_conn_state {
 	ZKL_CONN_EXPIRED, /* the session ended; a new one is on its way */
 };
 
-/* A held lock was lost with its session: `node` (its path) and `data` (the
- * content it was created with).  Called once per lost lock, on ZooKeeper's
- * completion thread, without any lock of ours held. */
-typedef void (*session_lost_fn)(const char *node, const void *data, size_t len,
-				void *arg);
+/* A held lock was lost: `node` (its path), `why` (its session expired,
+ * or the node was deleted by someone else) and `data` (the content it was
+ * created with).  Called once per lost lock, on ZooKeeper's completion
+ * thread, without any lock of ours held. */
+typedef void (*session_lost_fn)(const char *node, const char *why,
+				const void *data, size_t len, void *arg);
 
 /* Connect and create the base path.  Blocks the calling thread (startup
  * only).  On failure returns -errno (-ETIMEDOUT when no server answered in

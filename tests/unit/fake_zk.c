@@ -2,6 +2,7 @@
  * fake_zk.c - see fake_zk.h.
  */
 #include "fake_zk.h"
+#include "names.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -78,6 +79,16 @@ int zoo_aget_children(zhandle_t *zh, const char *path, int watch,
 	(void)zh;
 	cr_assert_eq(watch, 0, "getChildren must never set a watch");
 	fake_push(FAKE_CHILDREN, path, (const void *)completion, data);
+	return ZOK;
+}
+
+int zoo_aget_children2(zhandle_t *zh, const char *path, int watch,
+		       strings_stat_completion_t completion, const void *data)
+{
+	(void)zh;
+	cr_assert_eq(watch, 0, "getChildren must never set a watch");
+	fake_push(FAKE_CHILDREN, path, (const void *)completion, data)
+		->with_stat = 1;
 	return ZOK;
 }
 
@@ -225,13 +236,43 @@ void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid)
 		c->data);
 }
 
+int fake_has_next_cversion;
+int32_t fake_next_cversion;
+
+/* The parent's cversion just after the newest of names was created. */
+static int32_t fake_cversion_of(const char *const *names, int n)
+{
+	int have = 0;
+	int32_t newest = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct zkl_node node;
+		if (names_parse(names[i], &node) < 0)
+			continue;
+		if (!have ||
+		    (int32_t)((uint32_t)newest - (uint32_t)node.seq) < 0)
+			newest = node.seq;
+		have = 1;
+	}
+	return (int32_t)((uint32_t)newest + 1u);
+}
+
 void fake_complete_children(int rc, const char *const *names, int n)
 {
 	struct fake_call *c = fake_pop(FAKE_CHILDREN);
 	struct String_vector v = { .count = n, .data = (char **)names };
+	struct Stat st = { .cversion = fake_has_next_cversion
+					       ? fake_next_cversion
+					       : fake_cversion_of(names, n) };
 
-	((strings_completion_t)c->completion)(rc, rc == ZOK ? &v : NULL,
-					      c->data);
+	fake_has_next_cversion = 0;
+	if (c->with_stat)
+		((strings_stat_completion_t)c->completion)(
+			rc, rc == ZOK ? &v : NULL, rc == ZOK ? &st : NULL,
+			c->data);
+	else
+		((strings_completion_t)c->completion)(rc, rc == ZOK ? &v : NULL,
+						      c->data);
 }
 
 void fake_complete_wchildren(int rc, const char *const *names, int n)
@@ -258,6 +299,15 @@ void fake_complete_get(int rc)
 
 	((data_completion_t)c->completion)(rc, "", 0, rc == ZOK ? &st : NULL,
 					   c->data);
+}
+
+void fake_complete_held_watch(const char *name)
+{
+	struct fake_call *c = fake_peek(FAKE_GET);
+
+	cr_assert(strstr(c->path, name),
+		  "a holder watches its own node %s, not %s", name, c->path);
+	fake_complete_get(ZOK);
 }
 
 void fake_complete_get_data(int rc, const char *value, int32_t version)

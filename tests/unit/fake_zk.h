@@ -31,7 +31,8 @@ struct fake_call {
 	const void *data;
 	watcher_fn watcher;
 	void *watcher_ctx;
-	int version; /* of a set */
+	int version;   /* of a set */
+	int with_stat; /* a getChildren2: its reply carries the parent's */
 };
 
 extern int fake_zoo_state;
@@ -56,9 +57,18 @@ struct fake_call *fake_peek(enum fake_op op);
 
 /* Complete the oldest call. */
 void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid);
+/* A listing's reply.  A getChildren2's stat has the parent's cversion as
+ * ZooKeeper would have it just after the newest of the names was created
+ * (the newest by the old rule: the greatest number within 2^31), unless
+ * a test sets fake_next_cversion (used once). */
 void fake_complete_children(int rc, const char *const *names, int n);
+extern int fake_has_next_cversion;
+extern int32_t fake_next_cversion;
 void fake_complete_exists(int rc, int64_t owner, int64_t czxid);
 void fake_complete_get(int rc);
+/* The reply to the get by which a holder watches its own node `name`
+ * (asserted): the node is there. */
+void fake_complete_held_watch(const char *name);
 /* A get's reply with the node's data and version. */
 void fake_complete_get_data(int rc, const char *value, int32_t version);
 void fake_complete_read(int rc, const char *value, int64_t czxid,

@@ -103,6 +103,7 @@ static void held_then_release(struct zkl_lockreq *lr)
 {
 	cr_assert_eq(fake_done_err, 0);
 	expect_mark();
+	fake_complete_held_watch(my_name);
 	release(lr);
 }
 
@@ -205,6 +206,7 @@ Test(leasereq, a_mark_seen_in_the_reply_counts_as_a_grant)
 	fake_fire_watch("/b/r/" L(3));
 	cr_assert_eq(fake_done_calls, 1, "one ahead, limit 2");
 	expect_mark();
+	fake_complete_held_watch(my_name);
 	release(lr);
 }
 
@@ -232,9 +234,12 @@ Test(leasereq, a_lost_mark_is_made_again_on_reconnection)
 	cr_assert_eq(fake_done_calls, 1);
 	fake_zoo_state = ZOO_CONNECTING_STATE;
 	fake_complete_set(ZCONNECTIONLOSS);
+	fake_complete_get(
+		ZCONNECTIONLOSS); /* the held node's watch: lost too */
 	cr_assert_eq(fake_pending(), 0, "nothing until connected");
 	fake_zoo_state = ZOO_CONNECTED_STATE;
 	fake_resume_all(s);
 	expect_mark();
+	fake_complete_held_watch(my_name); /* set again */
 	release(lr);
 }

@@ -79,6 +79,7 @@ Test(lockreq, first_in_queue_is_granted_once_and_release_deletes)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(my_name);
 	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid), 0);
 	cr_assert_eq(token, 1001, "the token is the node's czxid");
 	cr_assert_eq(sid, 77);
@@ -87,6 +88,20 @@ Test(lockreq, first_in_queue_is_granted_once_and_release_deletes)
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
 	cr_assert_eq(fake_done_calls, 1);
+}
+
+Test(lockreq, a_node_missing_from_its_listing_fails_and_is_deleted)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(2);
+	listed_with(OTHER, NULL); /* another client deleted ours already */
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -EIO);
+	expect_delete_of_mine(); /* should it be there after all */
+	cr_assert_eq(fake_pending(), 0);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "deleted once");
 }
 
 Test(lockreq, waiter_watches_predecessor_and_is_granted_when_it_goes)
@@ -103,6 +118,7 @@ Test(lockreq, waiter_watches_predecessor_and_is_granted_when_it_goes)
 	cr_assert_eq(fake_done_calls, 1,
 		     "granted from the listing already had");
 	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0, "a handoff costs no listing");
@@ -117,6 +133,7 @@ Test(lockreq, watched_node_already_gone_means_look_again)
 	fake_complete_get(ZNONODE);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -143,6 +160,7 @@ Test(lockreq, when_the_watched_node_goes_the_next_one_ahead_is_watched)
 	fake_complete_get(ZNONODE);
 	cr_assert_eq(fake_done_calls, 1, "that one had gone too: granted");
 	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
@@ -162,6 +180,7 @@ Test(lockreq, a_changed_watched_node_means_a_fresh_listing)
 	fake_complete_get(ZOK);
 	fake_fire_watch("/b/r/" OTHER);
 	cr_assert_eq(fake_done_calls, 1);
+	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -175,6 +194,7 @@ Test(lockreq, our_own_node_being_deleted_does_not_block_our_next_request)
 	strcpy(name_a, my_name);
 	listed_with(name_a, NULL);
 	cr_assert_eq(fake_done_calls, 1);
+	fake_complete_held_watch(name_a);
 	/* The next open's create went out before the close's delete... */
 	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2,
 				 fake_on_done, NULL, &b),
@@ -188,6 +208,7 @@ Test(lockreq, our_own_node_being_deleted_does_not_block_our_next_request)
 		     "granted without waiting for the delete");
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_void(FAKE_DELETE, ZOK);
+	fake_complete_held_watch(my_name);
 	lockreq_release(b);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
@@ -219,9 +240,12 @@ Test(lockreq, requests_on_one_resource_share_the_listing_in_flight)
 	names[1] = strdup(my_name);
 	created(3);
 	names[2] = my_name;
+	fake_complete_held_watch(name_a);
 	cr_assert_eq(fake_pending(), 1, "one listing for b and c together");
 	fake_complete_children(ZOK, names, 3);
 	cr_assert_eq(fake_done_calls, 3, "readers share: both granted");
+	fake_complete_held_watch(names[1]);
+	fake_complete_held_watch(names[2]);
 	free((void *)names[1]);
 	lockreq_release(a);
 	lockreq_release(b);
@@ -297,6 +321,7 @@ Test(lockreq, missing_resource_is_created_then_queued)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -386,6 +411,7 @@ Test(lockreq, a_watch_that_could_not_be_asked_for_does_not_block_the_next)
 	fake_fire_watch("/b/r/" OTHER);
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -396,6 +422,7 @@ Test(lockreq, delete_lost_to_connection_loss_is_repeated)
 
 	created(1);
 	listed_with(my_name, NULL);
+	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	fake_complete_void(FAKE_DELETE, ZCONNECTIONLOSS);
 	expect_delete_of_mine();
@@ -411,10 +438,12 @@ static struct zkl_lockreq *holder_and_waiter(struct zkl_lockreq **waiter,
 	created(1);
 	listed_with(my_name, NULL);
 	strcpy(held_name, my_name);
+	fake_complete_held_watch(held_name);
 	*waiter = start(ZKL_MODE_WRITE, 0);
 	created(2);
 	listed_with(held_name, my_name);
-	fake_complete_get(ZOK); /* the watch is set */
+	cr_assert_eq(fake_pending(), 0,
+		     "the holder's own watch serves the waiter behind it");
 	cr_assert_eq(fake_done_calls, 1);
 	return held;
 }
@@ -472,11 +501,78 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, 0, "granted on the new session");
+	fake_complete_held_watch(my_name);
 	cr_assert_eq(lockreq_holds(held), 0, "the lost lock stays lost");
 	lockreq_release(held);
 	cr_assert_eq(fake_pending(), 0, "the lost node died with its session");
 	lockreq_release(waiter);
 	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
+/* ---- a held node deleted by someone else ---------------------------- */
+
+static int lost_calls;
+static char lost_why[128];
+
+static void on_lost(const char *node, const char *why, const void *data,
+		    size_t len, void *arg)
+{
+	(void)data;
+	(void)len;
+	(void)arg;
+	cr_assert(strstr(node, my_name), "lost %s, expected ours", node);
+	lost_calls++;
+	snprintf(lost_why, sizeof(lost_why), "%s", why);
+}
+
+Test(lockreq, a_held_node_deleted_by_another_client_is_a_lost_lock)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	int64_t token, sid;
+	char path[256], full[300];
+
+	lost_calls = 0;
+	session_set_lost_hook(s, on_lost, NULL);
+	created(1);
+	listed_with(my_name, NULL);
+	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(my_name);
+	snprintf(full, sizeof(full), "/b/r/%s", my_name);
+	/* Our own note changes the data: the watch is set again. */
+	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
+	fake_complete_held_watch(my_name);
+	cr_assert_eq(lost_calls, 0);
+	cr_assert_eq(lockreq_holds(lr), 1);
+	/* Then an operator deletes it. */
+	fake_fire_watch(full);
+	cr_assert_eq(lost_calls, 1, "the owner is told once");
+	cr_assert(strstr(lost_why, "deleted by another client"), "%s",
+		  lost_why);
+	cr_assert_eq(lockreq_holds(lr), 0);
+	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid),
+		     -EIO, "a lost lock reads as EIO");
+	cr_assert_eq(s->losses, 1, "counted");
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "nothing left to delete");
+	cr_assert_eq(lost_calls, 1);
+}
+
+Test(lockreq, our_own_release_is_no_loss)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	char full[300];
+
+	lost_calls = 0;
+	session_set_lost_hook(s, on_lost, NULL);
+	created(1);
+	listed_with(my_name, NULL);
+	fake_complete_held_watch(my_name);
+	lockreq_release(lr);
+	snprintf(full, sizeof(full), "/b/r/%s", my_name);
+	expect_delete_of_mine();
+	fake_fire_watch(full); /* ZooKeeper tells of our own delete */
+	cr_assert_eq(lost_calls, 0);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -499,6 +595,7 @@ static void held_then_released(void)
 	created(1);
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1);
+	fake_complete_held_watch(my_name);
 	lockreq_release_then(lr, on_gone, NULL);
 }
 

@@ -93,12 +93,14 @@ Test(lockrule, nothing_before_lo_counts)
 	cr_assert_eq(lockrule_watch(v, NULL, 4, 4, 1), -1);
 }
 
-/* Parse, filter by style and sort a child list; the names in queue order
- * joined by ' ' into out. */
-static size_t order(char **children, size_t n, unsigned styles, char *out,
-		    size_t size, struct zkl_node *v)
+/* Parse, filter by style and sort a child list taken when the parent's
+ * cversion was cversion; the names in queue order joined by ' ' into
+ * out. */
+static size_t order(char **children, size_t n, unsigned styles,
+		    int32_t cversion, char *out, size_t size,
+		    struct zkl_node *v)
 {
-	size_t got = lockrule_collect(children, n, styles, v);
+	size_t got = lockrule_collect(children, n, styles, cversion, v);
 
 	out[0] = '\0';
 	for (size_t i = 0; i < got; i++)
@@ -119,14 +121,15 @@ Test(lockrule, mixed_styles_order_by_number_and_others_are_ignored)
 	};
 	struct zkl_node v[8];
 	char got[512];
-	size_t n = order(children, 6, LOCKRULE_ALL_STYLES, got, sizeof(got), v);
+	size_t n =
+		order(children, 6, LOCKRULE_ALL_STYLES, 5, got, sizeof(got), v);
 
 	cr_assert_eq(n, 4, "%s", got);
 	cr_assert_str_eq(got, "x-72057594037927936-0000000001 "
 			      "_c_" G1 "-write-0000000002 "
 			      "_c_" G2 "-__READ__0000000003 " K1
 			      "__lock__0000000004");
-	n = order(children, 6, LOCKRULE_STYLE(ZKL_STYLE_ZKLOCKFS), got,
+	n = order(children, 6, LOCKRULE_STYLE(ZKL_STYLE_ZKLOCKFS), 5, got,
 		  sizeof(got), v);
 	cr_assert_eq(n, 1);
 	cr_assert_str_eq(got, "_c_" G1 "-write-0000000002");
@@ -143,7 +146,9 @@ Test(lockrule, order_survives_the_wrap)
 	struct zkl_node v[4];
 	char got[512];
 
-	order(children, 4, LOCKRULE_ALL_STYLES, got, sizeof(got), v);
+	/* The last create took -2147483647 and counted the cversion on. */
+	order(children, 4, LOCKRULE_ALL_STYLES, INT32_MIN + 2, got, sizeof(got),
+	      v);
 	cr_assert_eq(v[0].seq, 2147483646);
 	cr_assert_eq(v[1].seq, 2147483647);
 	cr_assert_eq(v[2].seq, INT32_MIN);
@@ -162,7 +167,7 @@ Test(lockrule, a_reader_that_took_its_writers_number_stands_behind_it)
 	struct zkl_node v[3];
 	char got[512];
 
-	order(children, 3, LOCKRULE_ALL_STYLES, got, sizeof(got), v);
+	order(children, 3, LOCKRULE_ALL_STYLES, 12, got, sizeof(got), v);
 	cr_assert_eq(v[0].mode, ZKL_MODE_WRITE, "%s", got);
 	cr_assert_eq(v[1].mode, ZKL_MODE_READ, "%s", got);
 	cr_assert_eq(lockrule_watch(v, NULL, 0, 1, 1), 0);
@@ -178,16 +183,16 @@ Test(lockrule, find_is_exact_on_name_and_sequence)
 		"_c_" G2 "-write-0000000005",
 	};
 	struct zkl_node v[4];
-	size_t n = lockrule_collect(children, 4, LOCKRULE_ALL_STYLES, v);
+	size_t n = lockrule_collect(children, 4, LOCKRULE_ALL_STYLES, 8, v);
 
 	for (size_t i = 0; i < 4; i++)
-		cr_assert_str_eq(v[lockrule_find(v, n, children[i])].name,
+		cr_assert_str_eq(v[lockrule_find(v, n, 8, children[i])].name,
 				 children[i]);
-	cr_assert_eq(lockrule_find(v, n, "_c_" G2 "-write-0000000003"), -1,
+	cr_assert_eq(lockrule_find(v, n, 8, "_c_" G2 "-write-0000000003"), -1,
 		     "same sequence, other name");
-	cr_assert_eq(lockrule_find(v, n, "_c_" G1 "-write-0000000004"), -1);
-	cr_assert_eq(lockrule_find(v, n, "sub-resource"), -1);
-	cr_assert_eq(lockrule_find(v, 0, children[0]), -1);
+	cr_assert_eq(lockrule_find(v, n, 8, "_c_" G1 "-write-0000000004"), -1);
+	cr_assert_eq(lockrule_find(v, n, 8, "sub-resource"), -1);
+	cr_assert_eq(lockrule_find(v, 0, 8, children[0]), -1);
 	cr_assert_eq(lockrule_find_tag(v, n, 0, G2), 0);
 	cr_assert_eq(lockrule_find_tag(v, n, 1, G2), 2);
 	cr_assert_eq(lockrule_find_tag(v, n, 0,

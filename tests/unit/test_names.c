@@ -210,15 +210,6 @@ Test(names, fresh_tags_are_well_formed_and_differ)
 	cr_assert_eq(names_tag_new(ZKL_STYLE_ZOOKEEPER, a), -EINVAL);
 }
 
-Test(names, ordering_survives_sequence_wrap)
-{
-	cr_assert(names_seq_before(1, 2));
-	cr_assert(!names_seq_before(2, 1));
-	cr_assert(names_seq_before(INT32_MAX, INT32_MIN),
-		  "2147483647 must come before -2147483648");
-	cr_assert(names_seq_before(INT32_MAX - 5, INT32_MIN + 5));
-}
-
 Test(names, the_peers_semaphore_layouts)
 {
 	char dir[NAMES_MAX_NODE_PATH + 1], res[NAMES_MAX_NODE_PATH + 1];

@@ -105,6 +105,12 @@ static void mutex_deleted(void)
 	fake_complete_void(FAKE_DELETE, ZOK);
 }
 
+/* A granted lease watches its own node. */
+static void held_watch(void)
+{
+	fake_complete_held_watch(strrchr(lease_path, '/') + 1);
+}
+
 static void release(struct zkl_lockreq *lr)
 {
 	lockreq_release(lr);
@@ -124,6 +130,7 @@ Test(peerlease, curator_creates_then_counts_and_lets_the_lock_go)
 	cr_assert_eq(fake_done_calls, 1, "two leases of two, ours included");
 	cr_assert_eq(fake_done_err, 0);
 	mutex_deleted();
+	held_watch();
 	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid), 0);
 	cr_assert_eq(token, 1007);
 	cr_assert_str_eq(path, lease_path);
@@ -142,6 +149,7 @@ Test(peerlease, curator_waits_while_full_watching_the_count)
 	counted("2", "/b/r/leases", 1, 1);
 	cr_assert_eq(fake_done_calls, 1);
 	mutex_deleted();
+	held_watch();
 	release(lr);
 }
 
@@ -156,6 +164,7 @@ Test(peerlease, a_raised_limit_is_seen_by_the_waiter)
 	counted("2", "/b/r/leases", 1, 1);
 	cr_assert_eq(fake_done_calls, 1);
 	mutex_deleted();
+	held_watch();
 	release(lr);
 }
 
@@ -171,6 +180,7 @@ Test(peerlease, kazoo_counts_every_child_then_creates)
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
 	mutex_deleted();
+	held_watch();
 	release(lr);
 }
 
@@ -207,6 +217,7 @@ Test(peerlease, a_lost_create_reply_finds_the_lease_by_its_tag)
 	counted("2", "/b/r/leases", 1, 1);
 	cr_assert_eq(fake_done_calls, 1);
 	mutex_deleted();
+	held_watch();
 	release(lr);
 }
 
@@ -263,6 +274,7 @@ Test(peerlease, an_expired_session_starts_a_counting_lease_over)
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
 	mutex_deleted();
+	held_watch();
 	release(lr);
 }
 
@@ -274,6 +286,7 @@ Test(peerlease, an_expired_session_loses_a_held_lease)
 	lease_created(ZOK, "/b/r/leases");
 	counted("1", "/b/r/leases", 0, 1);
 	mutex_deleted();
+	held_watch();
 	fake_expire(s, 1, &lost);
 	cr_assert(!list_empty(&lost), "a held lease is reported lost");
 	cr_assert_eq(lockreq_holds(lr), 0);

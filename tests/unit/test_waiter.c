@@ -182,6 +182,7 @@ Test(waiter, a_signal_that_does_not_cancel_keeps_the_place)
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(r.replies, 1);
 	cr_assert_eq(r.err, 0, "not granted");
+	fake_complete_held_watch(name);
 	pthread_mutex_lock(&fs.lock);
 	cr_assert_eq(fs.signal_watched, 0, "a granted waiter is still polled");
 	lf = ZKL_CONTAINER_OF(fs.lockfiles.next, struct lockfile, link);
