@@ -142,7 +142,9 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 {
 	int64_t age = (now_ms - n->ctime_ms) / 1000;
 
-	fprintf(out, "%s %s %" PRId64, info_holder_states[n->state],
+	/* An orphan stands where it is, held or not, until removed. */
+	fprintf(out, "%s %s %" PRId64,
+		n->orphan ? "orphan" : info_holder_states[n->state],
 		names_mode_str(n->mode), n->token);
 	info_identity_field(out, n, "host", 0);
 	info_identity_field(out, n, "pid", 0);

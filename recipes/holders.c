@@ -31,7 +31,8 @@ struct holders_query;
 /* What the read of one node brought back. */
 struct holders_read {
 	struct holders_query *q;
-	int gone; /* deleted since the listing */
+	int gone;   /* deleted since the listing */
+	int orphan; /* persistent: no session's, so nobody's to end */
 	int64_t czxid;
 	int64_t ctime_ms;
 	char *data;
@@ -109,6 +110,7 @@ static struct holders_node *holders_emit(struct holders_out *out,
 		.ctime_ms = r->ctime_ms,
 		.data = r->data,
 		.len = r->len,
+		.orphan = r->orphan,
 	};
 	out->any |= o->mode == ZKL_MODE_LEASE;
 	return o;
@@ -278,6 +280,7 @@ static void holders_on_data(int rc, const char *value, int len,
 	} else {
 		r->czxid = st->czxid;
 		r->ctime_ms = st->ctime;
+		r->orphan = st->ephemeralOwner == 0;
 		if (value && len > 0 && (r->data = malloc((size_t)len))) {
 			memcpy(r->data, value, (size_t)len);
 			r->len = (size_t)len;
@@ -350,6 +353,24 @@ static void holders_send_reads(struct holders_query *q)
 	holders_step(q);
 }
 
+/* kazoo's Semaphore counts every child of the resource as a lease held,
+ * whatever its name (a sub-resource, another layout's directory): show
+ * each such child as the lease kazoo takes it for.  Lock nodes are listed
+ * already. */
+static int holders_kazoo_counts(const struct holders_dir *dir, const char *name,
+				struct zkl_node *out)
+{
+	if (dir->q->layout != ZKL_STYLE_KAZOO ||
+	    dir != &dir->q->dirs[HOLDERS_RES] || names_parse(name, out) == 0)
+		return 0;
+	*out = (struct zkl_node){ .name = name,
+				  .style = ZKL_STYLE_KAZOO,
+				  .mode = ZKL_MODE_LEASE,
+				  .tag = name,
+				  .taglen = strlen(name) };
+	return 1;
+}
+
 /* Keep copies of the names; parse into dir->nodes the lock nodes of every
  * tool, in queue order, then the peer's leases.  Returns 0 or -ENOMEM. */
 static int holders_parse(struct holders_dir *dir, int locks, int leases,
@@ -371,7 +392,9 @@ static int holders_parse(struct holders_dir *dir, int locks, int leases,
 	dir->n = dir->nlocks;
 	for (size_t i = 0; leases && i < n; i++)
 		if (names_parse_peer_lease(dir->q->layout, dir->names[i],
-					   &dir->nodes[dir->n]) == 0)
+					   &dir->nodes[dir->n]) == 0 ||
+		    holders_kazoo_counts(dir, dir->names[i],
+					 &dir->nodes[dir->n]))
 			dir->n++;
 	return 0;
 }

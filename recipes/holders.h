@@ -34,6 +34,8 @@ struct holders_node {
 	int64_t ctime_ms;     /* when it was created, by the server's clock */
 	const char *data;     /* its content (len bytes, not NUL-ended) */
 	size_t len;
+	int orphan; /* persistent (ephemeralOwner 0): it belongs to no
+		     * session, so no session's end removes it */
 };
 
 /* The semaphore's state, when leases are held or queued. */

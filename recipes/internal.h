@@ -19,7 +19,9 @@
 struct zkl_session {
 	char *base;
 	char *hosts;
-	char *auth;             /* "user:password" for digest auth, or NULL */
+	char *auth;     /* "user:password" for digest auth, or NULL */
+	char *identity; /* with auth: "user:hash", as ACLs name it (from the
+			 * start's probe), else NULL */
 	struct ACL_vector *acl; /* of every node we create */
 	int session_timeout_ms;
 	enum zkl_style dialect; /* of the lock nodes we create */
@@ -147,6 +149,19 @@ int session_awget_children_locked(struct zkl_session *s, const char *path,
  * -ENAMETOOLONG or -ENOMEM.  s->lock held. */
 int session_watch_children_armed_locked(struct zkl_session *s, const char *path,
 					struct zkl_watch *w);
+
+/* session_acl.c.  With credentials: does acl grant anything to an id other
+ * than the mount's identity?  Then 1, and that entry as "scheme:id:perms"
+ * into out. */
+int session_acl_foreign(const struct zkl_session *s,
+			const struct ACL_vector *acl, char *out, size_t size);
+/* The zkCli command that gives path to the mount's identity alone. */
+void session_acl_fix(const struct zkl_session *s, const char *path, char *out,
+		     size_t size);
+/* At start, after the base path exists: may the mount create, list and
+ * delete there, and (with credentials) is the base theirs alone?  Returns
+ * 0 or -errno with a message naming the znode and what is missing. */
+int session_check_base(struct zkl_session *s, char *err, size_t errlen);
 
 /* Create every missing znode from the base down to and including dir
  * ("<base>/a/b"): one asynchronous create per level, queued in order so a

@@ -308,8 +308,9 @@ static void lr_limit_unknown(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	int err = lr->q->limit_err;
 
-	if (err == -ENOENT) {
-		/* The resource appeared between the get and the listing. */
+	if (err == -ENOENT || err == -ENODATA) {
+		/* The resource appeared between the get and the listing, or
+		 * the listing had no get with it: read it with the next. */
 		lr->phase = PH_LISTING;
 		lr_list(lr, notify);
 		return;
@@ -389,10 +390,14 @@ static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 
 	if (found < 0) {
 		lr->node[0] = '\0';
-		if (lr->outcome == LR_FINISHED)
+		if (lr->outcome == LR_FINISHED) {
+			/* given up meanwhile: nothing to delete, and the limit
+			 * watch its listing set is not wanted either */
 			lr->phase = PH_GONE;
-		else
+			lr_unwatch_all(lr);
+		} else {
 			lr_create(lr, notify);
+		}
 		return;
 	}
 	if (lr_set_node(lr, lr->dir, lr->q->nodes[found].name) < 0) {
@@ -412,6 +417,9 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 		 * create failed and it lined up again) */
 	} else if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, notify);
+	} else if (rc == ZOK && lr->phase == PH_LISTING && lr->q->acl_open) {
+		lr->phase = PH_IDLE; /* so that the finish deletes our node */
+		lr_finish_locked(lr, -EACCES, notify);
 	} else if (rc == ZOK && lr->phase == PH_LISTING) {
 		lr_evaluate(lr, notify);
 	} else if ((rc == ZOK || rc == ZNONODE) && lr->phase == PH_RECOVERING) {

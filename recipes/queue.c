@@ -11,6 +11,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+
+#include "log.h"
 
 static struct zkl_queue *queue_of(struct strtab_item *item)
 {
@@ -36,7 +39,7 @@ struct zkl_queue *queue_get_locked(struct zkl_session *s, const char *dir)
 	q->s = s;
 	q->refs = 1;
 	q->limit = 1;
-	q->limit_err = -ENOENT; /* read with the first lease's listing */
+	q->limit_err = -ENODATA; /* read with the first lease's listing */
 	list_init(&q->waiting);
 	list_init(&q->leaving);
 	strtab_insert(&s->queues, &q->item);
@@ -161,10 +164,44 @@ static void queue_on_limit(int rc, const char *value, int len,
 	(void)stat;
 	session_enter(s, &notify);
 	/* Not in flight: a reply of an expired session's handle. */
-	if (q->in_flight) {
+	if (q->in_flight && (err == 0 || err == -EBADMSG || rc == ZNONODE)) {
 		q->limit_err = err;
 		if (err == 0)
 			q->limit = n;
+	} else if (q->in_flight) {
+		q->limit_rc = rc; /* this listing's, not a fact of the view */
+	}
+	queue_put_locked(q);
+	session_leave(s, &notify);
+}
+
+/* With credentials, the resource's ACL read just before its first
+ * listing: a znode someone else made with an open ACL lets any client
+ * delete the lock nodes in it. */
+static void queue_on_acl(int rc, struct ACL_vector *acl, struct Stat *stat,
+			 const void *data)
+{
+	struct zkl_queue *q = (struct zkl_queue *)data;
+	struct zkl_session *s = q->s;
+	char foreign[256], fix[NAMES_MAX_NODE_PATH + 128];
+	struct zkl_link notify;
+
+	(void)stat;
+	session_enter(s, &notify);
+	/* Not in flight: a reply of an expired session's handle. */
+	if (q->in_flight && rc == ZOK && !q->acl_checked) {
+		q->acl_checked = 1;
+		q->acl_open = session_acl_foreign(s, acl, foreign,
+						  sizeof(foreign)) != 0;
+		if (q->acl_open) {
+			session_acl_fix(s, q->dir, fix, sizeof(fix));
+			log_msg(LOG_ERR,
+				"%s is not the credentials' alone: its ACL "
+				"also grants %s, so other clients could delete "
+				"lock nodes there; locks on it are refused "
+				"(EACCES) until it is fixed: %s",
+				q->dir, foreign, fix);
+		}
 	}
 	queue_put_locked(q);
 	session_leave(s, &notify);
@@ -187,7 +224,12 @@ static int queue_send_locked(struct zkl_queue *q)
 {
 	int rc = ZOK;
 
-	if (queue_wants_limit(q)) {
+	if (q->s->auth && !q->acl_checked) {
+		rc = zoo_aget_acl(q->s->zh, q->dir, queue_on_acl, q);
+		if (rc == ZOK)
+			q->refs++;
+	}
+	if (rc == ZOK && queue_wants_limit(q)) {
 		rc = session_awget_locked(q->s, q->dir, queue_on_limit, q);
 		if (rc == ZOK)
 			q->refs++;
@@ -264,6 +306,9 @@ static void queue_on_listed(int rc, const struct String_vector *children,
 	/* Not in flight: a reply of an expired session's handle. */
 	if (q->in_flight) {
 		q->in_flight = 0;
+		if (rc == ZOK && q->limit_rc != ZOK)
+			rc = q->limit_rc; /* the limit read with it failed */
+		q->limit_rc = ZOK;
 		if (rc == ZOK &&
 		    queue_replace_view(q, children, stat->cversion) < 0)
 			rc = ZSYSTEMERROR;
@@ -288,6 +333,7 @@ static void queue_forget_listing(struct strtab_item *item, void *arg)
 
 	(void)arg;
 	q->in_flight = 0;
+	q->limit_rc = ZOK;
 	queue_clear_view(q);
 }
 

@@ -74,10 +74,19 @@ struct zkl_queue {
 			   * anchor (lockrule.h) */
 
 	/* The limit of the resource's leases, as the latest get read it:
-	 * limit_err is 0, -EBADMSG (the data is not a limit), or another
-	 * -errno (unknown: the get failed, or none was sent yet). */
+	 * limit_err is 0, -EBADMSG (the data is not a limit), -ENOENT (no
+	 * resource znode), or -ENODATA (none read yet): facts, shared by
+	 * every request.  A get that failed otherwise (a lost connection)
+	 * fails the listing it went with instead (limit_rc), so that only
+	 * the requests it served see it, as the transient error it is. */
 	unsigned limit;
 	int limit_err;
+	int limit_rc; /* ZooKeeper's code of the get in flight, if it failed */
+
+	/* With credentials: the resource znode's ACL, read with the first
+	 * listing (session_acl.c): checked once it was read, and open if it
+	 * lets another client in (then nobody queues here). */
+	unsigned acl_checked : 1, acl_open : 1;
 
 	uint64_t sent;           /* generation of the last listing sent */
 	int in_flight;           /* ... and its reply is still due */

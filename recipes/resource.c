@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+
+#include "log.h"
 
 enum resource_verb {
 	RES_LIST,
@@ -22,7 +25,23 @@ enum resource_verb {
 	RES_GET_LIMIT,
 	RES_SET_LIMIT,
 	RES_CREATE_LIMIT, /* set found no znode: create it with the limit */
+	RES_PIN,          /* a limit was stored: pin the znode (below) */
+	RES_UNPIN_REMOVE, /* a remove found children: the pin and the znode */
 };
+
+/*
+ * A resource's limit lives in its znode's data, so it lasts as long as the
+ * znode.  A znode the mount creates is persistent, but one Curator created
+ * first is a container, which the server deletes once it has no children
+ * -- and ZooKeeper shows a container to clients as persistent, so that
+ * cannot be told.  Instead, storing a limit also creates a persistent
+ * child RESOURCE_PIN, which keeps any znode in place: no container with a
+ * child is deleted.  Its name is no resource's (it starts with '.') and no
+ * lock node's.  Not in the kazoo dialect: kazoo counts every child of the
+ * resource as a lease, and kazoo makes no containers.  Removing a
+ * resource removes its pin with it, in one transaction, or neither.
+ */
+#define RESOURCE_PIN ".zklockfs-limit"
 
 struct resource_op {
 	enum resource_verb verb;
@@ -35,6 +54,9 @@ struct resource_op {
 	struct zkl_session *s;
 	char text[LIMIT_TEXT_MAX]; /* the limit to store */
 	size_t textlen;
+	char child[NAMES_MAX_NODE_PATH + sizeof(RESOURCE_PIN) + 1];
+	zoo_op_t multi[2]; /* RES_UNPIN_REMOVE's, alive until its reply */
+	zoo_op_result_t results[2];
 	int created; /* RES_CREATE_LIMIT was sent once */
 	char path[];
 };
@@ -46,6 +68,8 @@ static void resource_on_removed(int rc, const void *data);
 static void resource_on_limit(int rc, const char *value, int len,
 			      const struct Stat *st, const void *data);
 static void resource_on_set(int rc, const struct Stat *st, const void *data);
+static void resource_on_pinned(int rc, const char *name, const void *data);
+static void resource_on_unpinned(int rc, const void *data);
 
 /* Queue the creation of every missing znode between the base and path's
  * parent, so that a create of path queued next finds them.  Returns 0 or
@@ -91,6 +115,20 @@ static int resource_send_locked(struct resource_op *op)
 		return zoo_adelete(s->zh, p, -1, resource_on_removed, op);
 	case RES_GET_LIMIT:
 		return zoo_aget(s->zh, p, 0, resource_on_limit, op);
+	case RES_PIN:
+		if (snprintf(op->child, sizeof(op->child), "%s/%s", p,
+			     RESOURCE_PIN) >= (int)sizeof(op->child))
+			return ZBADARGUMENTS;
+		return zoo_acreate(s->zh, op->child, "", 0, s->acl,
+				   ZOO_PERSISTENT, resource_on_pinned, op);
+	case RES_UNPIN_REMOVE:
+		if (snprintf(op->child, sizeof(op->child), "%s/%s", p,
+			     RESOURCE_PIN) >= (int)sizeof(op->child))
+			return ZBADARGUMENTS;
+		zoo_delete_op_init(&op->multi[0], op->child, -1);
+		zoo_delete_op_init(&op->multi[1], p, -1);
+		return zoo_amulti(s->zh, 2, op->multi, op->results,
+				  resource_on_unpinned, op);
 	case RES_SET_LIMIT:
 		return zoo_aset(s->zh, p, op->text, (int)op->textlen, -1,
 				resource_on_set, op);
@@ -116,6 +154,16 @@ static void resource_resend(struct resource_op *op)
 	pthread_mutex_unlock(&s->lock);
 	if (rc != ZOK)
 		resource_done(op, rc);
+}
+
+/* A limit was stored: pin the znode, unless kazoo's semaphore counts its
+ * children (RESOURCE_PIN above).  From a completion. */
+static void resource_pin(struct resource_op *op)
+{
+	if (op->s->dialect == ZKL_STYLE_KAZOO)
+		return resource_done(op, ZOK);
+	op->verb = RES_PIN;
+	resource_resend(op);
 }
 
 static struct resource_op *resource_op_new(struct zkl_session *s,
@@ -201,6 +249,8 @@ static void resource_on_created(int rc, const char *name, const void *data)
 		op->verb = RES_SET_LIMIT;
 		return resource_resend(op);
 	}
+	if (op->verb == RES_CREATE_LIMIT && rc == ZOK)
+		return resource_pin(op);
 	resource_done(op, rc);
 }
 
@@ -212,7 +262,25 @@ int resource_create(struct zkl_session *s, const char *path,
 
 static void resource_on_removed(int rc, const void *data)
 {
-	resource_done((struct resource_op *)data, rc == ZNONODE ? ZOK : rc);
+	struct resource_op *op = (struct resource_op *)data;
+
+	if (rc == ZNOTEMPTY && op->verb == RES_REMOVE) {
+		/* Perhaps its only child is the pin of its limit. */
+		op->verb = RES_UNPIN_REMOVE;
+		return resource_resend(op);
+	}
+	resource_done(op, rc == ZNONODE ? ZOK : rc);
+}
+
+static void resource_on_unpinned(int rc, const void *data)
+{
+	struct resource_op *op = (struct resource_op *)data;
+
+	/* The multi's first failure: no pin (ZNONODE on it) means the
+	 * children are others'; a child beside the pin fails the delete. */
+	if (rc == ZNONODE || rc == ZNOTEMPTY)
+		rc = ZNOTEMPTY;
+	resource_done(op, rc);
 }
 
 int resource_remove(struct zkl_session *s, const char *path,
@@ -269,7 +337,23 @@ static void resource_on_set(int rc, const struct Stat *st, const void *data)
 		op->verb = RES_CREATE_LIMIT;
 		return resource_resend(op);
 	}
+	if (rc == ZOK)
+		return resource_pin(op);
 	resource_done(op, rc);
+}
+
+static void resource_on_pinned(int rc, const char *name, const void *data)
+{
+	struct resource_op *op = (struct resource_op *)data;
+
+	(void)name;
+	if (rc != ZOK && rc != ZNODEEXISTS)
+		log_msg(LOG_WARNING,
+			"%s: limit stored, but not pinned (%s): should the "
+			"znode be a container, it and the limit go once it "
+			"is empty",
+			op->path, zerror(rc));
+	resource_done(op, ZOK);
 }
 
 int resource_set_limit(struct zkl_session *s, const char *path, unsigned n,

@@ -45,7 +45,9 @@ int resource_get_limit(struct zkl_session *s, const char *path,
  * limit; or another -errno from zkerr_errno. */
 int resource_limit_of_reply(int rc, const char *value, int len, unsigned *n);
 
-/* Store n (1 to LIMIT_MAX) as the limit of `path`.  err: 0, -ENOENT. */
+/* Store n (1 to LIMIT_MAX) as the limit of `path`, creating it (persistent)
+ * if it does not exist.  err: 0, -ENOENT, or -EOPNOTSUPP for a znode that
+ * is not persistent (a container: the limit would go with it; logged). */
 int resource_set_limit(struct zkl_session *s, const char *path, unsigned n,
 		       resource_done_fn cb, void *arg);
 

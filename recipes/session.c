@@ -173,6 +173,7 @@ static void session_free(struct zkl_session *s)
 	if (s->auth)
 		memset(s->auth, 0, strlen(s->auth));
 	free(s->auth);
+	free(s->identity);
 	free(s);
 }
 
@@ -337,6 +338,8 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		return rc;
 	}
 	rc = session_create_base(s, err, errlen);
+	if (rc == 0)
+		rc = session_check_base(s, err, errlen);
 	if (rc == 0 &&
 	    (rc = -pthread_create(&s->keeper, NULL, session_keeper, s)) < 0)
 		snprintf(err, errlen, "cannot start a thread: %s",

@@ -52,6 +52,10 @@ def test_hand_made_numbers_never_let_two_mounts_hold(zk, base, m1, m2):
     assert both == 0, f"two mounts held one lock in {both} of 160 trials"
     # The hand-made nodes stand in the way of everyone: no holder.
     assert held == 0, f"granted beside hand-made write nodes {held} times"
+    # holders shows them as what they are: nobody's, to be removed.
+    lines = open(m2.path("r", "holders")).read().splitlines()
+    assert sorted(line.split()[8] for line in lines) == sorted(HOSTILE), lines
+    assert all(line.startswith("orphan write ") for line in lines), lines
     for name in HOSTILE:
         zk.delete(f"{res}/{name}")
     wait_until(lambda: not lock_nodes(zk, res), 10, "the tries' nodes to go")
@@ -149,3 +153,23 @@ def test_a_32_bit_programs_read_only_open_waits_for_the_lock(zk, base, m1,
             opener.wait()
     wait_until(lambda: not lock_nodes(zk, base + "/r"), 10,
                "its lock to go with its exit")
+
+
+def test_kazoo_dialect_holders_shows_every_child_kazoo_counts(zk, base,
+                                                              mounts):
+    """kazoo's Semaphore counts every child of its path as a lease: a stray
+    one (a directory another layout left) takes a lease from everyone, and
+    holders says so."""
+    m = mounts.new("-o", "dialect=kazoo")
+    zk.create(base + "/jobs/locks", b"", makepath=True)  # persistent
+    lines = open(m.path("jobs", "holders")).read().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].split()[:2] == ["orphan", "lease"], lines
+    assert lines[0].split()[8] == "locks", lines
+    assert lines[1] == "limit 1 held 1 free 0", lines
+    try:
+        os.close(os.open(m.path("jobs", "lease"), TRY_WRITE))
+        raise AssertionError("a lease beside the one kazoo counts")
+    except BlockingIOError:
+        pass
+    zk.delete(base + "/jobs/locks")

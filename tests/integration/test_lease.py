@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from harness import Locker, lock_nodes, wait_until
+from harness import Locker, Mounts, lock_nodes, wait_until
+from tcpproxy import TcpProxy
 from test_core import still_waiting
 from test_faults import paused  # noqa: F401 (a fixture)
 from test_names_and_errors import expect_errno
@@ -322,3 +323,40 @@ def test_an_expired_session_loses_its_lease_and_requeues_its_waiter(
     assert len(leases_of(zk, base)) == 1, "a lost lease taken back"
     for h in (holder, rival, waiter):
         h.close()
+
+
+def test_a_limit_lost_with_the_connection_fails_no_other_waiter(
+        zookeeper, zk, base, mounts):
+    """A lease waiter whose create, limit read and listing are in flight
+    when the connection drops must not pass its transient error on to the
+    mount's other waiter: the holder returns its lease during the outage,
+    and once connected again the first waiter holds (not EAGAIN), the
+    second keeps its place behind it."""
+    proxy = TcpProxy(zookeeper.port)
+    via_proxy = Mounts(proxy.connect + base)
+    try:
+        m1 = via_proxy.new()
+        m2 = mounts.new()
+        write_limit(m2, "jobs", "1")
+        holder = lease(m2)
+        holder.granted()
+        first = lease(m1)
+        wait_until(lambda: len(leases_of(zk, base)) == 2, 10,
+                   "the first waiter to queue")
+        proxy.hold()  # what m1 sends now waits in the proxy
+        second = lease(m1)
+        wait_until(lambda: "waiting 2" in open(m1.path(".status")).read(),
+                   10, "the second waiter to be under way")
+        proxy.cut()  # in flight: lost with the connection
+        holder.close()  # returned during the outage
+        wait_until(lambda: len(leases_of(zk, base)) == 1, 10,
+                   "the holder's lease to go")
+        proxy.accept()
+        first.granted(timeout=20)
+        assert still_waiting(second), "the second waiter lost its place"
+        first.close()
+        second.granted(timeout=20)
+        second.close()
+    finally:
+        via_proxy.finish(zk, base)
+        proxy.stop()

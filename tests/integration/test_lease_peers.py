@@ -3,10 +3,12 @@ leases in the layout of Curator's InterProcessSemaphoreV2, a mount of
 dialect kazoo in that of kazoo's Semaphore, so that the real Java and
 Python services (services.py) and the mounts share one set of N leases,
 served in the order of the peer's own lock."""
+import errno
 import fcntl
 import os
 import re
 import struct
+import time
 
 import pytest
 
@@ -14,7 +16,8 @@ from harness import Locker, wait_until
 from services import kazoo_service
 from test_core import still_waiting
 from test_faults import paused  # noqa: F401 (a fixture)
-from test_lease import expire_session, lease, status_of, write_limit
+from test_lease import (expire_session, lease, read_limit, status_of,
+                        write_limit)
 from test_services import (CURATOR_TAG, curator_java, flock_n,  # noqa: F401
                            service, tool, two)
 
@@ -282,3 +285,36 @@ def test_holders_lists_the_peers_leases_and_waiters(zk, base, tool, service,
     nothing_left(zk, tool, res)
     with open(m1.path("jobs", "holders")) as f:
         assert f.read() == "", "no leases, no line"
+
+
+def test_a_limit_outlives_curators_container(zk, zookeeper, base, mounts,
+                                              curator_java):
+    """Curator makes its recipes' paths containers, which the server
+    deletes once empty (within a second here), and a limit in its data
+    with it; ZooKeeper shows a container to clients as persistent.
+    Storing a limit pins the resource (a persistent child) so that it
+    stays; rmdir takes both."""
+    m = mounts.new("-o", "dialect=curator")
+    java = curator_java.service(zookeeper.connect)
+    try:
+        for res in ("jobs", "other"):
+            lease = java.hold("lease", f"{base}/{res}", leases=3)
+            if res == "jobs":
+                assert write_limit(m, "jobs", "3\n") == 2
+            java.release(lease)
+    finally:
+        java.close()
+    # The control: Curator's own, idle, goes.
+    wait_until(lambda: zk.exists(f"{base}/other") is None, 30,
+               "the idle container without a limit to be deleted")
+    wait_until(lambda: zk.get_children(f"{base}/jobs") == [".zklockfs-limit"],
+               30, "Curator's idle locks and leases to go")
+    deadline = time.monotonic() + 3  # three container checks
+    while time.monotonic() < deadline:
+        assert zk.exists(f"{base}/jobs") is not None, "N went with its znode"
+        time.sleep(0.2)
+    assert read_limit(m, "jobs") == "3\n"
+    assert os.listdir(m.path("jobs")).count(".zklockfs-limit") == 0, \
+        "the pin is listed"
+    os.rmdir(m.path("jobs"))
+    assert zk.exists(f"{base}/jobs") is None

@@ -103,9 +103,11 @@ def test_notes_are_bounded_and_escaped_and_other_tools_nodes_shown(zk, base, m1)
     # Other tools' lock nodes: in their queue places, with their tool and
     # what their data says (kazoo's identifier as a note, Curator's
     # client address as the host).
-    kazoo = zk.create(base + "/x/9f2c__lock__", b"worker 7", sequence=True)
+    # Ephemeral, as the tools make them (a persistent one is an orphan).
+    kazoo = zk.create(base + "/x/9f2c__lock__", b"worker 7", ephemeral=True,
+                      sequence=True)
     curator = zk.create(base + "/x/_c_0123abcd-0000-4000-8000-00000000000a"
-                        "-lock-", b"10.0.0.1", sequence=True)
+                        "-lock-", b"10.0.0.1", ephemeral=True, sequence=True)
     try:
         rows = holders(m1, "x")
         assert rows[0]["state"] == "held" and rows[0]["pid"] == str(h.proc.pid)

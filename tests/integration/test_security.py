@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from kazoo.exceptions import NoAuthError
+from kazoo.security import make_digest_acl
 
 from harness import Locker, Mounts, kazoo_client, lock_nodes
 
@@ -69,5 +70,112 @@ def test_digest_auth_guards_the_nodes(zookeeper, base, tmp_path):
             holder.close()
             waiter.granted()
             waiter.close()
+        finally:
+            ms.finish(authed, base)
+
+
+def secret_file(tmp_path, creds="locker:s3cret"):
+    path = tmp_path / f"zk-secret-{creds.split(':')[1]}"
+    path.write_text(creds + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def start_fails(connect, *options, tmp_path):
+    """Run a mount that must not start: its status and message."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir(exist_ok=True)
+    p = subprocess.Popen([os.environ["ZKLOCKFS_BIN"], "-f", *options, connect,
+                          str(mnt)], stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], check=False)
+        raise AssertionError("it started and stayed up")
+    assert p.returncode != 0, f"it started: {err}"
+    return err
+
+
+def expect_refused(what, call, *args):
+    try:
+        call(*args)
+    except NoAuthError:
+        return
+    raise AssertionError(f"a client without the credentials could {what}")
+
+
+def test_an_anonymous_client_can_touch_nothing_of_the_mounts(zookeeper, base,
+                                                             tmp_path):
+    secret = secret_file(tmp_path)
+    with kazoo_client(zookeeper.connect, [("digest", "locker:s3cret")]) as authed, \
+            kazoo_client(zookeeper.connect) as stranger:
+        ms = Mounts(zookeeper.connect + base)
+        try:
+            m = ms.new("-o", f"auth_file={secret}")
+            holder = Locker(m.path("r", "write"))
+            holder.granted()
+            [node] = lock_nodes(authed, base)
+            for path in (base, base + "/r", node):
+                expect_refused(f"read {path}", stranger.get, path)
+                expect_refused(f"list {path}", stranger.get_children, path)
+                expect_refused(f"set {path}", stranger.set, path, b"x")
+                expect_refused(f"create in {path}", stranger.create,
+                               path + "/h1-write-0000000001", b"")
+            expect_refused("delete the held node", stranger.delete, node)
+            expect_refused("delete the resource", stranger.delete, base + "/r")
+            holder.close()
+        finally:
+            ms.finish(authed, base)
+
+
+def test_wrong_or_missing_credentials_fail_the_start(zookeeper, base,
+                                                     tmp_path):
+    with kazoo_client(zookeeper.connect, [("digest", "locker:s3cret")]) as authed:
+        # The base, made by the right credentials: theirs alone.
+        authed.create(base, b"", acl=[make_digest_acl("locker", "s3cret",
+                                                      all=True)])
+        try:
+            wrong = secret_file(tmp_path, "locker:wrong")
+            err = start_fails(zookeeper.connect + base, "-o",
+                              f"auth_file={wrong}", tmp_path=tmp_path)
+            assert base in err and "no create permission" in err, err
+            assert "check the user and password" in err, err
+            err = start_fails(zookeeper.connect + base, tmp_path=tmp_path)
+            assert base in err and "no create permission" in err, err
+            assert "-o auth_file" in err, err
+        finally:
+            authed.delete(base, recursive=True)
+
+
+def test_a_base_or_resource_open_to_everyone_is_refused(zookeeper, base,
+                                                        tmp_path):
+    secret = secret_file(tmp_path)
+    with kazoo_client(zookeeper.connect, [("digest", "locker:s3cret")]) as authed:
+        # Someone made the base before, open to every client.
+        authed.create(base, b"")
+        err = start_fails(zookeeper.connect + base, "-o",
+                          f"auth_file={secret}", tmp_path=tmp_path)
+        assert f"{base} is not the credentials' alone" in err, err
+        assert "world:anyone:cdrwa" in err and "setAcl " + base in err, err
+        authed.delete(base)
+
+        # A resource made before the mount, open to every client: locks
+        # on it are refused, the log says why and how to fix it.
+        ms = Mounts(zookeeper.connect + base)
+        try:
+            m = ms.new("-o", f"auth_file={secret}")
+            authed.create(base + "/open", b"")
+            try:
+                os.open(m.path("open", "write"), os.O_WRONLY)
+                raise AssertionError("locked in a resource anyone may change")
+            except PermissionError:
+                pass
+            assert f"{base}/open is not the credentials' alone" in m.log()
+            assert "setAcl " + base + "/open digest:locker:" in m.log()
+            holder = Locker(m.path("closed", "write"))  # made by the mount
+            holder.granted()
+            holder.close()
         finally:
             ms.finish(authed, base)

@@ -307,28 +307,36 @@ Test(holders, kazoos_leases_count_every_child_of_the_resource)
 	struct answer a = { 0 };
 
 	peer_listed(s, ZKL_STYLE_KAZOO, res, 4, NULL, 0, queue, 1, &a);
-	cr_assert_eq(fake_pending(), 5);
+	cr_assert_eq(fake_pending(), 6,
+		     "the lock, three children, the "
+		     "queue's waiter and the limit");
 	cr_assert_str_eq(fake_peek(FAKE_READ)->path,
 			 "/b/r/9f2c__lock__0000000004");
 	fake_complete_read(ZOK, "worker", 40, 0);
 	fake_complete_read(ZOK, "", 31, 0);
+	cr_assert_str_eq(fake_peek(FAKE_READ)->path, "/b/r/sub");
+	fake_complete_read(ZOK, "", 35, 0);      /* kazoo counts it: shown */
 	fake_complete_read(ZNONODE, NULL, 0, 0); /* returned meanwhile */
 	cr_assert_str_eq(fake_peek(FAKE_READ)->path,
 			 "/b/r-__lock__/77__lock__0000000009");
 	fake_complete_read(ZOK, "me", 50, 0);
 	fake_complete_read(ZOK, "5", 9, 0);
 	cr_assert_eq(a.calls, 1);
-	cr_assert_eq(a.n, 3);
+	cr_assert_eq(a.n, 4);
 	cr_assert_eq(a.nodes[0].mode, ZKL_MODE_WRITE);
 	cr_assert_eq(a.nodes[0].state, HOLDERS_HELD);
 	cr_assert_str_eq(a.nodes[1].where, "");
 	cr_assert_str_eq(a.nodes[1].name, KLEASE("2"));
 	cr_assert_eq(a.nodes[1].style, ZKL_STYLE_KAZOO);
 	cr_assert_eq(a.nodes[1].state, HOLDERS_HELD);
-	cr_assert_str_eq(a.nodes[2].where, "../r-__lock__/");
-	cr_assert_eq(a.nodes[2].state, HOLDERS_WAITING);
+	cr_assert_str_eq(a.nodes[2].name, "sub",
+			 "a child kazoo counts as a lease is shown as one");
 	cr_assert_eq(a.nodes[2].mode, ZKL_MODE_LEASE);
-	cr_assert_eq(a.semaphore.held, 1);
+	cr_assert_eq(a.nodes[2].state, HOLDERS_HELD);
+	cr_assert_str_eq(a.nodes[3].where, "../r-__lock__/");
+	cr_assert_eq(a.nodes[3].state, HOLDERS_WAITING);
+	cr_assert_eq(a.nodes[3].mode, ZKL_MODE_LEASE);
+	cr_assert_eq(a.semaphore.held, 2);
 	cr_assert_eq(a.semaphore.free, 1, "five, less the four children");
 	fake_session_free(s);
 }

@@ -243,3 +243,40 @@ Test(leasereq, a_lost_mark_is_made_again_on_reconnection)
 	fake_complete_held_watch(my_name); /* set again */
 	release(lr);
 }
+
+Test(leasereq, a_limit_lost_with_the_connection_fails_no_other_waiter)
+{
+	static const char *const ahead[] = { L(1) };
+	struct zkl_lockreq *a = start(0), *b;
+	char name_a[256];
+
+	created();
+	strcpy(name_a, my_name);
+	listed("1", ahead, 1);
+	get_of(L(1), ZOK, 1); /* a waits for the one lease ahead */
+	/* b's create, limit and listing are in flight when the connection
+	 * drops: all three are lost. */
+	b = start(0);
+	fake_zoo_state = ZOO_CONNECTING_STATE;
+	fake_complete_create(ZCONNECTIONLOSS, "", 0);
+	fake_complete_get_data(ZCONNECTIONLOSS, NULL, 0);
+	fake_complete_children(ZCONNECTIONLOSS, NULL, 0);
+	cr_assert_eq(fake_done_calls, 0, "b waits for the connection");
+	fake_zoo_state = ZOO_CONNECTED_STATE;
+	/* Meanwhile L(1) was returned: a is next, whatever b's get said. */
+	fake_fire_watch("/b/r/" L(1));
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0, "a was failed by b's lost get");
+	strcpy(my_name, name_a);
+	expect_mark();
+	fake_complete_held_watch(name_a);
+	lockreq_cancel(b);
+	lockreq_release(b);
+	release(a);
+	/* Reconnected: b looks for a node of its own, finds none, and ends. */
+	fake_resume_all(s);
+	fake_complete_get_data(ZOK, "1", 1);
+	fake_complete_children(ZOK, NULL, 0);
+	cr_assert_eq(fake_pending(), 0);
+	cr_assert_eq(fake_done_calls, 1, "a cancelled b is never answered");
+}

@@ -1,0 +1,180 @@
+/*
+ * session_acl.c - the permissions the mount relies on.
+ *
+ * At start, a probe child of the base path, created with the mount's ACL,
+ * listed and deleted, tells whether the credentials (or their absence) may
+ * do what locking does there, and which permission is missing if not: so
+ * that wrong credentials fail the start instead of every open later.
+ *
+ * With -o auth_file, the README promises that other clients can neither
+ * read nor delete the mount's nodes.  ZooKeeper checks a delete against
+ * the parent's ACL, so the base path and every resource znode must be the
+ * credentials' alone: the base is checked at start, a resource the first
+ * time the session lists it (queue.c), and a znode whose ACL lets anyone
+ * else in is refused with the fix.
+ */
+#include "internal.h"
+#include "names.h"
+#include "zkerr.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* perms as zkCli writes them: "cdrwa". */
+static void session_acl_perms(int32_t perms, char out[6])
+{
+	/* Not static: the client's ZOO_PERM_* are variables. */
+	const struct {
+		int32_t bit;
+		char c;
+	} letters[] = { { ZOO_PERM_CREATE, 'c' },
+			{ ZOO_PERM_DELETE, 'd' },
+			{ ZOO_PERM_READ, 'r' },
+			{ ZOO_PERM_WRITE, 'w' },
+			{ ZOO_PERM_ADMIN, 'a' } };
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(letters) / sizeof(letters[0]); i++)
+		if (perms & letters[i].bit)
+			out[n++] = letters[i].c;
+	out[n] = '\0';
+}
+
+int session_acl_foreign(const struct zkl_session *s,
+			const struct ACL_vector *acl, char *out, size_t size)
+{
+	for (int32_t i = 0; acl && i < acl->count; i++) {
+		const struct ACL *e = &acl->data[i];
+		char perms[6];
+
+		if (e->perms == 0 ||
+		    (s->identity && strcmp(e->id.scheme, "digest") == 0 &&
+		     strcmp(e->id.id, s->identity) == 0))
+			continue;
+		session_acl_perms(e->perms, perms);
+		snprintf(out, size, "%s:%s:%s", e->id.scheme, e->id.id, perms);
+		return 1;
+	}
+	return 0;
+}
+
+void session_acl_fix(const struct zkl_session *s, const char *path, char *out,
+		     size_t size)
+{
+	snprintf(out, size, "zkCli.sh setAcl %s digest:%s:cdrwa", path,
+		 s->identity ? s->identity : "USER:HASH");
+}
+
+/* What a failed step of the probe means, for the message: `what` the
+ * mount could not do, for want of permission `perm` if ZooKeeper says so. */
+static int session_probe_failed(const struct zkl_session *s, int rc,
+				const char *what, const char *perm, char *err,
+				size_t errlen)
+{
+	if (rc == ZNOAUTH)
+		snprintf(
+			err, errlen,
+			"%s: ZooKeeper does not let %s %s there (no %s "
+			"permission in its ACL): %s",
+			s->base,
+			s->auth ? "the credentials of -o auth_file"
+				: "a client without credentials",
+			what, perm,
+			s->auth ? "check the user and password, or use "
+				  "another base path"
+				: "pass the credentials with -o auth_file=PATH, "
+				  "or use another base path");
+	else
+		snprintf(err, errlen, "%s: cannot %s there: %s", s->base, what,
+			 zerror(rc));
+	return zkerr_errno(rc);
+}
+
+/* With credentials: the identity ZooKeeper gives them, from the ACL of the
+ * probe node created with CREATOR_ALL.  Returns 0 or -errno. */
+static int session_learn_identity(struct zkl_session *s, const char *probe,
+				  char *err, size_t errlen)
+{
+	struct ACL_vector acl = { 0 };
+	struct Stat st;
+	int rc = zoo_get_acl(s->zh, probe, &acl, &st);
+
+	if (rc != ZOK)
+		return session_probe_failed(s, rc, "read an ACL", "read", err,
+					    errlen);
+	for (int32_t i = 0; i < acl.count && !s->identity; i++)
+		if (strcmp(acl.data[i].id.scheme, "digest") == 0)
+			s->identity = strdup(acl.data[i].id.id);
+	deallocate_ACL_vector(&acl);
+	if (!s->identity) {
+		snprintf(err, errlen, "%s: no digest identity in the ACL of %s",
+			 s->base, probe);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* With credentials: the base must be theirs alone. */
+static int session_check_base_acl(struct zkl_session *s, char *err,
+				  size_t errlen)
+{
+	struct ACL_vector acl = { 0 };
+	char foreign[256], fix[NAMES_MAX_NODE_PATH + 128];
+	struct Stat st;
+	int rc = zoo_get_acl(s->zh, s->base, &acl, &st);
+	int open;
+
+	if (rc != ZOK)
+		return session_probe_failed(s, rc, "read an ACL", "read", err,
+					    errlen);
+	open = session_acl_foreign(s, &acl, foreign, sizeof(foreign));
+	deallocate_ACL_vector(&acl);
+	if (!open)
+		return 0;
+	session_acl_fix(s, s->base, fix, sizeof(fix));
+	snprintf(err, errlen,
+		 "%s is not the credentials' alone: its ACL also grants %s, "
+		 "so other clients could add or delete lock nodes there; fix "
+		 "it (%s) or use another base path",
+		 s->base, foreign, fix);
+	return -EACCES;
+}
+
+int session_check_base(struct zkl_session *s, char *err, size_t errlen)
+{
+	char probe[NAMES_MAX_NODE_PATH + 64];
+	struct String_vector children = { 0 };
+	unsigned char r[8];
+	int rc;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		memset(r, 0, sizeof(r));
+	/* A name no resource can have (it starts with '.'), ephemeral: it
+	 * goes with the session if the delete never comes. */
+	snprintf(probe, sizeof(probe), "%s/.zklockfs-probe-%02x%02x%02x%02x",
+		 s->base, r[0], r[1], r[2], r[3]);
+	rc = zoo_create(s->zh, probe, "", 0, s->acl, ZOO_EPHEMERAL, NULL, 0);
+	if (rc != ZOK)
+		return session_probe_failed(s, rc, "create nodes", "create",
+					    err, errlen);
+	rc = s->auth ? session_learn_identity(s, probe, err, errlen) : 0;
+	if (rc == 0) {
+		int zrc = zoo_get_children(s->zh, s->base, 0, &children);
+		deallocate_String_vector(&children);
+		if (zrc != ZOK)
+			rc = session_probe_failed(s, zrc, "list the children",
+						  "read", err, errlen);
+	}
+	{
+		int zrc = zoo_delete(s->zh, probe, -1);
+		if (zrc != ZOK && rc == 0)
+			rc = session_probe_failed(s, zrc, "delete nodes",
+						  "delete", err, errlen);
+	}
+	if (rc == 0 && s->auth)
+		rc = session_check_base_acl(s, err, errlen);
+	return rc;
+}
