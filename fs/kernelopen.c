@@ -5,11 +5,10 @@
 #include "kernelopen.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
-#include <unistd.h>
+
+#include "procfile.h"
 
 /* ioctl's number in the 32-bit system call table (i386 and arm), which
  * /proc shows for a compat task's call. */
@@ -36,18 +35,9 @@ int kernelopen_is_ioctl(long nr)
 
 int kernelopen_in_ioctl(pid_t tid)
 {
-	char path[48], text[64];
-	ssize_t n;
-	int fd;
+	char text[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (procfile_read(tid, "syscall", text, sizeof(text)) <= 0)
 		return 0;
-	n = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	text[n] = '\0';
 	return kernelopen_is_ioctl(kernelopen_syscall_of(text));
 }

@@ -2,15 +2,14 @@
  * sigpend.c - classify the signals pending for a waiting thread.
  */
 #include "sigpend.h"
+#include "procfile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int sigpend_field(const char *status, const char *key, uint64_t *out)
 {
@@ -53,21 +52,13 @@ int sigpend_cancels(uint64_t pending, uint64_t blocked)
 
 int sigpend_thread_cancels(pid_t tid)
 {
-	char path[64], buf[4096];
+	char buf[4096];
 	uint64_t pending, blocked;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 1;
-	n = read(fd, buf + 1, sizeof(buf) - 2);
-	close(fd);
-	if (n <= 0)
+	/* After a '\n', so that every field starts a line. */
+	if (procfile_read(tid, "status", buf + 1, sizeof(buf) - 1) <= 0)
 		return 1;
 	buf[0] = '\n';
-	buf[n + 1] = '\0';
 	if (sigpend_parse(buf, &pending, &blocked) < 0)
 		return 1;
 	return sigpend_cancels(pending, blocked);

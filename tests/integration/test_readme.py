@@ -61,6 +61,8 @@ def blocks_the_tests_run():
                 found.add(arg.value)
             elif isinstance(arg, ast.Name) and arg.id.isupper():
                 found.add(globals()[arg.id])
+    for setup, program, _, run in SECTIONS.values():
+        found |= {setup, program, run}
     return found
 
 
@@ -440,30 +442,31 @@ def section_commands(first_line):
     return install, words[2:]
 
 
-@needs_plain
-def test_the_kazoo_section_as_written(run_local, tmp_path):
-    install, options = section_commands(
-        "apt-get install -y python3-kazoo                 # kazoo 2.8, Debian 12's")
-    res = bash(install, tmp_path, timeout=300)
-    assert res.returncode == 0, res.stdout + res.stderr
-    r = run_local(*options)
-    program = readme_block("import subprocess").text
-    (tmp_path / "migrate.py").write_text(as_test(program, port=r.port))
-    service_holds_the_lock(r, tmp_path, readme_block("python3 migrate.py"))
-    stop_and_check(r)
+# The sections that try a service with run-local: the block that installs
+# the client and starts the mount, the program's block and the file it is
+# saved as, and the block that runs it.
+SECTIONS = {
+    "kazoo": ("apt-get install -y python3-kazoo                 # kazoo 2.8, Debian 12's",
+              "import subprocess", "migrate.py", "python3 migrate.py"),
+    "curator": ("apt-get install -y default-jdk-headless libcurator-recipes-java",
+                "import org.apache.curator.framework.CuratorFramework;",
+                "Deploy.java",
+                "java -cp /usr/share/java/curator-recipes.jar:"
+                "/usr/share/java/slf4j-nop.jar Deploy.java"),
+}
 
 
 @needs_plain
-def test_the_curator_section_as_written(run_local, tmp_path):
-    install, options = section_commands(
-        "apt-get install -y default-jdk-headless libcurator-recipes-java")
+@pytest.mark.parametrize("section", sorted(SECTIONS))
+def test_a_services_section_as_written(run_local, tmp_path, section):
+    setup, program, saved_as, run = SECTIONS[section]
+    install, options = section_commands(setup)
     res = bash(install, tmp_path, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     r = run_local(*options)
-    program = readme_block("import org.apache.curator.framework.CuratorFramework;").text
-    (tmp_path / "Deploy.java").write_text(as_test(program, port=r.port))
-    service_holds_the_lock(r, tmp_path, readme_block(
-        "java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar Deploy.java"))
+    (tmp_path / saved_as).write_text(
+        as_test(readme_block(program).text, port=r.port))
+    service_holds_the_lock(r, tmp_path, readme_block(run))
     stop_and_check(r)
 
 
