@@ -4,8 +4,11 @@
  */
 #include "internal.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 const char *session_base(const struct zkl_session *s)
 {
@@ -27,19 +30,40 @@ const char *session_hosts(const struct zkl_session *s)
 	return s->hosts;
 }
 
+/* "host:port" of the server the handle is connected to, or "".  Not with
+ * zoo_get_current_server: it formats into one static buffer of the
+ * client's, which the client's own thread rewrites as it connects. */
+static void session_server_text(zhandle_t *zh, char *out, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char host[INET6_ADDRSTRLEN];
+
+	out[0] = '\0';
+	if (!zookeeper_get_connected_host(zh, (struct sockaddr *)&ss, &len))
+		return;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+		if (inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host)))
+			snprintf(out, size, "%s:%u", host, ntohs(in->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 =
+			(const struct sockaddr_in6 *)&ss;
+		if (inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host)))
+			snprintf(out, size, "[%s]:%u", host,
+				 ntohs(in6->sin6_port));
+	}
+}
+
 void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 {
-	const char *server;
-
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&s->lock);
 	out->state = s->state;
 	out->dead = s->dead;
 	out->session_id = s->client_id;
 	out->timeout_ms = zoo_recv_timeout(s->zh);
-	/* The client formats it into a buffer of its own: copy at once. */
-	server = zoo_get_current_server(s->zh);
-	snprintf(out->server, sizeof(out->server), "%s", server ? server : "");
+	session_server_text(s->zh, out->server, sizeof(out->server));
 	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
 		struct zkl_member *m = member_of_live(l);
 		m->ops->count_locked(m, out);
