@@ -5,36 +5,46 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
+
+#include "procfile.h"
+
+/* The process of thread tid (its thread group, as /proc says), or tid
+ * itself if that cannot be read: FUSE names the asking thread, and a lock
+ * belongs to a process (on_lost signals it, F_GETLK names it) even when
+ * the thread that took it has ended. */
+static pid_t identity_process(pid_t tid)
+{
+	char status[1024]; /* Tgid is the fourth line */
+	const char *field;
+	long pid;
+
+	if (procfile_read(tid, "status", status, sizeof(status)) <= 0)
+		return tid;
+	field = strstr(status, "\nTgid:");
+	if (!field)
+		return tid;
+	pid = strtol(field + 6, NULL, 10);
+	return pid > 0 ? (pid_t)pid : tid;
+}
 
 /* The command name as ps shows it; "?" if the process is gone. */
 static void identity_comm(pid_t pid, char *comm, size_t size)
 {
-	char path[64];
-	ssize_t got = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		got = read(fd, comm, size - 1);
-		close(fd);
-	}
-	if (got <= 0) {
+	if (procfile_read(pid, "comm", comm, size) <= 0) {
 		snprintf(comm, size, "?");
 		return;
 	}
-	comm[got] = '\0';
 	comm[strcspn(comm, "\n")] = '\0';
 }
 
-size_t identity_format(char *buf, size_t size, const char *host, pid_t pid,
+size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 		       uid_t uid)
 {
+	pid_t pid = identity_process(tid);
 	char comm[64];
 	int n;
 

@@ -17,10 +17,11 @@
 /* Largest note a holder may store with write(). */
 #define IDENTITY_NOTE_MAX 1024
 
-/* Describe process `pid` (its command name read from /proc) into buf.
- * Returns the length written; a host longer than IDENTITY_HOST_MAX is
- * cut there, so that IDENTITY_MAX bytes always hold the whole text. */
-size_t identity_format(char *buf, size_t size, const char *host, pid_t pid,
+/* Describe the process of thread `tid` (a FUSE request's pid): its pid
+ * and command name, read from /proc, into buf.  Returns the length
+ * written; a host longer than IDENTITY_HOST_MAX is cut there, so that
+ * IDENTITY_MAX bytes always hold the whole text. */
+size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 		       uid_t uid);
 
 /* Copy the value of `key` in the identity text data[0..len) into out

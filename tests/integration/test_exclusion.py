@@ -5,6 +5,7 @@ import errno
 import os
 import platform
 import subprocess
+import sys
 import time
 
 import pytest
@@ -173,3 +174,37 @@ def test_kazoo_dialect_holders_shows_every_child_kazoo_counts(zk, base,
     except BlockingIOError:
         pass
     zk.delete(base + "/jobs/locks")
+
+
+THREAD_HOLDER = r"""
+import os, signal, sys, threading
+got = threading.Event()
+signal.signal(signal.SIGUSR1, lambda *_: got.set())
+fds = []
+t = threading.Thread(target=lambda: fds.append(os.open(sys.argv[1], os.O_RDWR)))
+t.start()
+t.join()  # the thread that took the lock has ended
+print("held", flush=True)
+print("signalled" if got.wait(20) else "not signalled", flush=True)
+"""
+
+
+def test_a_lock_taken_by_a_thread_that_ended_belongs_to_its_process(
+        zk, base, mounts):
+    """FUSE names the asking thread: the lock's pid is its process's, so
+    that on_lost reaches it after the thread is gone, and F_GETLK and
+    holders name the process."""
+    m = mounts.new("-o", "on_lost=signal:USR1")
+    p = subprocess.Popen([sys.executable, "-c", THREAD_HOLDER,
+                          m.path("r", "write")], stdout=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        assert p.stdout.readline().strip() == "held"
+        [line] = open(m.path("r", "holders")).read().splitlines()
+        assert line.split()[4] == str(p.pid), line
+        [node] = lock_nodes(zk, base + "/r")
+        zk.delete(node)
+        assert p.stdout.readline().strip() == "signalled"
+    finally:
+        p.kill()
+        p.wait()

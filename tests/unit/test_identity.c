@@ -1,6 +1,9 @@
 /* A lock node's identity text: written by one mount, read by another. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,6 +23,30 @@ Test(identity, formats_and_reads_back_every_key)
 	cr_assert_eq(atoi(v), getpid());
 	cr_assert_geq(identity_get(buf, n, "cmd", v, sizeof(v)), 0);
 	cr_assert_neq(strcmp(v, "?"), 0, "our own command name is readable");
+}
+
+static void *identity_of_this_thread(void *buf)
+{
+	pthread_setname_np(pthread_self(), "worker-thread");
+	identity_format(buf, IDENTITY_MAX, "h", gettid(), 0);
+	return NULL;
+}
+
+Test(identity, a_threads_request_names_its_process)
+{
+	char buf[IDENTITY_MAX], v[64], comm[64];
+	pthread_t t;
+	FILE *f = fopen("/proc/self/comm", "r");
+
+	cr_assert(f && fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	cr_assert_eq(pthread_create(&t, NULL, identity_of_this_thread, buf), 0);
+	pthread_join(t, NULL);
+	cr_assert_geq(identity_get(buf, strlen(buf), "pid", v, sizeof(v)), 0);
+	cr_assert_eq(atoi(v), getpid(), "the thread's id, not its process's");
+	cr_assert_geq(identity_get(buf, strlen(buf), "cmd", v, sizeof(v)), 0);
+	cr_assert_str_eq(v, comm, "the thread's name, not its process's");
 }
 
 Test(identity, a_gone_process_is_named_by_a_question_mark)
