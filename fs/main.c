@@ -184,6 +184,12 @@ int main(int argc, char **argv)
 		goto out_opts;
 	}
 	log_setup(LOG_TO_STDERR, o.debug ? LOG_DEBUG : LOG_INFO);
+	if ((o.has_uid || o.has_gid || o.has_umask) && !o.default_permissions)
+		log_msg(LOG_WARNING,
+			"uid=, gid= and umask= set the owner and mode the "
+			"files show; without -o default_permissions nothing "
+			"checks them, and with allow_other every user may "
+			"take locks");
 	if (main_add_fsname(&args, o.connect) < 0) {
 		fprintf(stderr, "zklockfs: out of memory\n");
 		goto out_opts;

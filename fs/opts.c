@@ -24,17 +24,19 @@ enum {
 	OPTS_KEY_UID,
 	OPTS_KEY_GID,
 	OPTS_KEY_UMASK,
+	/* Strings, kept as given. */
+	OPTS_KEY_ON_LOST,
+	OPTS_KEY_AUTH_FILE,
+	OPTS_KEY_DIALECT,
+	OPTS_KEY_MAX_READ, /* refused: a lock file's text needs more */
+	OPTS_KEY_COUNT
 };
 
-#define OPTS_OPT(t, p)                         \
-	{                                      \
-		t, offsetof(struct opts, p), 1 \
-	}
-
 static const struct fuse_opt opts_table[] = {
-	OPTS_OPT("on_lost=%s", on_lost),
-	OPTS_OPT("auth_file=%s", auth_file),
-	OPTS_OPT("dialect=%s", dialect),
+	FUSE_OPT_KEY("on_lost=", OPTS_KEY_ON_LOST),
+	FUSE_OPT_KEY("auth_file=", OPTS_KEY_AUTH_FILE),
+	FUSE_OPT_KEY("dialect=", OPTS_KEY_DIALECT),
+	FUSE_OPT_KEY("max_read=", OPTS_KEY_MAX_READ),
 	FUSE_OPT_KEY("session_timeout=", OPTS_KEY_SESSION_TIMEOUT),
 	FUSE_OPT_KEY("connect_timeout=", OPTS_KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("uid=", OPTS_KEY_UID),
@@ -56,14 +58,13 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_END
 };
 
-/* fuse_opt_parse applies the table's offsets to the same pointer it hands
- * to opts_proc: the options come first. */
 struct opts_ctx {
 	struct opts opts;
 	struct opts *o;
 	char *err;
 	size_t errlen;
 	int failed;
+	unsigned char seen[OPTS_KEY_COUNT]; /* our -o options given so far */
 };
 
 static int opts_fail(struct opts_ctx *c, const char *msg, const char *arg)
@@ -147,19 +148,54 @@ static int opts_proc_number(struct opts_ctx *c, const char *arg, int key)
 	}
 }
 
+/* A string option's value, copied: NULL when out of memory. */
+static int opts_proc_string(struct opts_ctx *c, const char *arg, int key)
+{
+	char *value = strdup(strchr(arg, '=') + 1);
+	char **slot = key == OPTS_KEY_ON_LOST     ? &c->o->on_lost
+		      : key == OPTS_KEY_AUTH_FILE ? &c->o->auth_file
+						  : &c->o->dialect;
+
+	if (!value)
+		return opts_fail(c, "out of memory (%s)", arg);
+	*slot = value;
+	return 0;
+}
+
+/* One of our -o options: each may be given once, since two values would
+ * leave which one counts to the reader's guess. */
+static int opts_proc_ours(struct opts_ctx *c, const char *arg, int key)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+	if (c->seen[key])
+		return opts_fail(c, "-o %s given twice", name);
+	c->seen[key] = 1;
+	switch (key) {
+	case OPTS_KEY_ON_LOST:
+	case OPTS_KEY_AUTH_FILE:
+	case OPTS_KEY_DIALECT:
+		return opts_proc_string(c, arg, key);
+	case OPTS_KEY_MAX_READ:
+		return opts_fail(c,
+				 "-o %s: refused: a lock file's text (token "
+				 "and node path) needs reads of its own size",
+				 arg);
+	default:
+		return opts_proc_number(c, arg, key);
+	}
+}
+
 static int opts_proc(void *data, const char *arg, int key,
 		     struct fuse_args *outargs)
 {
 	struct opts_ctx *c = data;
 
 	(void)outargs;
+	if (key >= OPTS_KEY_SESSION_TIMEOUT && key < OPTS_KEY_COUNT)
+		return opts_proc_ours(c, arg, key);
 	switch (key) {
-	case OPTS_KEY_SESSION_TIMEOUT:
-	case OPTS_KEY_CONNECT_TIMEOUT:
-	case OPTS_KEY_UID:
-	case OPTS_KEY_GID:
-	case OPTS_KEY_UMASK:
-		return opts_proc_number(c, arg, key);
 	case OPTS_KEY_HELP:
 		c->o->show_help = 1;
 		return 0;
@@ -196,6 +232,8 @@ static int opts_proc(void *data, const char *arg, int key,
 		if (arg[0] == '-' && arg[1] != 'o')
 			return opts_fail(c, "unknown option '%s' (see --help)",
 					 arg);
+		if (strcmp(arg, "default_permissions") == 0)
+			c->o->default_permissions = 1;
 		return 1; /* an -o option for libfuse */
 	default:
 		return 1;

@@ -33,9 +33,11 @@ struct opts {
 	unsigned uid, gid;   /* owner of every file, if has_uid / has_gid */
 	unsigned umask;      /* mode bits taken away, if has_umask */
 	int has_uid, has_gid, has_umask;
-	int on_lost_signal;   /* 0: only log a lost lock */
-	char *dialect;        /* as given: "zklockfs", "curator" or "kazoo" */
-	enum zkl_style style; /* of the lock nodes the mount creates */
+	int on_lost_signal; /* 0: only log a lost lock */
+	char *dialect;      /* as given: "zklockfs", "curator" or "kazoo" */
+	int default_permissions; /* -o default_permissions: the kernel checks
+				  * the modes uid=, gid= and umask= give */
+	enum zkl_style style;    /* of the lock nodes the mount creates */
 };
 
 /* Parse the value of -o dialect into the style of names the mount

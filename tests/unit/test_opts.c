@@ -310,3 +310,40 @@ Test(opts, a_mount_point_must_be_a_directory)
 	cr_assert(strstr(err, "not a directory"), "%s", err);
 	cr_assert_eq(mountpoint_check("/tmp", err, sizeof(err)), 0, "%s", err);
 }
+
+Test(opts, each_of_our_options_once)
+{
+	static const char *const twice[] = {
+		"dialect=curator,dialect=kazoo",
+		"session_timeout=4,session_timeout=5",
+		"on_lost=log,on_lost=signal",
+		"auth_file=/a,auth_file=/b",
+		"uid=1,uid=1",
+	};
+	struct opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++) {
+		cr_assert_eq(parse_option(&o, err, twice[i]), -EINVAL, "%s",
+			     twice[i]);
+		cr_assert(strstr(err, "given twice"), "%s: %s", twice[i], err);
+		opts_free(&o);
+	}
+}
+
+Test(opts, max_read_is_refused_and_default_permissions_seen)
+{
+	struct opts o;
+	char err[256];
+
+	cr_assert_eq(parse_option(&o, err, "max_read=1"), -EINVAL);
+	cr_assert(strstr(err, "max_read=1"), "%s", err);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "gid=5,default_permissions"), 0,
+		     "%s", err);
+	cr_assert_eq(o.default_permissions, 1);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "gid=5"), 0, "%s", err);
+	cr_assert_eq(o.default_permissions, 0);
+	opts_free(&o);
+}
