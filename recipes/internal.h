@@ -113,6 +113,10 @@ static inline void session_leave(struct zkl_session *s, struct zkl_link *notify)
 	notice_run_all(notify);
 }
 
+/* Is the session connected now, able to send a request and be answered
+ * (not between two sessions, not closing)?  s->lock held. */
+int session_is_connected_locked(const struct zkl_session *s);
+
 /* Call m->ops->resume_locked when the session is connected again (at once
  * if the handle is connected now).  The caller has taken a reference for
  * it and made sure m is not waiting already.  s->lock held. */

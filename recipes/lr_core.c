@@ -197,10 +197,16 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 }
 
 /* If the owner waits for the node to be gone and it is, queue that news
- * (once).  Every entry point calls this before dropping its reference. */
+ * (once).  Every entry point calls this before dropping its reference.
+ * While the connection is down the owner is told at once too: nobody may
+ * wait for ZooKeeper to answer a failed try, a signal or an unlock (a
+ * killed process would hang in its exit); the node is deleted once the
+ * connection is back, or goes with the session. */
 void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	if (!lr->gone_fn || lr->gone_told || lr->phase != PH_GONE)
+	if (!lr->gone_fn || lr->gone_told)
+		return;
+	if (lr->phase != PH_GONE && session_is_connected_locked(lr->s))
 		return;
 	/* The owner's done has run (it released the request), so the notify
 	 * link is free for this. */

@@ -82,7 +82,9 @@ int lr_start_with_locked(struct zkl_lockreq *lr,
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	err = lr->outcome != LR_PENDING ? -ECANCELED
 	      : lr->s->dead             ? -ENOTCONN
-					: first_step(lr);
+	      : lr->try_only && !session_is_connected_locked(lr->s)
+		      ? -EAGAIN /* a try is answered now, not on reconnection */
+		      : first_step(lr);
 	if (err < 0 && err != -ECANCELED) {
 		lr->outcome = LR_FINISHED;
 		lr->phase = PH_GONE;
@@ -239,6 +241,10 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			/* Created or not?  Only a listing can tell. */
 			lr->phase = PH_RECOVERING;
 			lr->maybe_stray = 1;
+			/* A try is answered now; once connected, the node is
+			 * found by its tag and deleted, as for a cancel. */
+			if (lr->try_only)
+				lr_finish_locked(lr, -EAGAIN, &notify);
 			lr_defer(lr, &notify);
 		} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
 			   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
@@ -415,6 +421,10 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 	if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
 		/* stale: the request moved on (cancelled, expired, or its
 		 * create failed and it lined up again) */
+	} else if (lr_is_connection_loss(rc) && lr->try_only &&
+		   lr->phase == PH_LISTING && lr->outcome == LR_PENDING) {
+		/* A try is answered now: its node is deleted once connected. */
+		lr_finish_locked(lr, -EAGAIN, notify);
 	} else if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, notify);
 	} else if (rc == ZOK && lr->phase == PH_LISTING && lr->q->acl_open) {

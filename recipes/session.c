@@ -142,13 +142,18 @@ static void session_watcher(zhandle_t *zh, int type, int state,
 		session_on_state(ctx, zh, state);
 }
 
+int session_is_connected_locked(const struct zkl_session *s)
+{
+	return s->state == ZKL_CONN_CONNECTED && !s->draining &&
+	       zoo_state(s->zh) == ZOO_CONNECTED_STATE;
+}
+
 void session_resume_when_connected_locked(struct zkl_session *s,
 					  struct zkl_member *m,
 					  struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&s->lock);
-	if (s->dead || (s->state == ZKL_CONN_CONNECTED && !s->draining &&
-			zoo_state(s->zh) == ZOO_CONNECTED_STATE)) {
+	if (s->dead || session_is_connected_locked(s)) {
 		m->ops->resume_locked(m, notify);
 		return;
 	}

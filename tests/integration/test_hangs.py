@@ -1,0 +1,103 @@
+"""Hangs: while ZooKeeper cannot be reached, no caller waits for it where
+the answer can be given at once -- a try says EAGAIN, a signal ends a wait,
+a killed process goes -- and what is left in ZooKeeper is cleaned up once
+the connection is back."""
+import errno
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness import Driver, Locker, Mounts, lock_nodes, wait_until
+from tcpproxy import TcpProxy
+from test_operability import status
+
+TRY_WRITE = os.O_WRONLY | os.O_NONBLOCK
+
+
+@pytest.fixture
+def cut_off(zookeeper, zk, base):
+    """A mount whose connection to ZooKeeper goes through a proxy that the
+    test holds and cuts; nothing of it may be left afterwards."""
+    proxy = TcpProxy(zookeeper.port)
+    mounts = Mounts(proxy.connect + base)
+    try:
+        yield proxy, mounts.new()
+        proxy.accept()
+        wait_until(lambda: status(mounts.started[0])["state"] == "connected",
+                   20, "the mount to be connected again")
+    finally:
+        mounts.finish(zk, base)
+        proxy.stop()
+
+
+def answered_within(seconds, call, *args):
+    start = time.monotonic()
+    try:
+        result = call(*args)
+    finally:
+        took = time.monotonic() - start
+        assert took < seconds, f"answered after {took:.1f} s"
+    return result
+
+
+def test_a_try_while_disconnected_is_answered_at_once(cut_off):
+    proxy, m = cut_off
+    proxy.cut()
+    wait_until(lambda: status(m)["state"] == "suspended", 10,
+               "the mount to see the connection lost")
+    for name in ("write", "read", "lease"):
+        try:
+            answered_within(1, os.open, m.path("r", name), TRY_WRITE)
+            raise AssertionError(f"a try of {name} held while disconnected")
+        except BlockingIOError:
+            pass
+    r = answered_within(2, subprocess.run, ["flock", "-n", m.path("r", "lock"),
+                                            "true"])
+    assert r.returncode == 1
+
+
+def test_a_try_whose_connection_drops_midway_is_answered_at_once(zk, base,
+                                                                 cut_off):
+    proxy, m = cut_off
+    proxy.hold()  # the try's create and listing wait in the proxy
+    trier = Locker(m.path("r", "write"), "wn")
+    time.sleep(0.2)  # let them reach it; nothing can answer them
+    assert trier.poll_result() is None
+    proxy.cut()
+    res = trier.wait_result(2, "the try to be answered after the cut")
+    assert res == "err EAGAIN", res
+    trier.close()
+
+
+def test_a_killed_waiter_goes_at_once_while_disconnected(zk, base, mounts,
+                                                        cut_off):
+    proxy, m = cut_off
+    holder = Locker(mounts.new().path("r", "write"))  # another host
+    holder.granted()
+    waiter = Locker(m.path("r", "write"))
+    wait_until(lambda: len(lock_nodes(zk, base + "/r")) == 2, 10,
+               "the waiter to queue")
+    proxy.cut()
+    wait_until(lambda: status(m)["state"] == "suspended", 10,
+               "the mount to see the connection lost")
+    waiter.proc.send_signal(signal.SIGKILL)
+    answered_within(2, waiter.proc.wait, 10)
+    holder.close()
+
+
+def test_a_posix_lock_holder_killed_while_disconnected_exits_at_once(
+        zk, base, cut_off):
+    """Its exit closes the file, and the close drops its fcntl lock: that
+    unlock must not wait for ZooKeeper."""
+    proxy, m = cut_off
+    driver = Driver()
+    driver.ok(f"open f {m.path('r', 'lock')} rw")
+    driver.ok("lockf f wr")
+    proxy.cut()
+    wait_until(lambda: status(m)["state"] == "suspended", 10,
+               "the mount to see the connection lost")
+    driver.proc.send_signal(signal.SIGKILL)
+    answered_within(2, driver.proc.wait, 10)
