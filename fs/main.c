@@ -184,6 +184,10 @@ int main(int argc, char **argv)
 		goto out_opts;
 	}
 	log_setup(LOG_TO_STDERR, o.debug ? LOG_DEBUG : LOG_INFO);
+	if (o.repeated[0])
+		log_msg(LOG_WARNING,
+			"-o %s given more than once: the last one counts",
+			o.repeated);
 	if ((o.has_uid || o.has_gid || o.has_umask) && !o.default_permissions)
 		log_msg(LOG_WARNING,
 			"uid=, gid= and umask= set the owner and mode the "

@@ -148,7 +148,7 @@ static int opts_proc_number(struct opts_ctx *c, const char *arg, int key)
 	}
 }
 
-/* A string option's value, copied: NULL when out of memory. */
+/* A string option's value, copied (a later one replaces it). */
 static int opts_proc_string(struct opts_ctx *c, const char *arg, int key)
 {
 	char *value = strdup(strchr(arg, '=') + 1);
@@ -158,19 +158,23 @@ static int opts_proc_string(struct opts_ctx *c, const char *arg, int key)
 
 	if (!value)
 		return opts_fail(c, "out of memory (%s)", arg);
+	free(*slot);
 	*slot = value;
 	return 0;
 }
 
-/* One of our -o options: each may be given once, since two values would
- * leave which one counts to the reader's guess. */
+/* One of our -o options.  Given again, the later one counts, as with
+ * mount(8) (an fstab line's options and a unit's may both name one), and
+ * the start says so: o->repeated names them. */
 static int opts_proc_ours(struct opts_ctx *c, const char *arg, int key)
 {
-	char name[32];
+	char *repeated = c->o->repeated;
+	size_t used = strlen(repeated);
+	int len = (int)strcspn(arg, "=");
 
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
-	if (c->seen[key])
-		return opts_fail(c, "-o %s given twice", name);
+	if (c->seen[key] && used + (size_t)len + 3 < sizeof(c->o->repeated))
+		snprintf(repeated + used, sizeof(c->o->repeated) - used,
+			 "%s%.*s", used ? ", " : "", len, arg);
 	c->seen[key] = 1;
 	switch (key) {
 	case OPTS_KEY_ON_LOST:

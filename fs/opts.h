@@ -37,6 +37,8 @@ struct opts {
 	char *dialect;      /* as given: "zklockfs", "curator" or "kazoo" */
 	int default_permissions; /* -o default_permissions: the kernel checks
 				  * the modes uid=, gid= and umask= give */
+	char repeated[128];      /* our options given more than once ("a, b"):
+			     * the later value counts */
 	enum zkl_style style;    /* of the lock nodes the mount creates */
 };
 
