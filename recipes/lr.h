@@ -66,6 +66,9 @@ struct zkl_lockreq {
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
 				   * count was on its way */
+	unsigned acl_checked : 1; /* a peer lease with credentials: the ACL
+				   * of the lease directory was read ... */
+	unsigned acl_open : 1;    /* ... and lets another identity in */
 	unsigned peer_limit;      /* a peer lease: N as last read */
 	int peer_limit_err;
 	int create_attempts;

@@ -215,6 +215,35 @@ static int pl_listed_self(const struct zkl_lockreq *lr,
 	return 0;
 }
 
+/* With credentials, the lease directory's ACL, read before its first
+ * count: the peer's layout keeps leases where the resource's queue check
+ * (queue.c) does not look, and one that lets others in lets them delete
+ * or add leases. */
+static void pl_on_acl(int rc, struct ACL_vector *acl, struct Stat *st,
+		      const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	char foreign[256], fix[NAMES_MAX_NODE_PATH + 128];
+	struct zkl_link notify;
+
+	(void)st;
+	session_enter(lr->s, &notify);
+	if (rc == ZOK && !lr->acl_checked) {
+		lr->acl_checked = 1;
+		lr->acl_open = session_acl_foreign(lr->s, acl, foreign,
+						   sizeof(foreign)) != 0;
+		if (lr->acl_open) {
+			session_acl_fix(lr->s, lr->dir, fix, sizeof(fix));
+			log_msg(LOG_ERR,
+				"%s is not the credentials' alone: its ACL "
+				"also grants %s; leases in it are refused "
+				"(EACCES) until it is fixed: %s",
+				lr->dir, foreign, fix);
+		}
+	}
+	lr_exit(lr, &notify);
+}
+
 static void pl_on_children(int rc, const struct String_vector *sv,
 			   const void *data)
 {
@@ -228,6 +257,8 @@ static void pl_on_children(int rc, const struct String_vector *sv,
 		lr_defer(lr, &notify);
 	} else if (rc != ZOK && !(rc == ZNONODE && pl_kazoo(lr))) {
 		pl_fail(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc), &notify);
+	} else if (lr->acl_open) {
+		pl_fail(lr, -EACCES, &notify);
 	} else if (lr->peer_limit_err < 0) {
 		log_msg(LOG_ERR,
 			"%s: its data is not a limit (set one with "
@@ -277,6 +308,12 @@ static void pl_count(struct zkl_lockreq *lr, struct zkl_link *notify)
 		lr->refs++; /* for the reply */
 		err = zkerr_errno(
 			session_awget_locked(s, lr->res, pl_on_limit, lr));
+		if (err < 0)
+			lr->refs--;
+	}
+	if (err == 0 && s->auth && !lr->acl_checked) {
+		lr->refs++; /* answered before the listing sent next */
+		err = zkerr_errno(zoo_aget_acl(s->zh, lr->dir, pl_on_acl, lr));
 		if (err < 0)
 			lr->refs--;
 	}

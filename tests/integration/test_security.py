@@ -179,3 +179,26 @@ def test_a_base_or_resource_open_to_everyone_is_refused(zookeeper, base,
             holder.close()
         finally:
             ms.finish(authed, base)
+
+
+def test_a_peers_lease_directory_open_to_everyone_is_refused(zookeeper, base,
+                                                             tmp_path):
+    """In Curator's and kazoo's semaphore layouts the leases live outside
+    the queue the resource check reads: <res>/leases, or <res> itself."""
+    secret = secret_file(tmp_path)
+    with kazoo_client(zookeeper.connect, [("digest", "locker:s3cret")]) as authed:
+        for dialect, leases in (("curator", "/jobs/leases"), ("kazoo", "/jobs")):
+            ms = Mounts(zookeeper.connect + base)
+            try:
+                m = ms.new("-o", f"auth_file={secret},dialect={dialect}")
+                authed.create(base + leases, b"", makepath=True)  # anyone's
+                try:
+                    os.open(m.path("jobs", "lease"), os.O_WRONLY)
+                    raise AssertionError(f"{dialect}: a lease in a directory "
+                                         "anyone may change")
+                except PermissionError:
+                    pass
+                assert f"{base}{leases} is not the credentials' alone" in m.log()
+            finally:
+                ms.finish(authed, base)
+            authed.delete(base + "/jobs", recursive=True)
