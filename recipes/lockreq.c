@@ -44,6 +44,8 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 	if (rc == 0)
 		rc = lr_alloc(s, peer ? leases : dir, dir, mode, 0, flags, data,
 			      datalen, done, arg, out);
+	if (rc == 0)
+		lr_wire(*out);
 	if (rc == 0 && peer)
 		peerlease_wire(*out);
 	return rc;
@@ -93,6 +95,7 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
+	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
 	if (lr->outcome == LR_HELD && !lr->lost)
 		log_msg(LOG_DEBUG, "released %s lock %s",
 			names_mode_str(lr->mode), lr->node);
@@ -100,7 +103,8 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 	lr->gone_arg = arg;
 	if (lr->outcome != LR_FINISHED)
 		lockreq_abandon_locked(lr);
-	lr_exit(lr, &notify);
+	lr_end_entry_locked(lr, &notify);
+	session_leave(s, &notify);
 }
 
 void lockreq_release(struct zkl_lockreq *lr)

@@ -27,6 +27,34 @@ enum lr_phase {
 	PH_GONE,       /* no node of ours exists (or ever will) */
 };
 
+/*
+ * What keeps a request alive.  Every reference is one of these holds,
+ * taken with lr_hold by the one function that starts what needs it and
+ * dropped with lr_drop_locked by the one that ends it; the count per kind
+ * is checked, so a hold dropped twice or never taken stops a debug build
+ * at the mistake rather than at a use after free.
+ */
+enum lr_hold {
+	LR_HOLD_OWNER,  /* lockreq_new .. lockreq_release (lr_release_locked
+			 * for a peer's lock) */
+	LR_HOLD_CALL,   /* a ZooKeeper call in flight: its completion drops
+			 * it (lr_end_completion); any number */
+	LR_HOLD_LINE,   /* in line for a listing: lr_line_up .. lr_listed */
+	LR_HOLD_WATCH,  /* lr->watch registered .. fired or removed */
+	LR_HOLD_AHEAD,  /* lr->ahead allocated .. one fired or removed */
+	LR_HOLD_LIMIT,  /* lr->limit_watch registered .. fired or removed */
+	LR_HOLD_HELD,   /* lr->held_watch registered .. fired or removed */
+	LR_HOLD_RESUME, /* lr_defer .. the resume hook, or the session's end */
+	LR_HOLD_NOTICE, /* lr->notice posted .. run (lr_notice_run) */
+	LR_HOLD_MUTEX,  /* a peer lease: its peer's lock's done is to come */
+	LR_HOLD_ENTRY,  /* an entry point running (a hook, a fired watch, a
+			 * listing, the owner's release): the hold that
+			 * brought it there, passed over by
+			 * lr_begin_entry_locked, so that what it starts
+			 * may take that kind again; any number */
+	LR_HOLDS
+};
+
 /* A resource removed between creating its znode and queueing in it is
  * recreated this many times before the open fails. */
 #define LR_MAX_CREATE_ATTEMPTS 5
@@ -50,8 +78,8 @@ struct zkl_lockreq {
 				       * deletion by anyone else loses it */
 	struct zkl_lockreq *mutex;    /* a peer lease: the request for the
 				    * peer's own lock, while it has one */
-	int refs; /* owner + queued ops + watch + ahead + limit_watch
-				 * + resume + notify + line for a listing */
+	int refs;                         /* the sum of holds[] */
+	unsigned short holds[LR_HOLDS];   /* per kind (enum lr_hold) */
 	enum lr_outcome outcome;
 	enum lr_phase phase;
 	int notify_err;
@@ -93,12 +121,10 @@ struct zkl_lockreq {
  * ZooKeeper appends ("%010d" of an int32, sign included) and a NUL. */
 #define LR_SEQ_ROOM 12
 
-/* The callbacks the session calls (lr_hooks.c). */
-extern const struct zkl_member_ops lr_member_ops;
-
 /* One allocation for a request on `dir` (where its node goes) of the
- * resource `res`: the fields lockreq_new documents, an owner reference,
- * phase NEW.  mutex_names: a peer's own lock (names_format_mutex). */
+ * resource `res`: the fields lockreq_new documents, the OWNER hold, phase
+ * NEW, no handlers yet (lr_wire).  mutex_names: a peer's own lock
+ * (names_format_mutex). */
 int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	     enum zkl_mode mode, int mutex_names, unsigned flags,
 	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
@@ -113,14 +139,26 @@ int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name);
  * -ENAMETOOLONG. */
 int lr_child_path(const struct zkl_lockreq *lr, const char *name,
 		  char path[NAMES_MAX_NODE_PATH + 1]);
-void lr_unref_locked(struct zkl_lockreq *lr);
-void lr_put_locked(struct zkl_lockreq *lr);
-void lr_put(struct zkl_lockreq *lr);
+/* Take and drop a hold (enum lr_hold); the last one dropped frees the
+ * request. */
+void lr_hold(struct zkl_lockreq *lr, enum lr_hold h);
+void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h);
+/* Hand the hold `from` over as `to` (a fired watch of the ahead array
+ * runs as the request's own watch). */
+void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from,
+		    enum lr_hold to);
 void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
 void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
-void lr_leave_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* The start of every entry point but a completion (a hook, a fired
+ * watch, a listing, the owner's release): the hold `h` that brought it
+ * becomes an ENTRY hold.  Its end: report a node that is gone, drop the
+ * ENTRY hold. */
+void lr_begin_entry_locked(struct zkl_lockreq *lr, enum lr_hold h);
+void lr_end_entry_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_notice_run(struct zkl_notice *n);
-void lr_exit(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* The end of a completion: report a node that is gone, drop its CALL
+ * hold, unlock and run the notices. */
+void lr_end_completion(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost);
 /* A held lock is lost for a reason other than the session's end (`why`, a
  * string constant): mark it, count it, and post its report. */
@@ -136,8 +174,9 @@ void lr_delete_stray(struct zkl_lockreq *lr, const char *name);
 void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
 void lr_ignore_void(int rc, const void *data);
 void lr_abandon_locked(struct zkl_lockreq *lr);
-/* Set up the request's own watches' handlers (lr_hooks.c). */
-void lr_wire_watches(struct zkl_lockreq *lr);
+/* Set up what the session and the queue call on a plain request: its
+ * member hooks, watch handlers and listing reply (lr_hooks.c). */
+void lr_wire(struct zkl_lockreq *lr);
 void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
 int lr_queue_create(struct zkl_lockreq *lr);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
@@ -168,8 +207,9 @@ void lr_delete(struct zkl_lockreq *lr);
 void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_mark(struct zkl_lockreq *lr);
 
-/* What the request watches (lr_watch.c).  Each registration holds a
- * reference; the unwatch calls return it (the caller holds another). */
+/* What the request watches (lr_watch.c).  Each registration takes its
+ * hold (WATCH, AHEAD, LIMIT, HELD); the unwatch calls drop it (the caller
+ * holds another). */
 /* The node `name` of the queue (a lease also for its mark). */
 int lr_watch_one(struct zkl_lockreq *lr, const char *name);
 /* Every lease ahead of nodes[me] in the queue's view; a change of any is

@@ -77,16 +77,16 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	lr->try_only = (flags & LOCKREQ_TRY) != 0;
 	lr->done = done;
 	lr->arg = arg;
-	lr->refs = 1;
+	lr_hold(lr, LR_HOLD_OWNER);
 	lr->outcome = LR_PENDING;
 	lr->phase = PH_NEW;
-	lr->member.ops = &lr_member_ops;
 	list_init(&lr->member.live);
 	list_init(&lr->member.resume);
 	notice_init(&lr->notice, lr_notice_run);
-	lr_wire_watches(lr);
+	list_init(&lr->watch.link);
+	list_init(&lr->limit_watch.link);
+	list_init(&lr->held_watch.link);
 	list_init(&lr->qwait.link);
-	lr->qwait.listed_locked = lr_listed;
 	lr->qwait.wants_limit = mode == ZKL_MODE_LEASE;
 	list_init(&lr->leaving.link);
 	*out = lr;
@@ -149,20 +149,23 @@ int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name)
 	return 0;
 }
 
-/* Drop a reference that is never the last: the caller still holds one. */
-void lr_unref_locked(struct zkl_lockreq *lr)
+/* How many of each hold there can be at once: one, except for calls in
+ * flight and hooks running. */
+static int lr_hold_is_single(enum lr_hold h)
 {
-	ZKL_ASSERT_HELD(&lr->s->lock);
-	assert(lr->refs > 1);
-	lr->refs--;
+	return h != LR_HOLD_CALL && h != LR_HOLD_ENTRY;
 }
 
-void lr_put_locked(struct zkl_lockreq *lr)
+void lr_hold(struct zkl_lockreq *lr, enum lr_hold h)
 {
-	ZKL_ASSERT_HELD(&lr->s->lock);
-	assert(lr->refs > 0);
-	if (--lr->refs > 0)
-		return;
+	assert(h < LR_HOLDS);
+	assert(!lr_hold_is_single(h) || lr->holds[h] == 0);
+	lr->holds[h]++;
+	lr->refs++;
+}
+
+static void lr_free_locked(struct zkl_lockreq *lr)
+{
 	if (list_linked(&lr->member.live)) {
 		list_del(&lr->member.live);
 		if (list_empty(&lr->s->live)) /* session_close may wait */
@@ -172,13 +175,19 @@ void lr_put_locked(struct zkl_lockreq *lr)
 	lr_free(lr);
 }
 
-void lr_put(struct zkl_lockreq *lr)
+void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h)
 {
-	struct zkl_session *s = lr->s;
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	assert(h < LR_HOLDS && lr->holds[h] > 0 && lr->refs > 0);
+	lr->holds[h]--;
+	if (--lr->refs == 0)
+		lr_free_locked(lr);
+}
 
-	pthread_mutex_lock(&s->lock);
-	lr_put_locked(lr);
-	pthread_mutex_unlock(&s->lock);
+void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from, enum lr_hold to)
+{
+	lr_hold(lr, to);
+	lr_drop_locked(lr, from); /* never the last: `to` is held */
 }
 
 /* ---- telling the owner ------------------------------------------------ */
@@ -192,7 +201,7 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 	lr->notify_err = err;
 	if (!err)
 		lr->s->grants++;
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_NOTICE);
 	notice_post(notify, &lr->notice);
 }
 
@@ -213,16 +222,20 @@ void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	assert(!notice_posted(&lr->notice));
 	lr->gone_told = 1;
 	lr->notify_gone = 1;
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_NOTICE);
 	notice_post(notify, &lr->notice);
 }
 
-/* The end of every entry point that may have moved the request: report a
- * node that is gone, then drop the entry point's reference. */
-void lr_leave_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+void lr_begin_entry_locked(struct zkl_lockreq *lr, enum lr_hold h)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_pass_locked(lr, h, LR_HOLD_ENTRY);
+}
+
+void lr_end_entry_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	lr_tell_gone_locked(lr, notify);
-	lr_put_locked(lr);
+	lr_drop_locked(lr, LR_HOLD_ENTRY);
 }
 
 /* A posted notice: tell the owner, without the session's mutex. */
@@ -231,20 +244,28 @@ void lr_notice_run(struct zkl_notice *n)
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(n, struct zkl_lockreq, notice);
 
+	struct zkl_session *s = lr->s;
+
+	/* The owner may post the notice again from its done (a release of a
+	 * failed request is told 'gone' at once). */
+	pthread_mutex_lock(&s->lock);
+	lr_begin_entry_locked(lr, LR_HOLD_NOTICE);
+	pthread_mutex_unlock(&s->lock);
 	if (lr->notify_gone)
 		lr->gone_fn(lr->gone_arg);
 	else
 		lr->done(lr, lr->notify_err, lr->arg);
-	lr_put(lr);
+	pthread_mutex_lock(&s->lock);
+	lr_drop_locked(lr, LR_HOLD_ENTRY);
+	pthread_mutex_unlock(&s->lock);
 }
 
-/* The end of a completion: report a node that is gone, drop the
- * completion's reference, unlock and run the notices. */
-void lr_exit(struct zkl_lockreq *lr, struct zkl_link *notify)
+void lr_end_completion(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	struct zkl_session *s = lr->s;
 
-	lr_leave_locked(lr, notify);
+	lr_tell_gone_locked(lr, notify);
+	lr_drop_locked(lr, LR_HOLD_CALL);
 	session_leave(s, notify);
 }
 
@@ -341,7 +362,7 @@ void lr_requeue_locked(struct zkl_lockreq *lr)
 {
 	lr->phase = PH_NEW;
 	if (!list_linked(&lr->member.resume)) {
-		lr->refs++;
+		lr_hold(lr, LR_HOLD_RESUME);
 		list_add_tail(&lr->s->resume, &lr->member.resume);
 	}
 }
@@ -350,7 +371,7 @@ void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
 {
 	if (list_linked(&lr->member.resume)) {
 		list_del(&lr->member.resume);
-		lr->refs--;
+		lr_drop_locked(lr, LR_HOLD_RESUME); /* the caller holds one */
 	}
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		lr->lost = 1;

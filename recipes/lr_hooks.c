@@ -35,7 +35,7 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
 
-	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_begin_entry_locked(lr, LR_HOLD_RESUME);
 	switch (lr->phase) {
 	case PH_NEW:
 		if (lr->outcome == LR_PENDING)
@@ -63,7 +63,7 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 	default:
 		break;
 	}
-	lr_leave_locked(lr, notify);
+	lr_end_entry_locked(lr, notify);
 }
 
 static void lr_watch_fired(struct zkl_watch *w, const char *path,
@@ -73,7 +73,7 @@ static void lr_watch_fired(struct zkl_watch *w, const char *path,
 	size_t dirlen = strlen(lr->dir);
 	const char *name = path + dirlen + 1;
 
-	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_begin_entry_locked(lr, LR_HOLD_WATCH);
 	if (lr->phase == PH_WATCHING) {
 		lr->phase = PH_LISTING;
 		if (strncmp(path, lr->dir, dirlen) != 0 ||
@@ -92,7 +92,7 @@ static void lr_watch_fired(struct zkl_watch *w, const char *path,
 			lr_list(lr, notify); /* changed, or we cannot tell */
 		}
 	}
-	lr_leave_locked(lr, notify);
+	lr_end_entry_locked(lr, notify);
 }
 
 /* The resource's data changed (or went): a new limit.  A waiting lease
@@ -103,7 +103,7 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(w, struct zkl_lockreq, limit_watch);
 
-	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_begin_entry_locked(lr, LR_HOLD_LIMIT);
 	(void)path;
 	(void)ev;
 	if (lr->outcome != LR_PENDING) {
@@ -118,7 +118,7 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 		lr_line_up(lr);
 	}
 	/* Any other phase lines up later, reading the limit then. */
-	lr_leave_locked(lr, notify);
+	lr_end_entry_locked(lr, notify);
 }
 
 /* Our own held node changed.  Deleted (not by us: the release takes the
@@ -131,7 +131,7 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(w, struct zkl_lockreq, held_watch);
 
-	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_begin_entry_locked(lr, LR_HOLD_HELD);
 	(void)path;
 	if (lr->outcome != LR_HELD || lr->lost || lr->phase != PH_IDLE) {
 		/* released, or lost already */
@@ -151,7 +151,7 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 	} else {
 		lr_watch_held(lr);
 	}
-	lr_leave_locked(lr, notify);
+	lr_end_entry_locked(lr, notify);
 }
 
 static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
@@ -161,24 +161,23 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	/* Ours, so that dropping the references of the resume list and the
-	 * line cannot free the request under us (a released one may have
-	 * no other). */
-	lr->refs++;
+	/* Ours, so that dropping the holds of the resume list and the line
+	 * cannot free the request under us (a released one may have no
+	 * other). */
+	lr_hold(lr, LR_HOLD_ENTRY);
 	lr_unwatch_all(lr);
 	if (queue_leave_line_locked(&lr->qwait))
-		lr_unref_locked(lr); /* the session's list holds one */
+		lr_drop_locked(lr, LR_HOLD_LINE);
 	/* Replies still to come from the old handle find a phase that does
 	 * not expect them, and are dropped. */
 	if (lr->outcome == LR_PENDING && requeue) {
 		lr_requeue_locked(lr);
-		lr_unref_locked(lr); /* the resume list holds one */
-		return;
+	} else {
+		lr_end_with_session_locked(lr, lost);
+		queue_leaving_done(&lr->leaving);
+		lr_finish_locked(lr, -ENOTCONN, notify);
 	}
-	lr_end_with_session_locked(lr, lost);
-	queue_leaving_done(&lr->leaving);
-	lr_finish_locked(lr, -ENOTCONN, notify);
-	lr_leave_locked(lr, notify);
+	lr_end_entry_locked(lr, notify);
 }
 
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
@@ -199,18 +198,17 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 	}
 }
 
-void lr_wire_watches(struct zkl_lockreq *lr)
-{
-	list_init(&lr->watch.link);
-	lr->watch.fired_locked = lr_watch_fired;
-	list_init(&lr->limit_watch.link);
-	lr->limit_watch.fired_locked = lr_limit_fired;
-	list_init(&lr->held_watch.link);
-	lr->held_watch.fired_locked = lr_held_fired;
-}
-
-const struct zkl_member_ops lr_member_ops = {
+static const struct zkl_member_ops lr_member_ops = {
 	.resume_locked = lr_resume,
 	.expired_locked = lr_expired,
 	.count_locked = lr_count,
 };
+
+void lr_wire(struct zkl_lockreq *lr)
+{
+	lr->member.ops = &lr_member_ops;
+	lr->watch.fired_locked = lr_watch_fired;
+	lr->limit_watch.fired_locked = lr_limit_fired;
+	lr->held_watch.fired_locked = lr_held_fired;
+	lr->qwait.listed_locked = lr_listed;
+}

@@ -26,20 +26,23 @@ static void lr_on_deleted(int rc, const void *data);
 
 /* Line up for the next listing of the queue (queue.h); the reply comes
  * to lr_listed.  A lease watches the limit from now on: the listing reads
- * it, and a change after that read must not go unseen.  Returns 0 or
- * -errno. */
+ * it, and a change after that read must not go unseen.  One already in
+ * line goes to the back.  The LINE hold follows the place in line: taken
+ * on joining, dropped on a failure that leaves the line (the caller holds
+ * another).  Returns 0 or -errno. */
 int lr_line_up(struct zkl_lockreq *lr)
 {
-	int linked = list_linked(&lr->qwait.link);
+	int was_in_line = list_linked(&lr->qwait.link);
 	int err = lr_watch_limit(lr);
 
 	if (err == 0)
 		err = queue_want_listing_locked(lr->q, &lr->qwait);
-
-	if (err == 0 && !linked)
-		lr->refs++;
-	else if (err < 0 && linked)
-		lr_unref_locked(lr); /* the caller holds one */
+	if (err < 0)
+		queue_leave_line_locked(&lr->qwait);
+	if (!was_in_line && list_linked(&lr->qwait.link))
+		lr_hold(lr, LR_HOLD_LINE);
+	else if (was_in_line && !list_linked(&lr->qwait.link))
+		lr_drop_locked(lr, LR_HOLD_LINE);
 	return err;
 }
 
@@ -47,12 +50,12 @@ int lr_queue_create(struct zkl_lockreq *lr)
 {
 	int rc;
 
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_CALL);
 	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
 			  (int)lr->datalen, lr->s->acl,
 			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, lr);
 	if (rc != ZOK) {
-		lr->refs--;
+		lr_drop_locked(lr, LR_HOLD_CALL);
 		return zkerr_errno(rc);
 	}
 	lr->create_attempts++;
@@ -101,7 +104,7 @@ static int lr_first_step(struct zkl_lockreq *lr)
 	list_add_tail(&s->live, &lr->member.live);
 	if (s->state == ZKL_CONN_EXPIRED || s->draining) {
 		/* Between two sessions: queue on the next one. */
-		lr->refs++;
+		lr_hold(lr, LR_HOLD_RESUME);
 		list_add_tail(&s->resume, &lr->member.resume);
 		return 0;
 	}
@@ -119,7 +122,7 @@ void lr_release_locked(struct zkl_lockreq *lr)
 		lr->outcome = LR_FINISHED;
 		lr_abandon_locked(lr);
 	}
-	lr_put_locked(lr);
+	lr_drop_locked(lr, LR_HOLD_OWNER);
 }
 
 /* List the queue: phase stays as the caller set it (LISTING or
@@ -139,10 +142,10 @@ static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)
 	int rc;
 
 	lr->phase = PH_CHECKING;
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_CALL);
 	rc = zoo_aexists(lr->s->zh, lr->node, 0, lr_on_checked, lr);
 	if (rc != ZOK) {
-		lr->refs--;
+		lr_drop_locked(lr, LR_HOLD_CALL);
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, zkerr_errno(rc), notify);
 	}
@@ -153,20 +156,20 @@ void lr_delete(struct zkl_lockreq *lr)
 	lr->phase = PH_DELETING;
 	lr->leaving.name = lr_node_name(lr);
 	queue_leaving_add(lr->q, &lr->leaving);
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK) {
 		/* Only a dead handle refuses; its nodes die with it. */
-		lr->refs--;
+		lr_drop_locked(lr, LR_HOLD_CALL);
 		lr->phase = PH_GONE;
 	}
 }
 
-/* Wait for the connection to come back, then lr_resume. */
+/* Wait for the connection to come back, then the resume hook. */
 void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	if (list_linked(&lr->member.resume))
 		return;
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_RESUME);
 	session_resume_when_connected_locked(lr->s, &lr->member, notify);
 }
 
@@ -260,7 +263,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			lr_finish_locked(lr, zkerr_errno(rc), &notify);
 		}
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 static void lr_on_marked(int rc, const struct Stat *st, const void *data)
@@ -283,7 +286,7 @@ static void lr_on_marked(int rc, const struct Stat *st, const void *data)
 			"waiter behind it will wait for its return",
 			lr->node, zerror(rc));
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 /* Tell the waiters behind a granted lease that it is (doc/design.md):
@@ -291,10 +294,10 @@ static void lr_on_marked(int rc, const struct Stat *st, const void *data)
  * a note stored since is kept. */
 void lr_mark(struct zkl_lockreq *lr)
 {
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_aset(lr->s->zh, lr->node, lr->data, (int)lr->datalen, 0,
 		     lr_on_marked, lr) != ZOK)
-		lr->refs--; /* only a dead handle refuses: the node dies too */
+		lr_drop_locked(lr, LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
 }
 
 static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
@@ -418,6 +421,7 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 {
 	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, qwait);
 
+	lr_begin_entry_locked(lr, LR_HOLD_LINE);
 	if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
 		/* stale: the request moved on (cancelled, expired, or its
 		 * create failed and it lined up again) */
@@ -439,7 +443,7 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 		lr_finish_locked(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc),
 				 notify);
 	}
-	lr_leave_locked(lr, notify);
+	lr_end_entry_locked(lr, notify);
 }
 
 static void lr_on_checked(int rc, const struct Stat *st, const void *data)
@@ -477,7 +481,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, zkerr_errno(rc), &notify);
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 static void lr_on_deleted(int rc, const void *data)
@@ -495,5 +499,5 @@ static void lr_on_deleted(int rc, const void *data)
 			queue_leaving_done(&lr->leaving);
 		}
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }

@@ -31,15 +31,14 @@ int lr_watch_one(struct zkl_lockreq *lr, const char *name)
 	if (err < 0)
 		return err;
 	lr->watch.wants_marks = lr->mode == ZKL_MODE_LEASE;
-	lr->refs++;
 	err = session_watch_locked(lr->s, path, &lr->watch);
-	if (err < 0)
-		lr->refs--;
+	if (err == 0)
+		lr_hold(lr, LR_HOLD_WATCH);
 	return err;
 }
 
-/* Forget the first waiter's watches; the array's reference stays with
- * the caller. */
+/* Forget the first waiter's watches; the AHEAD hold stays with the
+ * caller. */
 static void lr_drop_ahead(struct zkl_lockreq *lr)
 {
 	for (size_t i = 0; i < lr->nahead; i++)
@@ -50,7 +49,7 @@ static void lr_drop_ahead(struct zkl_lockreq *lr)
 }
 
 /* One lease ahead changed: the others no longer matter, and the array's
- * reference passes to the request's own handler, which looks again. */
+ * hold passes to the request's own handler, which looks again. */
 static void lr_ahead_fired(struct zkl_watch *w, const char *path,
 			   enum zkl_watch_event ev, struct zkl_link *notify)
 {
@@ -58,6 +57,7 @@ static void lr_ahead_fired(struct zkl_watch *w, const char *path,
 		ZKL_CONTAINER_OF(w, struct lr_ahead, watch)->lr;
 
 	lr_drop_ahead(lr); /* frees w */
+	lr_pass_locked(lr, LR_HOLD_AHEAD, LR_HOLD_WATCH);
 	lr->watch.fired_locked(&lr->watch, path, ev, notify);
 }
 
@@ -71,7 +71,7 @@ int lr_watch_ahead(struct zkl_lockreq *lr, size_t me)
 	lr->ahead = calloc(n, sizeof(*lr->ahead));
 	if (!lr->ahead)
 		return -ENOMEM;
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_AHEAD);
 	for (size_t i = q->lo; i < me; i++) {
 		struct lr_ahead *a = &lr->ahead[lr->nahead];
 		int err;
@@ -104,17 +104,17 @@ int lr_watch_limit(struct zkl_lockreq *lr)
 	/* The get that arms it is sent with the listing (queue.c). */
 	err = session_watch_armed_locked(lr->s, lr->dir, &lr->limit_watch);
 	if (err == 0)
-		lr->refs++;
+		lr_hold(lr, LR_HOLD_LIMIT);
 	return err;
 }
 
 void lr_unwatch(struct zkl_lockreq *lr)
 {
 	if (watchtab_remove(&lr->s->watches, &lr->watch))
-		lr_unref_locked(lr);
+		lr_drop_locked(lr, LR_HOLD_WATCH);
 	if (lr->ahead) {
 		lr_drop_ahead(lr);
-		lr_unref_locked(lr);
+		lr_drop_locked(lr, LR_HOLD_AHEAD);
 	}
 }
 
@@ -126,10 +126,10 @@ void lr_watch_held(struct zkl_lockreq *lr)
 	if (lr->outcome != LR_HELD || lr->lost || lr->mutex_names ||
 	    lr->held_watch.entry)
 		return;
-	lr->refs++;
 	err = session_watch_locked(lr->s, lr->node, &lr->held_watch);
-	if (err < 0) {
-		lr->refs--;
+	if (err == 0) {
+		lr_hold(lr, LR_HOLD_HELD);
+	} else {
 		log_msg(LOG_WARNING,
 			"%s: cannot watch the held lock node (%s): its "
 			"deletion by another client would go unnoticed",
@@ -141,7 +141,7 @@ void lr_unwatch_all(struct zkl_lockreq *lr)
 {
 	lr_unwatch(lr);
 	if (watchtab_remove(&lr->s->watches, &lr->limit_watch))
-		lr_unref_locked(lr);
+		lr_drop_locked(lr, LR_HOLD_LIMIT);
 	if (watchtab_remove(&lr->s->watches, &lr->held_watch))
-		lr_unref_locked(lr);
+		lr_drop_locked(lr, LR_HOLD_HELD);
 }

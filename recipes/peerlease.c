@@ -46,8 +46,8 @@ static int pl_kazoo(const struct zkl_lockreq *lr)
 
 /* ---- the peer's lock -------------------------------------------------- */
 
-/* Let the peer's lock go.  Its done comes (and drops the reference it
- * holds on lr) unless it was still pending. */
+/* Let the peer's lock go.  Its done comes (and drops the MUTEX hold on
+ * lr) unless it was still pending. */
 static void pl_release_mutex(struct zkl_lockreq *lr)
 {
 	struct zkl_lockreq *m = lr->mutex;
@@ -56,16 +56,16 @@ static void pl_release_mutex(struct zkl_lockreq *lr)
 		return;
 	lr->mutex = NULL;
 	if (m->outcome == LR_PENDING)
-		lr_unref_locked(lr);
+		lr_drop_locked(lr, LR_HOLD_MUTEX); /* the caller holds one */
 	lr_release_locked(m);
 }
 
 static void pl_delete(struct zkl_lockreq *lr)
 {
 	lr->phase = PH_DELETING;
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_adelete(lr->s->zh, lr->node, -1, pl_on_deleted, lr) != ZOK) {
-		lr->refs--; /* only a dead handle refuses: the node dies too */
+		lr_drop_locked(lr, LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
 		lr->phase = PH_GONE;
 	}
 }
@@ -111,13 +111,14 @@ static int pl_start_mutex(struct zkl_lockreq *lr)
 			       lr->datalen, pl_mutex_done, lr, &m);
 	if (err < 0)
 		return err;
+	lr_wire(m);
 	err = lr_start_locked(m);
 	if (err < 0) {
-		lr_put_locked(m);
+		lr_drop_locked(m, LR_HOLD_OWNER);
 		return err;
 	}
 	lr->mutex = m;
-	lr->refs++; /* for m's done */
+	lr_hold(lr, LR_HOLD_MUTEX);
 	lr->phase = PH_MUTEX;
 	return 0;
 }
@@ -126,14 +127,14 @@ static void pl_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	int rc;
 
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_CALL);
 	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
 			  (int)lr->datalen, lr->s->acl,
 			  pl_kazoo(lr) ? ZOO_EPHEMERAL
 				       : ZOO_EPHEMERAL_SEQUENTIAL,
 			  pl_on_created, lr);
 	if (rc != ZOK) {
-		lr->refs--;
+		lr_drop_locked(lr, LR_HOLD_CALL);
 		lr->phase = PH_GONE;
 		pl_fail(lr, zkerr_errno(rc), notify);
 		return;
@@ -149,6 +150,7 @@ static void pl_mutex_done(struct zkl_lockreq *m, int err, void *arg)
 	struct zkl_link notify;
 
 	session_enter(lr->s, &notify);
+	lr_begin_entry_locked(lr, LR_HOLD_MUTEX);
 	if (lr->mutex != m) {
 		/* let go already */
 	} else if (lr->outcome != LR_PENDING || lr->phase != PH_MUTEX) {
@@ -166,7 +168,8 @@ static void pl_mutex_done(struct zkl_lockreq *m, int err, void *arg)
 	} else {
 		pl_create(lr, &notify);
 	}
-	lr_exit(lr, &notify);
+	lr_end_entry_locked(lr, &notify);
+	session_leave(lr->s, &notify);
 }
 
 /* ---- counting --------------------------------------------------------- */
@@ -192,7 +195,7 @@ static void pl_on_limit(int rc, const char *value, int len,
 		resource_limit_of_reply(rc, value, len, &lr->peer_limit);
 	if (lr->peer_limit_err == -ENOENT) /* kazoo: no resource yet */
 		lr->peer_limit_err = 0;
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 /* Does the count leave room for us?  Curator counts the leases, ours
@@ -241,7 +244,7 @@ static void pl_on_acl(int rc, struct ACL_vector *acl, struct Stat *st,
 				lr->dir, foreign, fix);
 		}
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 static void pl_on_children(int rc, const struct String_vector *sv,
@@ -285,7 +288,16 @@ static void pl_on_children(int rc, const struct String_vector *sv,
 	} else {
 		lr->phase = PH_WATCHING;
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
+}
+
+/* The CALL hold of a call just sent, if rc says it was: 0 or -errno. */
+static int pl_call(struct zkl_lockreq *lr, int rc)
+{
+	if (rc != ZOK)
+		return zkerr_errno(rc);
+	lr_hold(lr, LR_HOLD_CALL);
+	return 0;
 }
 
 /* Read N and the leases, both watched: a change of either wakes us. */
@@ -299,39 +311,30 @@ static void pl_count(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr->phase = PH_COUNTING;
 	err = session_watch_armed_locked(s, lr->res, &lr->limit_watch);
 	if (err == 0) {
-		lr->refs++;
+		lr_hold(lr, LR_HOLD_LIMIT);
 		err = session_watch_children_armed_locked(s, lr->dir,
 							  &lr->watch);
 	}
 	if (err == 0) {
-		lr->refs++;
-		lr->refs++; /* for the reply */
-		err = zkerr_errno(
-			session_awget_locked(s, lr->res, pl_on_limit, lr));
-		if (err < 0)
-			lr->refs--;
+		lr_hold(lr, LR_HOLD_WATCH);
+		err = pl_call(lr, session_awget_locked(s, lr->res, pl_on_limit,
+						       lr));
 	}
-	if (err == 0 && s->auth && !lr->acl_checked) {
-		lr->refs++; /* answered before the listing sent next */
-		err = zkerr_errno(zoo_aget_acl(s->zh, lr->dir, pl_on_acl, lr));
-		if (err < 0)
-			lr->refs--;
-	}
-	if (err == 0) {
-		lr->refs++;
-		err = zkerr_errno(session_awget_children_locked(
-			s, lr->dir, pl_on_children, lr));
-		if (err < 0)
-			lr->refs--;
-	}
+	/* The ACL's reply comes before the listing's, sent next. */
+	if (err == 0 && s->auth && !lr->acl_checked)
+		err = pl_call(lr, zoo_aget_acl(s->zh, lr->dir, pl_on_acl, lr));
+	if (err == 0)
+		err = pl_call(lr, session_awget_children_locked(
+					  s, lr->dir, pl_on_children, lr));
 	if (err < 0)
 		pl_fail(lr, err, notify);
 }
 
-/* The leases or N changed. */
-static void pl_fired(struct zkl_lockreq *lr, struct zkl_link *notify)
+/* The leases or N changed: the watch's hold `h` ends here. */
+static void pl_fired(struct zkl_lockreq *lr, enum lr_hold h,
+		     struct zkl_link *notify)
 {
-	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_begin_entry_locked(lr, h);
 	if (lr->outcome != LR_PENDING) {
 		/* stale */
 	} else if (lr->phase == PH_WATCHING) {
@@ -339,7 +342,7 @@ static void pl_fired(struct zkl_lockreq *lr, struct zkl_link *notify)
 	} else if (lr->phase == PH_COUNTING) {
 		lr->recount = 1; /* the reply on its way may predate it */
 	}
-	lr_leave_locked(lr, notify); /* the registration's reference */
+	lr_end_entry_locked(lr, notify);
 }
 
 static void pl_leases_fired(struct zkl_watch *w, const char *path,
@@ -347,7 +350,8 @@ static void pl_leases_fired(struct zkl_watch *w, const char *path,
 {
 	(void)path;
 	(void)ev;
-	pl_fired(ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch), notify);
+	pl_fired(ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch), LR_HOLD_WATCH,
+		 notify);
 }
 
 static void pl_limit_fired(struct zkl_watch *w, const char *path,
@@ -355,7 +359,8 @@ static void pl_limit_fired(struct zkl_watch *w, const char *path,
 {
 	(void)path;
 	(void)ev;
-	pl_fired(ZKL_CONTAINER_OF(w, struct zkl_lockreq, limit_watch), notify);
+	pl_fired(ZKL_CONTAINER_OF(w, struct zkl_lockreq, limit_watch),
+		 LR_HOLD_LIMIT, notify);
 }
 
 /* ---- the lease node ---------------------------------------------------- */
@@ -366,9 +371,8 @@ static void pl_on_checked(int rc, const struct Stat *st, const void *data);
 static void pl_check(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	lr->phase = PH_CHECKING;
-	lr->refs++;
-	if (zoo_aexists(lr->s->zh, lr->node, 0, pl_on_checked, lr) != ZOK) {
-		lr->refs--;
+	if (pl_call(lr, zoo_aexists(lr->s->zh, lr->node, 0, pl_on_checked,
+				    lr)) < 0) {
 		lr->phase = PH_GONE;
 		pl_fail(lr, -ENOTCONN, notify);
 	}
@@ -403,7 +407,7 @@ static void pl_on_found(int rc, const struct String_vector *sv,
 		else
 			pl_create(lr, &notify);
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 /* A create whose reply was lost: find the node it may have made (a
@@ -417,11 +421,9 @@ static void pl_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 		}
 	} else {
 		lr->phase = PH_RECOVERING;
-		lr->refs++;
-		if (zoo_aget_children(lr->s->zh, lr->dir, 0, pl_on_found, lr) ==
-		    ZOK)
+		if (pl_call(lr, zoo_aget_children(lr->s->zh, lr->dir, 0,
+						  pl_on_found, lr)) == 0)
 			return;
-		lr->refs--;
 	}
 	lr->phase = PH_GONE;
 	pl_fail(lr, -ENOTCONN, notify);
@@ -472,7 +474,7 @@ static void pl_on_created(int rc, const char *name, const struct Stat *st,
 		lr->phase = PH_GONE;
 		pl_fail(lr, zkerr_errno(rc), &notify);
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 static void pl_on_checked(int rc, const struct Stat *st, const void *data)
@@ -500,7 +502,7 @@ static void pl_on_checked(int rc, const struct Stat *st, const void *data)
 		lr->phase = PH_GONE;
 		pl_fail(lr, zkerr_errno(rc), &notify);
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 static void pl_on_deleted(int rc, const void *data)
@@ -515,7 +517,7 @@ static void pl_on_deleted(int rc, const void *data)
 		else
 			lr->phase = PH_GONE;
 	}
-	lr_exit(lr, &notify);
+	lr_end_completion(lr, &notify);
 }
 
 /* ---- the owner's start, and the session's calls ------------------------ */
@@ -539,7 +541,7 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
 	int err;
 
-	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_begin_entry_locked(lr, LR_HOLD_RESUME);
 	switch (lr->phase) {
 	case PH_NEW: /* a new session: a fresh tag, and the lock again */
 		pl_release_mutex(lr);
@@ -569,7 +571,7 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 	default:
 		break;
 	}
-	lr_leave_locked(lr, notify);
+	lr_end_entry_locked(lr, notify);
 }
 
 /* The session is over.  The peer's lock is a member of its own: a pending
@@ -583,7 +585,7 @@ static void pl_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	lr->refs++;
+	lr_hold(lr, LR_HOLD_ENTRY);
 	lr_unwatch_all(lr);
 	if (lr->outcome == LR_PENDING && requeue) {
 		if (lr->phase != PH_MUTEX) {
@@ -595,7 +597,7 @@ static void pl_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 		lr_tell_locked(lr, -ENOTCONN, notify);
 		lr->outcome = LR_FINISHED;
 	}
-	lr_leave_locked(lr, notify);
+	lr_end_entry_locked(lr, notify);
 }
 
 const struct zkl_member_ops peerlease_member_ops = {
