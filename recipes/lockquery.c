@@ -25,6 +25,10 @@ struct lockquery {
 	int attempts;
 	unsigned limit; /* a lease's: read just before each listing */
 	int limit_err;
+	/* Under s->lock: the limit's get is out, and the listing sent after
+	 * it could not be (its error): the get's reply finishes the query. */
+	int limit_pending;
+	int list_failed;
 	struct lockquery_answer answer;
 	char *node_path; /* of the blocker, while its data is read */
 	lockquery_fn cb;
@@ -50,30 +54,46 @@ static void lq_on_limit(int rc, const char *value, int len,
 			const struct Stat *st, const void *data)
 {
 	struct lockquery *q = (struct lockquery *)data;
-
+	struct zkl_session *s = q->s;
 	int err = resource_limit_of_reply(rc, value, len, &q->limit);
 
 	(void)st;
 	/* No resource: nothing queued, and its limit would be 1. */
 	q->limit_err = err == -ENOENT ? 0 : err == -EBADMSG ? -EIO : err;
+	pthread_mutex_lock(&s->lock);
+	q->limit_pending = 0;
+	err = q->list_failed;
+	pthread_mutex_unlock(&s->lock);
+	if (err < 0)
+		lq_finish(q, err);
 }
 
 /* The completion may run, and free q, before resource_list returns: after
  * the call, only locals.  Returns 0 or -errno (then q is still ours). */
 static int lq_send_list(struct lockquery *q)
 {
-	q->attempts++;
-	if (q->mode == ZKL_MODE_LEASE) {
-		struct zkl_session *s = q->s;
-		int rc;
+	struct zkl_session *s = q->s;
+	int rc = ZOK, err, pending;
 
-		pthread_mutex_lock(&s->lock);
+	q->attempts++;
+	pthread_mutex_lock(&s->lock);
+	if (q->mode == ZKL_MODE_LEASE)
 		rc = zoo_aget(s->zh, q->dir, 0, lq_on_limit, q);
-		pthread_mutex_unlock(&s->lock);
-		if (rc != ZOK)
-			return zkerr_errno(rc);
-	}
-	return resource_list(q->s, q->list_dir, lq_on_listed, q);
+	q->limit_pending = q->mode == ZKL_MODE_LEASE && rc == ZOK;
+	pthread_mutex_unlock(&s->lock);
+	if (rc != ZOK)
+		return zkerr_errno(rc);
+	err = resource_list(s, q->list_dir, lq_on_listed, q);
+	if (err == 0)
+		return 0;
+	/* The limit's reply, on its way, still needs q: it finishes the
+	 * query unless it came back already. */
+	pthread_mutex_lock(&s->lock);
+	pending = q->limit_pending;
+	if (pending)
+		q->list_failed = err;
+	pthread_mutex_unlock(&s->lock);
+	return pending ? 0 : err;
 }
 
 static void lq_list(struct lockquery *q)

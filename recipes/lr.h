@@ -72,14 +72,14 @@ struct zkl_lockreq {
 	struct lr_ahead *ahead;   /* a first waiter's watches on every lease
 				 * ahead of it (lr_watch.c), or NULL */
 	size_t nahead;
-	struct zkl_watch limit_watch; /* a lease in line or waiting: on the
+	struct zkl_watch limit_watch;   /* a lease in line or waiting: on the
 				       * resource's data, its limit */
-	struct zkl_watch held_watch;  /* while held: on our own node, whose
+	struct zkl_watch held_watch;    /* while held: on our own node, whose
 				       * deletion by anyone else loses it */
-	struct zkl_lockreq *mutex;    /* a peer lease: the request for the
+	struct zkl_lockreq *mutex;      /* a peer lease: the request for the
 				    * peer's own lock, while it has one */
-	int refs;                         /* the sum of holds[] */
-	unsigned short holds[LR_HOLDS];   /* per kind (enum lr_hold) */
+	int refs;                       /* the sum of holds[] */
+	unsigned short holds[LR_HOLDS]; /* per kind (enum lr_hold) */
 	enum lr_outcome outcome;
 	enum lr_phase phase;
 	int notify_err;
@@ -145,8 +145,7 @@ void lr_hold(struct zkl_lockreq *lr, enum lr_hold h);
 void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h);
 /* Hand the hold `from` over as `to` (a fired watch of the ahead array
  * runs as the request's own watch). */
-void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from,
-		    enum lr_hold to);
+void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from, enum lr_hold to);
 void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
 void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* The start of every entry point but a completion (a hook, a fired

@@ -132,7 +132,9 @@ void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
 	int err = lr_line_up(lr);
 
 	if (err < 0) {
-		lr->phase = PH_GONE;
+		/* A node we know is deleted by the finish; one we look for
+		 * dies with the session. */
+		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
 		lr_finish_locked(lr, err, notify);
 	}
 }
@@ -297,7 +299,9 @@ void lr_mark(struct zkl_lockreq *lr)
 	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_aset(lr->s->zh, lr->node, lr->data, (int)lr->datalen, 0,
 		     lr_on_marked, lr) != ZOK)
-		lr_drop_locked(lr, LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
+		lr_drop_locked(
+			lr,
+			LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
 }
 
 static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)

@@ -99,7 +99,11 @@ int lr_watch_limit(struct zkl_lockreq *lr)
 {
 	int err;
 
-	if (lr->mode != ZKL_MODE_LEASE || lr->limit_watch.entry)
+	/* One given up already lists only to find its node (a lost create
+	 * reply): a watch set now would keep it alive until the limit
+	 * changes. */
+	if (lr->mode != ZKL_MODE_LEASE || lr->outcome != LR_PENDING ||
+	    lr->limit_watch.entry)
 		return 0;
 	/* The get that arms it is sent with the listing (queue.c). */
 	err = session_watch_armed_locked(lr->s, lr->dir, &lr->limit_watch);

@@ -65,7 +65,9 @@ static void pl_delete(struct zkl_lockreq *lr)
 	lr->phase = PH_DELETING;
 	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_adelete(lr->s->zh, lr->node, -1, pl_on_deleted, lr) != ZOK) {
-		lr_drop_locked(lr, LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
+		lr_drop_locked(
+			lr,
+			LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
 		lr->phase = PH_GONE;
 	}
 }

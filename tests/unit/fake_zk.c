@@ -19,11 +19,42 @@ static void *watch_ctx;
 int fake_zoo_state = 3; /* ZOO_CONNECTED_STATE */
 int fake_awget_fails_with = ZOK;
 
+/* Keep what a create or set stores (cut to the record's room). */
+static void fake_call_value(struct fake_call *c, const char *value, int len)
+{
+	c->valuelen = value && len > 0 ? len : 0;
+	if ((size_t)c->valuelen > sizeof(c->value))
+		c->valuelen = (int)sizeof(c->value);
+	if (c->valuelen)
+		memcpy(c->value, value, (size_t)c->valuelen);
+}
+
+static long call_countdown;
+static int call_failed;
+
+void fake_fail_call_at(long n)
+{
+	call_countdown = n;
+	call_failed = 0;
+}
+
+int fake_call_failed(void)
+{
+	return call_failed;
+}
+
+/* Queue a call; NULL if it is the one armed to be refused (the zoo_a*
+ * function then returns ZMARSHALLINGERROR, as the client does out of
+ * memory). */
 static struct fake_call *fake_push(enum fake_op op, const char *path,
 				   const void *completion, const void *data)
 {
 	struct fake_call *c;
 
+	if (call_countdown > 0 && --call_countdown == 0) {
+		call_failed = 1;
+		return NULL;
+	}
 	cr_assert_lt(tail, FAKE_MAX, "too many queued calls");
 	c = &calls[tail++];
 	memset(c, 0, sizeof(*c));
@@ -38,12 +69,15 @@ int zoo_acreate2(zhandle_t *zh, const char *path, const char *value,
 		 int valuelen, const struct ACL_vector *acl, int mode,
 		 string_stat_completion_t completion, const void *data)
 {
+	struct fake_call *c =
+		fake_push(FAKE_CREATE, path, (const void *)completion, data);
+
 	(void)zh;
-	(void)value;
-	(void)valuelen;
 	(void)acl;
-	(void)mode;
-	fake_push(FAKE_CREATE, path, (const void *)completion, data);
+	if (!c)
+		return ZMARSHALLINGERROR;
+	fake_call_value(c, value, valuelen);
+	c->mode = mode;
 	return ZOK;
 }
 
@@ -51,26 +85,32 @@ int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
 		int valuelen, const struct ACL_vector *acl, int mode,
 		string_completion_t completion, const void *data)
 {
+	struct fake_call *c = fake_push(FAKE_CREATE_PARENT, path,
+					(const void *)completion, data);
+
 	(void)zh;
-	(void)value;
-	(void)valuelen;
 	(void)acl;
-	(void)mode;
-	fake_push(FAKE_CREATE_PARENT, path, (const void *)completion, data);
+	if (!c)
+		return ZMARSHALLINGERROR;
+	fake_call_value(c, value, valuelen);
+	c->mode = mode;
 	return ZOK;
 }
 
 /* A call that sets a watch: the watcher is what fake_fire_watch runs. */
-static void fake_push_watched(enum fake_op op, const char *path,
-			      const void *completion, const void *data,
-			      watcher_fn watcher, void *watcher_ctx)
+static int fake_push_watched(enum fake_op op, const char *path,
+			     const void *completion, const void *data,
+			     watcher_fn watcher, void *watcher_ctx)
 {
 	struct fake_call *c = fake_push(op, path, completion, data);
 
+	if (!c)
+		return ZMARSHALLINGERROR;
 	c->watcher = watcher;
 	c->watcher_ctx = watcher_ctx;
 	watch_fn = watcher;
 	watch_ctx = watcher_ctx;
+	return ZOK;
 }
 
 int zoo_aget_children(zhandle_t *zh, const char *path, int watch,
@@ -78,17 +118,22 @@ int zoo_aget_children(zhandle_t *zh, const char *path, int watch,
 {
 	(void)zh;
 	cr_assert_eq(watch, 0, "getChildren must never set a watch");
-	fake_push(FAKE_CHILDREN, path, (const void *)completion, data);
-	return ZOK;
+	return fake_push(FAKE_CHILDREN, path, (const void *)completion, data)
+		       ? ZOK
+		       : ZMARSHALLINGERROR;
 }
 
 int zoo_aget_children2(zhandle_t *zh, const char *path, int watch,
 		       strings_stat_completion_t completion, const void *data)
 {
+	struct fake_call *c =
+		fake_push(FAKE_CHILDREN, path, (const void *)completion, data);
+
 	(void)zh;
 	cr_assert_eq(watch, 0, "getChildren must never set a watch");
-	fake_push(FAKE_CHILDREN, path, (const void *)completion, data)
-		->with_stat = 1;
+	if (!c)
+		return ZMARSHALLINGERROR;
+	c->with_stat = 1;
 	return ZOK;
 }
 
@@ -97,9 +142,8 @@ int zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watcher,
 		       const void *data)
 {
 	(void)zh;
-	fake_push_watched(FAKE_WCHILDREN, path, (const void *)completion, data,
-			  watcher, watcherCtx);
-	return ZOK;
+	return fake_push_watched(FAKE_WCHILDREN, path, (const void *)completion,
+				 data, watcher, watcherCtx);
 }
 
 int zoo_aexists(zhandle_t *zh, const char *path, int watch,
@@ -107,8 +151,9 @@ int zoo_aexists(zhandle_t *zh, const char *path, int watch,
 {
 	(void)zh;
 	(void)watch;
-	fake_push(FAKE_EXISTS, path, (const void *)completion, data);
-	return ZOK;
+	return fake_push(FAKE_EXISTS, path, (const void *)completion, data)
+		       ? ZOK
+		       : ZMARSHALLINGERROR;
 }
 
 int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
@@ -121,9 +166,8 @@ int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
 		fake_awget_fails_with = ZOK;
 		return rc;
 	}
-	fake_push_watched(FAKE_GET, path, (const void *)completion, data,
-			  watcher, watcherCtx);
-	return ZOK;
+	return fake_push_watched(FAKE_GET, path, (const void *)completion, data,
+				 watcher, watcherCtx);
 }
 
 int zoo_aget(zhandle_t *zh, const char *path, int watch,
@@ -131,8 +175,9 @@ int zoo_aget(zhandle_t *zh, const char *path, int watch,
 {
 	(void)zh;
 	cr_assert_eq(watch, 0, "a plain read must not set a watch");
-	fake_push(FAKE_READ, path, (const void *)completion, data);
-	return ZOK;
+	return fake_push(FAKE_READ, path, (const void *)completion, data)
+		       ? ZOK
+		       : ZMARSHALLINGERROR;
 }
 
 int zoo_adelete(zhandle_t *zh, const char *path, int version,
@@ -140,18 +185,22 @@ int zoo_adelete(zhandle_t *zh, const char *path, int version,
 {
 	(void)zh;
 	(void)version;
-	fake_push(FAKE_DELETE, path, (const void *)completion, data);
-	return ZOK;
+	return fake_push(FAKE_DELETE, path, (const void *)completion, data)
+		       ? ZOK
+		       : ZMARSHALLINGERROR;
 }
 
 int zoo_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen,
 	     int version, stat_completion_t completion, const void *data)
 {
+	struct fake_call *c =
+		fake_push(FAKE_SET, path, (const void *)completion, data);
+
 	(void)zh;
-	(void)buffer;
-	(void)buflen;
-	fake_push(FAKE_SET, path, (const void *)completion, data)->version =
-		version;
+	if (!c)
+		return ZMARSHALLINGERROR;
+	fake_call_value(c, buffer, buflen);
+	c->version = version;
 	return ZOK;
 }
 
@@ -180,6 +229,7 @@ struct zkl_session *fake_session(void)
 	fake_done_err = 12345;
 	fake_zoo_state = ZOO_CONNECTED_STATE;
 	fake_awget_fails_with = ZOK;
+	call_countdown = 0;
 	s->zh = (zhandle_t *)(uintptr_t)0x1;
 	s->base = strdup("/b");
 	s->client_id = 77;
@@ -221,6 +271,17 @@ struct fake_call *fake_peek(enum fake_op op)
 	cr_assert_eq(calls[head].op, op, "next call is op %d, expected %d",
 		     calls[head].op, op);
 	return &calls[head];
+}
+
+struct fake_call fake_take(void)
+{
+	struct fake_call c;
+
+	cr_assert_gt(tail, head, "expected a queued call, found none");
+	c = calls[head++];
+	if (head == tail)
+		head = tail = 0; /* a long scenario reuses the slots */
+	return c;
 }
 
 static struct fake_call *fake_pop(enum fake_op op)

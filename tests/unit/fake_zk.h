@@ -31,8 +31,11 @@ struct fake_call {
 	const void *data;
 	watcher_fn watcher;
 	void *watcher_ctx;
-	int version;   /* of a set */
-	int with_stat; /* a getChildren2: its reply carries the parent's */
+	int version;    /* of a set */
+	int with_stat;  /* a getChildren2: its reply carries the parent's */
+	int mode;       /* of a create */
+	char value[64]; /* what a create or set stores */
+	int valuelen;
 };
 
 extern int fake_zoo_state;
@@ -50,6 +53,14 @@ void fake_on_done(struct zkl_lockreq *lr, int err, void *arg);
  * owner's counts start again. */
 struct zkl_session *fake_session(void);
 void fake_session_free(struct zkl_session *s);
+
+/* Refuse the n-th ZooKeeper call from now (1: the next), and only that
+ * one: the call returns ZMARSHALLINGERROR and queues nothing.  0 turns
+ * it off (and so does fake_session).  Has it been refused? */
+void fake_fail_call_at(long n);
+int fake_call_failed(void);
+/* The oldest queued call, taken off the queue (fake_tree.c answers it). */
+struct fake_call fake_take(void);
 
 /* Number of queued calls; the oldest one (asserts its op). */
 int fake_pending(void);

@@ -1,0 +1,294 @@
+/*
+ * The fault simulator (STYLE.md, after SQLite's): each scenario runs
+ * again and again, failing the 1st, 2nd, 3rd, ... allocation, ZooKeeper
+ * call or ZooKeeper reply (a connection loss after the server did the
+ * work), until a run meets no fault.  Every run must end clean: each
+ * request told at most once, every request and queue freed once released,
+ * no block left allocated, and no node of ours left behind unless a call
+ * was refused (only a dead handle refuses, and its nodes die with it).
+ * The holds of a request are counted and asserted (recipes/lr.h), so a
+ * reference dropped twice stops the run where it happens; the ASan build
+ * catches the rest.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "fake_tree.h"
+#include "fault.h"
+#include "internal.h"
+#include "lockquery.h"
+#include "lockreq.h"
+
+enum fault_kind { FAULT_ALLOC, FAULT_CALL, FAULT_REPLY };
+
+/* One request of a scenario and what its owner was told. */
+struct slot {
+	struct zkl_lockreq *lr;
+	int told, err, released;
+};
+
+static struct zkl_session *s;
+static struct slot slots[4];
+
+static void slot_done(struct zkl_lockreq *lr, int err, void *arg)
+{
+	struct slot *sl = arg;
+
+	(void)lr;
+	cr_assert_eq(sl->told, 0, "a request was told twice (%d, then %d)",
+		     sl->err, err);
+	sl->told = 1;
+	sl->err = err;
+}
+
+/* Start request i; a failure to start is the owner's to release. */
+static void start(int i, const char *dir, enum zkl_mode mode, unsigned flags)
+{
+	struct slot *sl = &slots[i];
+
+	memset(sl, 0, sizeof(*sl));
+	if (lockreq_new(s, dir, mode, flags, "id", 2, slot_done, sl, &sl->lr) <
+	    0) {
+		sl->lr = NULL;
+		return;
+	}
+	if (lockreq_start(sl->lr) < 0) {
+		lockreq_release(sl->lr);
+		sl->released = 1;
+	}
+}
+
+/* ... and answer what it asked, and what followed. */
+static void take(int i, const char *dir, enum zkl_mode mode, unsigned flags)
+{
+	start(i, dir, mode, flags);
+	fake_tree_settle(s);
+}
+
+static void let_go(int i)
+{
+	struct slot *sl = &slots[i];
+
+	if (sl->lr && !sl->released) {
+		lockreq_release(sl->lr);
+		sl->released = 1;
+	}
+	fake_tree_settle(s);
+}
+
+/* Is request i held, as far as its owner was told? */
+static int held(int i)
+{
+	return slots[i].lr && slots[i].told && slots[i].err == 0;
+}
+
+typedef void (*scenario_fn)(int clean);
+
+static void arm(enum fault_kind kind, long n)
+{
+	if (kind == FAULT_ALLOC)
+		fault_alloc_fail_at(n);
+	else if (kind == FAULT_CALL)
+		fake_fail_call_at(n);
+	else
+		fake_fail_reply_at(n);
+}
+
+/* Disarm; did the armed fault happen? */
+static int disarm(enum fault_kind kind)
+{
+	int hit = kind == FAULT_ALLOC  ? fault_alloc_failed()
+		  : kind == FAULT_CALL ? fake_call_failed()
+				       : fake_reply_failed();
+
+	fault_alloc_fail_at(0);
+	fake_fail_call_at(0);
+	fake_fail_reply_at(0);
+	return hit;
+}
+
+static const char *const kind_names[] = { "allocation", "call", "reply" };
+
+/* Run the scenario once with fault n of kind; returns whether it hit. */
+static int run_once(scenario_fn scenario, enum fault_kind kind, long n,
+		    const char *limit, enum zkl_style dialect)
+{
+	long before = fault_alloc_live();
+	int hit, refused;
+
+	memset(slots, 0, sizeof(slots));
+	s = fake_session();
+	s->dialect = dialect;
+	fake_tree_reset();
+	fake_tree_add("/b", NULL);
+	fake_tree_add("/b/r", limit);
+	arm(kind, n);
+	scenario(n == 0);
+	for (int i = 0; i < 4; i++)
+		let_go(i);
+	refused = kind == FAULT_CALL && fake_call_failed();
+	hit = disarm(kind);
+	fake_tree_settle(s);
+	cr_assert_eq(fake_pending(), 0);
+	cr_assert(list_empty(&s->live),
+		  "%s fault %ld: a request outlived its release",
+		  kind_names[kind], n);
+	cr_assert_eq(s->queues.nitems, 0,
+		     "%s fault %ld: a queue outlived its requests",
+		     kind_names[kind], n);
+	if (!refused)
+		cr_assert_eq(fake_tree_ephemerals(), 0,
+			     "%s fault %ld: a node of ours was left behind",
+			     kind_names[kind], n);
+	fake_session_free(s);
+	cr_assert_eq(fault_alloc_live(), before,
+		     "%s fault %ld: %ld blocks leaked", kind_names[kind], n,
+		     fault_alloc_live() - before);
+	return hit;
+}
+
+static void run_all_faults(scenario_fn scenario, const char *limit,
+			   enum zkl_style dialect)
+{
+	for (int k = FAULT_ALLOC; k <= FAULT_REPLY; k++) {
+		long n = 1;
+		while (run_once(scenario, (enum fault_kind)k, n, limit,
+				dialect)) {
+			cr_assert_lt(n, 5000, "%s faults never end",
+				     kind_names[k]);
+			n++;
+		}
+		cr_assert_gt(n, 1, "no %s fault was ever hit", kind_names[k]);
+	}
+	/* And once without: the scenario's own checks hold. */
+	run_once(scenario, FAULT_ALLOC, 0, limit, dialect);
+}
+
+/* Two writers: the second waits for the first, then holds. */
+static void two_writers(int clean)
+{
+	(void)clean;
+	take(0, "/b/r", ZKL_MODE_WRITE, 0);
+	take(1, "/b/r", ZKL_MODE_WRITE, 0);
+	take(2, "/b/r", ZKL_MODE_WRITE, LOCKREQ_TRY);
+	if (held(0))
+		cr_assert(!held(1) && !held(2), "two writers hold at once");
+	let_go(0);
+}
+
+Test(faults, two_writers_and_a_try)
+{
+	run_all_faults(two_writers, NULL, ZKL_STYLE_ZKLOCKFS);
+}
+
+/* Readers share, a writer waits for them. */
+static void readers_and_a_writer(int clean)
+{
+	(void)clean;
+	take(0, "/b/r", ZKL_MODE_READ, 0);
+	take(1, "/b/r", ZKL_MODE_READ, 0);
+	take(2, "/b/r", ZKL_MODE_WRITE, 0);
+	if (held(0) || held(1))
+		cr_assert(!held(2), "a writer holds beside a reader");
+	let_go(1);
+	let_go(0);
+}
+
+Test(faults, readers_and_a_writer)
+{
+	run_all_faults(readers_and_a_writer, NULL, ZKL_STYLE_ZKLOCKFS);
+}
+
+/* Leases, one of two: the third waits for a return; a new resource's
+ * leases (no resource node yet) too. */
+static void leases(int clean)
+{
+	(void)clean;
+	take(0, "/b/r", ZKL_MODE_LEASE, 0);
+	take(1, "/b/r", ZKL_MODE_LEASE, 0);
+	take(2, "/b/r", ZKL_MODE_LEASE, 0);
+	if (held(0) && held(1))
+		cr_assert(!held(2), "three of two leases held");
+	let_go(1);
+	take(3, "/b/new", ZKL_MODE_LEASE, LOCKREQ_TRY);
+}
+
+Test(faults, leases)
+{
+	run_all_faults(leases, "2", ZKL_STYLE_ZKLOCKFS);
+}
+
+/* The limit changes while leases wait, one of them still creating its
+ * node (in line for a listing already): they look again. */
+static void limit_changes(int clean)
+{
+	take(0, "/b/r", ZKL_MODE_LEASE, 0);
+	take(1, "/b/r", ZKL_MODE_LEASE, 0);
+	start(2, "/b/r", ZKL_MODE_LEASE, 0);
+	fake_tree_set("/b/r", "3");
+	fake_tree_settle(s);
+	if (clean)
+		cr_assert(held(0) && held(1) && held(2),
+			  "a raised limit let the waiters in");
+	fake_tree_set("/b/r", "1");
+	let_go(0);
+}
+
+Test(faults, limit_changes)
+{
+	run_all_faults(limit_changes, "1", ZKL_STYLE_ZKLOCKFS);
+}
+
+static void peer_leases(int clean)
+{
+	(void)clean;
+	take(0, "/b/r", ZKL_MODE_LEASE, 0);
+	take(1, "/b/r", ZKL_MODE_LEASE, 0);
+	take(2, "/b/r", ZKL_MODE_LEASE, LOCKREQ_TRY);
+	if (held(0))
+		cr_assert(!held(1) && !held(2), "two of one lease held");
+	let_go(0);
+}
+
+Test(faults, curator_leases)
+{
+	run_all_faults(peer_leases, "1", ZKL_STYLE_CURATOR);
+}
+
+Test(faults, kazoo_leases)
+{
+	run_all_faults(peer_leases, "1", ZKL_STYLE_KAZOO);
+}
+
+/* F_GETLK's question, asked while a lease is held. */
+static int answers;
+
+static void answered(int err, const struct lockquery_answer *a, void *arg)
+{
+	(void)err;
+	(void)a;
+	(void)arg;
+	answers++;
+}
+
+static void query(int clean)
+{
+	(void)clean;
+	take(0, "/b/r", ZKL_MODE_LEASE, 0);
+	answers = 0;
+	if (lockquery_start(s, "/b/r", ZKL_MODE_LEASE, NULL, 0, answered,
+			    NULL) == 0) {
+		fake_tree_settle(s);
+		cr_assert_eq(answers, 1, "a query answered %d times", answers);
+	}
+	take(1, "/b/r", ZKL_MODE_WRITE, 0);
+	if (lockquery_start(s, "/b/r", ZKL_MODE_WRITE, NULL, 0, answered,
+			    NULL) == 0)
+		fake_tree_settle(s);
+}
+
+Test(faults, queries)
+{
+	run_all_faults(query, "1", ZKL_STYLE_ZKLOCKFS);
+}
