@@ -11,7 +11,6 @@
 #define TREE_MAX 256
 #define TREE_PATH 512
 #define TREE_WATCHES 256
-#define TREE_SESSION 77 /* fake_session's client id */
 
 struct tree_node {
 	int used;
@@ -41,6 +40,7 @@ static struct tree_watch watches[TREE_WATCHES];
 static struct tree_event events[TREE_WATCHES];
 static int nevents;
 static int64_t zxid;
+static int64_t tree_owner = 77; /* the client's, as of the last settle */
 static long reply_countdown;
 static int reply_failed;
 
@@ -166,7 +166,7 @@ int fake_tree_ephemerals(void)
 	int n = 0;
 
 	for (int i = 0; i < TREE_MAX; i++)
-		n += nodes[i].used && nodes[i].owner == TREE_SESSION;
+		n += nodes[i].used && nodes[i].owner != 0;
 	return n;
 }
 
@@ -197,7 +197,7 @@ static int tree_create(const struct fake_call *c, char name[TREE_PATH],
 	if (tree_find(name))
 		return ZNODEEXISTS;
 	n = tree_new(name, c->value, c->valuelen,
-		     c->mode & ZOO_EPHEMERAL ? TREE_SESSION : 0);
+		     c->mode & ZOO_EPHEMERAL ? tree_owner : 0);
 	*st = tree_stat(n);
 	return ZOK;
 }
@@ -267,6 +267,52 @@ static int tree_lose_reply(void)
 	return 1;
 }
 
+/* Call c's completion with rc and what the reply carries. */
+static void tree_reply(const struct fake_call *c, int rc, const char *name,
+		       const struct Stat *st, const struct String_vector *v,
+		       const struct tree_node *n)
+{
+	switch (c->op) {
+	case FAKE_CREATE:
+		((string_stat_completion_t)c->completion)(
+			rc, rc == ZOK ? name : NULL, rc == ZOK ? st : NULL,
+			c->data);
+		break;
+	case FAKE_CREATE_PARENT:
+		((string_completion_t)c->completion)(
+			rc, rc == ZOK ? name : NULL, c->data);
+		break;
+	case FAKE_DELETE:
+		if (c->completion)
+			((void_completion_t)c->completion)(rc, c->data);
+		break;
+	case FAKE_SET:
+	case FAKE_EXISTS:
+		if (c->completion)
+			((stat_completion_t)c->completion)(
+				rc, rc == ZOK ? st : NULL, c->data);
+		break;
+	case FAKE_CHILDREN:
+	case FAKE_WCHILDREN:
+		if (c->with_stat)
+			((strings_stat_completion_t)c->completion)(
+				rc, rc == ZOK ? v : NULL, rc == ZOK ? st : NULL,
+				c->data);
+		else
+			((strings_completion_t)c->completion)(
+				rc, rc == ZOK ? v : NULL, c->data);
+		break;
+	case FAKE_GET:
+	case FAKE_READ:
+		((data_completion_t)c->completion)(rc,
+						   rc == ZOK ? n->value : NULL,
+						   rc == ZOK ? n->valuelen : -1,
+						   rc == ZOK ? st : NULL,
+						   c->data);
+		break;
+	}
+}
+
 static void tree_answer(struct fake_call *c)
 {
 	char name[TREE_PATH], *names[TREE_MAX];
@@ -303,45 +349,7 @@ static void tree_answer(struct fake_call *c)
 	}
 	if (tree_lose_reply())
 		rc = ZCONNECTIONLOSS; /* done, but the client cannot know */
-	switch (c->op) {
-	case FAKE_CREATE:
-		((string_stat_completion_t)c->completion)(
-			rc, rc == ZOK ? name : NULL, rc == ZOK ? &st : NULL,
-			c->data);
-		break;
-	case FAKE_CREATE_PARENT:
-		((string_completion_t)c->completion)(
-			rc, rc == ZOK ? name : NULL, c->data);
-		break;
-	case FAKE_DELETE:
-		if (c->completion)
-			((void_completion_t)c->completion)(rc, c->data);
-		break;
-	case FAKE_SET:
-	case FAKE_EXISTS:
-		if (c->completion)
-			((stat_completion_t)c->completion)(
-				rc, rc == ZOK ? &st : NULL, c->data);
-		break;
-	case FAKE_CHILDREN:
-	case FAKE_WCHILDREN:
-		if (c->with_stat)
-			((strings_stat_completion_t)c->completion)(
-				rc, rc == ZOK ? &v : NULL,
-				rc == ZOK ? &st : NULL, c->data);
-		else
-			((strings_completion_t)c->completion)(
-				rc, rc == ZOK ? &v : NULL, c->data);
-		break;
-	case FAKE_GET:
-	case FAKE_READ:
-		((data_completion_t)c->completion)(rc,
-						   rc == ZOK ? n->value : NULL,
-						   rc == ZOK ? n->valuelen : -1,
-						   rc == ZOK ? &st : NULL,
-						   c->data);
-		break;
-	}
+	tree_reply(c, rc, name, &st, &v, n);
 }
 
 /* Deliver the events the last reply caused, in order. */
@@ -369,10 +377,31 @@ void fake_tree_set(const char *path, const char *data)
 	tree_deliver();
 }
 
+void fake_tree_expire(struct zkl_session *s)
+{
+	struct zkl_link lost;
+
+	fake_expire(s, 1, &lost);
+	fake_free_lost(&lost);
+	/* The old handle's calls fail; its nodes and watches are gone. */
+	while (fake_pending() > 0) {
+		struct fake_call c = fake_take();
+		tree_reply(&c, ZSESSIONEXPIRED, NULL, NULL, NULL, NULL);
+	}
+	for (int i = 0; i < TREE_MAX; i++)
+		if (nodes[i].used && nodes[i].owner == s->client_id)
+			nodes[i].used = 0;
+	memset(watches, 0, sizeof(watches));
+	nevents = 0;
+	s->client_id++;
+	s->state = ZKL_CONN_CONNECTED;
+}
+
 void fake_tree_settle(struct zkl_session *s)
 {
 	int replies = 0;
 
+	tree_owner = s->client_id;
 	for (;;) {
 		if (fake_pending() > 0) {
 			struct fake_call c = fake_take();

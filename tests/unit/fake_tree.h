@@ -16,6 +16,10 @@ void fake_tree_reset(void);
 void fake_tree_add(const char *path, const char *data);
 /* Another client sets path's data: its watches fire now. */
 void fake_tree_set(const char *path, const char *data);
+/* The session expires (fake_expire, waiters queue again), the old
+ * handle's calls fail, its nodes go, and a new session (the next client
+ * id) is connected. */
+void fake_tree_expire(struct zkl_session *s);
 /* Make the n-th reply from now (1: the next) a connection loss, and only
  * that one: what it asked for is done all the same (a create's node is
  * there, unknown to the client), as when the connection drops after the

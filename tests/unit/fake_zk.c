@@ -3,6 +3,7 @@
  */
 #include "fake_zk.h"
 #include "names.h"
+#include "queue.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -447,7 +448,7 @@ void fake_resume_all(struct zkl_session *s)
 
 void fake_expire(struct zkl_session *sess, int requeue, struct zkl_link *lost)
 {
-	struct zkl_link notify;
+	struct zkl_link notify, gone;
 
 	list_init(&notify);
 	list_init(lost);
@@ -460,6 +461,11 @@ void fake_expire(struct zkl_session *sess, int requeue, struct zkl_link *lost)
 			ZKL_CONTAINER_OF(l, struct zkl_member, live);
 		m->ops->expired_locked(m, requeue, lost, &notify);
 	}
+	/* The server forgot the session's watches (session.c). */
+	watchtab_take_all(&sess->watches, &gone);
+	while (!list_empty(&gone))
+		list_del(gone.next);
+	queue_session_expired_locked(sess);
 	pthread_mutex_unlock(&sess->lock);
 	notice_run_all(&notify);
 }

@@ -261,6 +261,30 @@ Test(faults, kazoo_leases)
 	run_all_faults(peer_leases, "1", ZKL_STYLE_KAZOO);
 }
 
+/* The session expires under a holder, a waiter and a lease: the waiters
+ * queue again on the next session. */
+static void expiry(int clean)
+{
+	take(0, "/b/r", ZKL_MODE_WRITE, 0);
+	take(1, "/b/r", ZKL_MODE_WRITE, 0);
+	take(2, "/b/r", ZKL_MODE_LEASE, 0);
+	fake_tree_expire(s);
+	fake_tree_settle(s);
+	if (clean)
+		cr_assert(held(1), "the waiter holds on the new session");
+	let_go(1);
+}
+
+Test(faults, session_expiry)
+{
+	run_all_faults(expiry, "2", ZKL_STYLE_ZKLOCKFS);
+}
+
+Test(faults, curator_session_expiry)
+{
+	run_all_faults(expiry, "2", ZKL_STYLE_CURATOR);
+}
+
 /* F_GETLK's question, asked while a lease is held. */
 static int answers;
 
