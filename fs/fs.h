@@ -37,6 +37,9 @@ struct zkl_fs {
 	struct zkl_link snapshots;   /* struct snapshot: open text files and
 				      * directories */
 	int stopping;
+	int granting;               /* grants between their check of
+				     * `stopping` and their reply */
+	pthread_cond_t grants_done; /* granting fell to 0 (with fs->lock) */
 	size_t signal_watched;      /* waiters the signal poller looks at */
 	pthread_cond_t signal_poll; /* wakes the poller (with fs->lock) */
 	pthread_t signal_poller;

@@ -344,9 +344,12 @@ void lockfile_shutdown_all(struct zkl_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = 1;
+	/* Workers have stopped: only the completion thread races us.  A
+	 * grant from now on fails; one on its way is let finish, so that
+	 * its lock is in a lock file that the loop below closes. */
+	while (fs->granting > 0)
+		pthread_cond_wait(&fs->grants_done, &fs->lock);
 	pthread_mutex_unlock(&fs->lock);
-	/* Workers have stopped: only the completion thread races us, and it
-	 * sees `stopping`. */
 	waiter_shutdown_all(fs);
 	for (;;) {
 		struct lockfile *lf = NULL;

@@ -115,26 +115,33 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 {
 	struct waiter *w = arg;
 	struct zkl_fs *fs = w->fs;
-	int stopping;
+	char zpath[NAMES_MAX_NODE_PATH + 1];
+	const char *mode;
 
 	/* Waits for an interrupt callback running now; none runs after. */
 	fuse_req_interrupt_func(w->req, NULL, NULL);
+	/* A grant either fails here, or is counted until it has handed its
+	 * lock to a lock file, where the unmount finds it: none slips
+	 * between the unmount's two steps (lockfile_shutdown_all). */
 	pthread_mutex_lock(&fs->lock);
-	stopping = fs->stopping;
-	pthread_mutex_unlock(&fs->lock);
-	if (err == 0 && stopping)
+	if (err == 0 && fs->stopping)
 		err = -EIO;
+	else if (err == 0)
+		fs->granting++;
+	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
 		return waiter_fail(w, -err);
-	/* Read before the reply: the holder may release lr at once. */
-	const char *mode = names_mode_str(lockreq_mode(lr));
-	char zpath[NAMES_MAX_NODE_PATH + 1];
+	/* Both read before the reply: the holder may release lr at once,
+	 * and close the file, and the kernel forget its inode. */
+	mode = names_mode_str(lockreq_mode(lr));
+	lockfile_zpath(fs, w->lf->ino, zpath);
 	waiter_unlist(w);
 	w->lr = NULL;
 	w->ops->granted(w, lr);
-	/* After the reply: the log is not on the holder's path.  w holds
-	 * its lock file, so the inode's path is still known. */
-	lockfile_zpath(fs, w->lf->ino, zpath);
+	pthread_mutex_lock(&fs->lock);
+	if (--fs->granting == 0)
+		pthread_cond_broadcast(&fs->grants_done);
+	pthread_mutex_unlock(&fs->lock);
 	log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)", mode, zpath,
 		(int)w->tid, w->ops->what);
 	waiter_put(w);

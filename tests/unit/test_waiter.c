@@ -9,7 +9,9 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_zk.h"
@@ -63,9 +65,18 @@ int fuse_reply_err(fuse_req_t req, int err)
 	return 0;
 }
 
+/* What happens on other threads while an open's grant is being replied
+ * to (once). */
+static void (*while_replying_open)(void);
+
 int fuse_reply_open(fuse_req_t req, const struct fuse_file_info *fi)
 {
+	void (*meanwhile)(void) = while_replying_open;
+
 	(void)fi;
+	while_replying_open = NULL;
+	if (meanwhile)
+		meanwhile();
 	fake_reply(req, 0);
 	return 0;
 }
@@ -189,6 +200,115 @@ Test(waiter, a_signal_that_does_not_cancel_keeps_the_place)
 	pthread_mutex_unlock(&fs.lock);
 	fi.fh = (uint64_t)(uintptr_t)lf;
 	lockfile_release((fuse_req_t)&r, write_ino, &fi);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+/* ---- a grant racing the close of its file, and the unmount ------------- */
+
+/* Open write, its node created as 0000000001 and alone: the listing that
+ * grants it is next.  Its name into name. */
+static void open_write_to_grant(struct fake_req *r, char name[256])
+{
+	ctx.pid = gettid();
+	open_write(r);
+	snprintf(name, 256, "%s0000000001",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZOK, "0000000001", 1001);
+}
+
+static struct lockfile *the_lockfile(void)
+{
+	struct lockfile *lf;
+
+	pthread_mutex_lock(&fs.lock);
+	cr_assert_not(list_empty(&fs.lockfiles), "no open lock file");
+	lf = ZKL_CONTAINER_OF(fs.lockfiles.next, struct lockfile, link);
+	pthread_mutex_unlock(&fs.lock);
+	return lf;
+}
+
+/* The process closes the file as soon as its open returns, and the
+ * kernel forgets the inode. */
+static void close_and_forget(void)
+{
+	static struct fake_req release;
+	struct fuse_file_info fi = { 0 };
+
+	fi.fh = (uint64_t)(uintptr_t)the_lockfile();
+	lockfile_release((fuse_req_t)&release, write_ino, &fi);
+	tree_forget(&fs.tree, write_ino, 100);
+}
+
+Test(waiter, a_grant_needs_nothing_of_the_inode_after_its_reply)
+{
+	struct fake_req r = { 0 };
+	char name[256];
+	const char *names[1] = { name };
+
+	open_write_to_grant(&r, name);
+	while_replying_open = close_and_forget;
+	/* The ASan build sees a read of the forgotten inode, if any. */
+	fake_complete_children(ZOK, names, 1);
+	cr_assert_eq(r.replies, 1);
+	cr_assert_eq(r.err, 0, "not granted");
+	fake_complete_held_watch(name);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+static pthread_t unmounter;
+
+static void *unmount_thread(void *arg)
+{
+	(void)arg;
+	lockfile_shutdown_all(&fs);
+	return NULL;
+}
+
+/* The unmount starts while the grant is being replied to: it must not
+ * go on (and miss the lock on its way to its file) until the grant is
+ * done. */
+static void unmount_meanwhile(void)
+{
+	struct timespec t;
+	int stopping = 0;
+
+	cr_assert_eq(pthread_create(&unmounter, NULL, unmount_thread, NULL), 0);
+	for (int i = 0; i < 5000 && !stopping; i++) {
+		pthread_mutex_lock(&fs.lock);
+		stopping = fs.stopping;
+		pthread_mutex_unlock(&fs.lock);
+		if (!stopping)
+			usleep(1000);
+	}
+	cr_assert(stopping, "the unmount did not start within 5 s");
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += 300 * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	cr_assert_neq(pthread_timedjoin_np(unmounter, NULL, &t), 0,
+		      "the unmount finished while a grant was on its way: "
+		      "that lock would stay taken");
+}
+
+Test(waiter, an_unmount_waits_for_a_grant_on_its_way_and_releases_it)
+{
+	struct fake_req r = { 0 };
+	char name[256];
+	const char *names[1] = { name };
+
+	open_write_to_grant(&r, name);
+	while_replying_open = unmount_meanwhile;
+	fake_complete_children(ZOK, names, 1);
+	cr_assert_eq(pthread_join(unmounter, NULL), 0);
+	cr_assert_eq(r.replies, 1);
+	cr_assert_eq(r.err, 0, "not granted");
+	fake_complete_held_watch(name);
+	cr_assert_eq(fake_peek(FAKE_DELETE)->op, FAKE_DELETE,
+		     "the unmount did not release the granted lock");
 	fake_complete_void(FAKE_DELETE, ZOK);
 	cr_assert_eq(fake_pending(), 0);
 }
