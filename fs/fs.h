@@ -65,6 +65,16 @@ void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st);
  * (an errno outside 1..511 would leave the caller stuck).  (reply.c) */
 void fs_reply_err(fuse_req_t req, int err);
 
+/* The entry of a CREATE carries a kernel reference (fs_entry) that only a
+ * successful fuse_reply_create hands over: an open answered otherwise, or
+ * whose reply the kernel refused, drops it here (no FORGET will come).
+ * Nothing when create_entry is NULL (an OPEN).  (reply.c) */
+void fs_create_entry_unused(struct zkl_fs *fs,
+			    const struct fuse_entry_param *create_entry);
+/* fs_create_entry_unused, then fs_reply_err. */
+void fs_reply_open_err(struct zkl_fs *fs, fuse_req_t req,
+		       const struct fuse_entry_param *create_entry, int err);
+
 /* Look up `name` in directory `parent` and fill e for the kernel, with
  * one kernel reference counted.  Returns 0 or -errno (ops_entry.c). */
 int fs_entry(struct zkl_fs *fs, fuse_ino_t parent, const char *name,

@@ -17,7 +17,8 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	       const struct fuse_entry_param *create_entry)
 {
 	if (tree_kind_of(ino) == TREE_DIR)
-		return fs_reply_err(req, EISDIR);
+		return fs_reply_open_err(fuse_req_userdata(req), req,
+					 create_entry, EISDIR);
 	if (tree_kind_of(ino) == TREE_LIMIT)
 		return limit_open(req, ino, fi, create_entry);
 	if (file_is_text(ino))

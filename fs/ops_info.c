@@ -57,7 +57,7 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 	FILE *out = open_memstream(&text, &len);
 
 	if (!out)
-		return fs_reply_err(req, ENOMEM);
+		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
 	session_stats(fs->session, &st);
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	fprintf(out,
@@ -73,7 +73,7 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		st.leases_waiting, st.grants, st.losses, st.expirations,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
-		return fs_reply_err(req, ENOMEM);
+		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
 	snapshot_answer_open(fs, req, fi, create_entry, text, len);
 }
 
@@ -196,7 +196,7 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 	if (err < 0) {
 		log_msg(LOG_DEBUG, "holders of %s: %s", ctx->dir,
 			strerror(-err));
-		fs_reply_err(ctx->open.req, -err);
+		snapshot_pending_fail(&ctx->open, -err);
 		free(ctx);
 		return;
 	}
@@ -208,7 +208,7 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 	info_lease_line(out, sem);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
 	if (info_close(out, &text) != 0)
-		fs_reply_err(ctx->open.req, ENOMEM);
+		snapshot_pending_fail(&ctx->open, ENOMEM);
 	else
 		snapshot_pending_answer(&ctx->open, text, len);
 	free(ctx);
@@ -225,13 +225,13 @@ static void info_holders(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 
 	assert(len > 0); /* tree_lookup checked its length */
 	if (!ctx)
-		return fs_reply_err(req, ENOMEM);
+		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
 	snapshot_pending_init(&ctx->open, fs, req, fi, create_entry);
 	strcpy(ctx->dir, dir);
 	err = holders_start(fs->session, dir, info_holders_listed, ctx);
 	if (err < 0) {
 		free(ctx);
-		fs_reply_err(req, -err);
+		fs_reply_open_err(fs, req, create_entry, -err);
 	}
 }
 
@@ -243,7 +243,7 @@ void info_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct zkl_fs *fs = fuse_req_userdata(req);
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY)
-		return fs_reply_err(req, EACCES);
+		return fs_reply_open_err(fs, req, create_entry, EACCES);
 	if (tree_kind_of(ino) == TREE_STATUS)
 		info_status(fs, req, fi, create_entry);
 	else

@@ -65,7 +65,7 @@ static void limit_got(int err, unsigned n, void *arg)
 	if (err == 0 && asprintf(&text, "%u\n", n) < 0)
 		err = -ENOMEM;
 	if (err < 0)
-		fs_reply_err(ctx->open.req, limit_errno(ctx->dir, err));
+		snapshot_pending_fail(&ctx->open, limit_errno(ctx->dir, err));
 	else
 		snapshot_pending_answer(&ctx->open, text, strlen(text));
 	free(ctx);
@@ -84,13 +84,13 @@ void limit_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		return snapshot_answer_open(fs, req, fi, create_entry, NULL, 0);
 	ctx = malloc(sizeof(*ctx) + len + 1);
 	if (!ctx)
-		return fs_reply_err(req, ENOMEM);
+		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
 	snapshot_pending_init(&ctx->open, fs, req, fi, create_entry);
 	memcpy(ctx->dir, dir, len + 1);
 	err = resource_get_limit(fs->session, dir, limit_got, ctx);
 	if (err < 0) {
 		free(ctx);
-		fs_reply_err(req, -err);
+		fs_reply_open_err(fs, req, create_entry, -err);
 	}
 }
 

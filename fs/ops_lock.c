@@ -92,6 +92,8 @@ static void lockfile_reply_opened(struct lockfile *lf, fuse_req_t req)
 	if (rc < 0) {
 		/* The opener is gone and no RELEASE will come. */
 		log_msg(LOG_INFO, "opener left before its open was answered");
+		fs_create_entry_unused(lf->fs,
+				       lf->is_create ? &lf->entry : NULL);
 		lockfile_close(lf);
 	}
 }
@@ -117,7 +119,8 @@ static void lockfile_open_failed(struct waiter *w, int err)
 	pthread_mutex_lock(&lf->fs->lock);
 	lf->state = LF_CLOSED;
 	pthread_mutex_unlock(&lf->fs->lock);
-	fs_reply_err(w->req, err);
+	fs_reply_open_err(lf->fs, w->req, lf->is_create ? &lf->entry : NULL,
+			  err);
 	lockfile_put(lf); /* the open file's: no RELEASE will come */
 }
 
@@ -136,7 +139,7 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 	lf = calloc(1, sizeof(*lf));
 	if (!lf)
-		return fs_reply_err(req, ENOMEM);
+		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
 	lf->fs = fs;
 	lf->ino = ino;
 	lf->fi = *fi;

@@ -29,7 +29,7 @@ void snapshot_answer_open(struct zkl_fs *fs, fuse_req_t req,
 
 	if (!t) {
 		free(text);
-		return fs_reply_err(req, ENOMEM);
+		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
 	}
 	snapshot_init(t, fs, NULL);
 	t->buf = text;
@@ -43,8 +43,10 @@ void snapshot_answer_open(struct zkl_fs *fs, fuse_req_t req,
 		rc = fuse_reply_create(req, create_entry, fi);
 	else
 		rc = fuse_reply_open(req, fi);
-	if (rc < 0) /* the opener is gone: no RELEASE will come */
+	if (rc < 0) { /* the opener is gone: no RELEASE will come */
+		fs_create_entry_unused(fs, create_entry);
 		snapshot_release(t);
+	}
 }
 
 void snapshot_pending_init(struct snapshot_pending *p, struct zkl_fs *fs,
@@ -57,6 +59,11 @@ void snapshot_pending_init(struct snapshot_pending *p, struct zkl_fs *fs,
 	p->is_create = create_entry != NULL;
 	if (create_entry)
 		p->entry = *create_entry;
+}
+
+void snapshot_pending_fail(struct snapshot_pending *p, int err)
+{
+	fs_reply_open_err(p->fs, p->req, p->is_create ? &p->entry : NULL, err);
 }
 
 void snapshot_pending_answer(struct snapshot_pending *p, char *text, size_t len)

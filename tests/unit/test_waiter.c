@@ -17,6 +17,7 @@
 #include "fake_zk.h"
 #include "fs.h"
 #include "lockfile.h"
+#include "ops.h"
 
 /* ---- a scripted libfuse: these take precedence over libfuse3.so's ---- */
 
@@ -103,18 +104,16 @@ static void fake_interrupt(struct fake_req *r)
 
 /* ---- the mount -------------------------------------------------------- */
 
-static uint64_t write_ino;
+static uint64_t write_ino, dir_ino;
 
 static void setup(void)
 {
-	uint64_t dir;
-
 	fs_context_init(&fs);
 	strcpy(fs.hostname, "h");
 	fs.session = fake_session();
 	cr_assert_eq(tree_init(&fs.tree, "/b"), 0);
-	cr_assert_eq(tree_lookup(&fs.tree, FUSE_ROOT_ID, "r", &dir), 0);
-	cr_assert_eq(tree_lookup(&fs.tree, dir, "write", &write_ino), 0);
+	cr_assert_eq(tree_lookup(&fs.tree, FUSE_ROOT_ID, "r", &dir_ino), 0);
+	cr_assert_eq(tree_lookup(&fs.tree, dir_ino, "write", &write_ino), 0);
 	memset(&ctx, 0, sizeof(ctx));
 }
 
@@ -311,4 +310,33 @@ Test(waiter, an_unmount_waits_for_a_grant_on_its_way_and_releases_it)
 		     "the unmount did not release the granted lock");
 	fake_complete_void(FAKE_DELETE, ZOK);
 	cr_assert_eq(fake_pending(), 0);
+}
+
+/* ---- CREATE: the entry's kernel reference ------------------------------ */
+
+Test(waiter, a_create_that_fails_gives_its_entry_reference_back)
+{
+	struct fake_req r = { 0 };
+	struct fuse_file_info fi = { .flags = O_WRONLY | O_CREAT | O_NONBLOCK };
+	struct tree_res *res = tree_res_of(&fs.tree, write_ino);
+	uint64_t before = res->nlookup;
+	char name[256];
+	const char *names[2] = {
+		"_c_0123abcd-0000-4000-8000-0000000000aa-write-0000000001", name
+	};
+
+	ctx.pid = gettid();
+	dir_create((fuse_req_t)&r, dir_ino, "write", 0644, &fi);
+	snprintf(name, sizeof(name), "%s0000000002",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZOK, "0000000002", 1002);
+	fake_complete_children(ZOK, names, 2); /* another writer holds */
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(r.replies, 1);
+	cr_assert_eq(r.err, EAGAIN);
+	cr_assert_eq(res->nlookup, before,
+		     "the failed CREATE kept a kernel reference (%llu, was "
+		     "%llu) that no FORGET will drop",
+		     (unsigned long long)res->nlookup,
+		     (unsigned long long)before);
 }
