@@ -117,6 +117,12 @@ struct waiter_ops {
 	/* Reply with errno err; the lock request is already given up.
 	 * NULL: just reply. */
 	void (*failed)(struct waiter *w, int err);
+	/* The lock w's holder has now (flock: its open file description's;
+	 * fcntl: its lock owner's on the file), or NULL; fs->lock held.
+	 * NULL function: each request is its own holder (open).  A request
+	 * whose holder holds already is answered from that lock, never
+	 * queued behind it: 0 if it covers the mode, else EDEADLK. */
+	struct zkl_lockreq *(*holder_lock_locked)(const struct waiter *w);
 };
 
 struct waiter {

@@ -90,14 +90,30 @@ static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 	fuse_reply_err(w->req, 0);
 }
 
+/* flock locks belong to the open file description. */
+static struct zkl_lockreq *flock_holder_lock(const struct waiter *w)
+{
+	return w->lf->state == LF_OPEN ? w->lf->held : NULL;
+}
+
+/* fcntl locks belong to the lock owner, on the file. */
+static struct zkl_lockreq *posix_holder_lock(const struct waiter *w)
+{
+	struct posixlock *p = posix_find_locked(w->fs, w->lf->ino, w->owner);
+
+	return p ? p->lr : NULL;
+}
+
 static const struct waiter_ops flock_ops = {
 	.what = "flock",
 	.granted = flock_granted,
+	.holder_lock_locked = flock_holder_lock,
 };
 
 static const struct waiter_ops posix_ops = {
 	.what = "fcntl",
 	.granted = posix_granted,
+	.holder_lock_locked = posix_holder_lock,
 };
 
 /* ---- flock(2) ---------------------------------------------------------- */

@@ -110,6 +110,62 @@ static int waiter_cancel(struct waiter *w)
 	return won;
 }
 
+/* What a request of w's holder gets from the lock that holder holds:
+ * 0 (it covers w's mode), EDEADLK (it does not: waiting would be for
+ * ourselves), or -1 (the holder holds nothing: w waits).  fs->lock held. */
+static int waiter_answer_from_holder_locked(const struct waiter *w,
+					    enum zkl_mode mode)
+{
+	struct zkl_lockreq *held;
+
+	ZKL_ASSERT_HELD(&w->fs->lock);
+	if (!w->ops->holder_lock_locked)
+		return -1;
+	held = w->ops->holder_lock_locked(w);
+	if (!held || !lockreq_holds(held))
+		return -1;
+	return lockfile_covers(held, mode) ? 0 : EDEADLK;
+}
+
+/* w's grant gave its holder a lock: the other requests of that holder
+ * waiting meanwhile (two `flock 9` of one inherited descriptor, two
+ * threads' fcntl) are answered from it, as local locks are, instead of
+ * waiting behind it for ever. */
+static void waiter_answer_same_holder(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+	struct zkl_link answered, *l, *next;
+
+	if (!w->ops->holder_lock_locked)
+		return;
+	list_init(&answered);
+	pthread_mutex_lock(&fs->lock);
+	for (l = fs->waiters.next; l != &fs->waiters; l = next) {
+		struct waiter *o = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (o->ops != w->ops || o->lf->ino != w->lf->ino ||
+		    o->owner != w->owner || (!o->owner && o->lf != w->lf))
+			continue;
+		o->fail_err = waiter_answer_from_holder_locked(
+			o, lockreq_mode(o->lr));
+		if (o->fail_err >= 0 && lockreq_cancel(o->lr) == 0) {
+			waiter_unlist_locked(fs, o);
+			list_add_tail(&answered, &o->link);
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	while (!list_empty(&answered)) {
+		struct waiter *o =
+			ZKL_CONTAINER_OF(answered.next, struct waiter, link);
+		list_del(&o->link);
+		fuse_req_interrupt_func(o->req, NULL, NULL);
+		log_msg(LOG_DEBUG,
+			"pid %d's %s answered from its holder's lock",
+			(int)o->tid, o->ops->what);
+		waiter_fail(o, o->fail_err); /* its node goes first */
+	}
+}
+
 /* lockreq's answer, on the completion thread. */
 static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 {
@@ -138,6 +194,7 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	waiter_unlist(w);
 	w->lr = NULL;
 	w->ops->granted(w, lr);
+	waiter_answer_same_holder(w);
 	pthread_mutex_lock(&fs->lock);
 	if (--fs->granting == 0)
 		pthread_cond_broadcast(&fs->grants_done);
@@ -230,9 +287,19 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		waiter_put(w); /* ours */
 		return;
 	}
+	/* Listed, unless its holder holds already (a grant came since the
+	 * caller looked): both under fs->lock, so that either this sees that
+	 * lock or the grant's waiter_answer_same_holder sees w. */
 	pthread_mutex_lock(&fs->lock);
-	list_add_tail(&fs->waiters, &w->link);
+	err = waiter_answer_from_holder_locked(w, mode);
+	if (err < 0)
+		list_add_tail(&fs->waiters, &w->link);
 	pthread_mutex_unlock(&fs->lock);
+	if (err >= 0) {
+		waiter_fail(w, err);
+		waiter_put(w); /* ours */
+		return;
+	}
 	/* Before the request can be answered, so that an interrupt that
 	 * comes later finds the callback; one that came first runs it right
 	 * here, and is handled once libfuse has let go of the request. */

@@ -274,3 +274,63 @@ def test_interrupted_flock_returns_eintr_and_leaves_nothing(zk, base, m1, m2):
     assert d.ok("read f").split("|")[3] == "mode write"
     d.ok("flock f un")
     assert d.ok("read f") == "", "read() after LOCK_UN still shows a lock"
+
+
+# Two lock calls of one holder at once: two processes sharing one open
+# file description (the shell's `( flock 9; ... ) &` twice on an inherited
+# descriptor), or two threads of one process taking fcntl locks.  Local
+# locks answer the second from the first's grant; queued behind it, it
+# would wait for its own holder for ever.
+SAME_HOLDER = r'''
+import fcntl, os, sys, threading
+fd = os.open(sys.argv[2], os.O_RDWR)
+if sys.argv[1] == "flock":
+    pids = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os._exit(0)
+        pids.append(pid)
+    print("waiting", flush=True)
+    status = [os.waitpid(pid, 0)[1] for pid in pids]
+    ok = status == [0, 0]
+else:
+    threads = [threading.Thread(target=fcntl.lockf, args=(fd, fcntl.LOCK_EX))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    print("waiting", flush=True)
+    for t in threads:
+        t.join()
+    ok = True
+print("both returned" if ok else "a call failed", flush=True)
+'''
+
+
+def same_holder_both_return(zk, base, m1, m2, how):
+    holder = Locker(m2.path("r", "write"))
+    holder.granted()
+    p = subprocess.Popen(["/usr/bin/python3", "-c", SAME_HOLDER, how,
+                          m1.path("r", "lock")],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        queued(zk, base, 3, f"both {how} calls to queue behind the holder")
+        holder.close()
+        out, _ = p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        raise AssertionError(f"the second {how} call of one holder is "
+                             "still waiting 15 s after the holder let go")
+    assert p.returncode == 0 and "both returned" in out, out
+    wait_until(lambda: not lock_nodes(zk, base), 10,
+               "every node gone once the descriptor is closed")
+
+
+def test_two_flocks_through_one_description_both_return(zk, base, m1, m2):
+    same_holder_both_return(zk, base, m1, m2, "flock")
+
+
+def test_two_threads_fcntl_locks_of_one_process_both_return(zk, base, m1, m2):
+    same_holder_both_return(zk, base, m1, m2, "fcntl")
