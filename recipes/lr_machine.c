@@ -71,6 +71,12 @@ void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	int err = lr_queue_create(lr);
 
+	if (err == -ENOTCONN && !lr->try_only) {
+		/* The handle has ended: its event requeues us (see
+		 * lr_first_step). */
+		lr->phase = PH_NEW;
+		return;
+	}
 	if (err < 0) {
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, err, notify);
@@ -98,6 +104,7 @@ int lr_start_with_locked(struct zkl_lockreq *lr,
 static int lr_first_step(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;
+	int err;
 
 	if (!lr->q && !(lr->q = queue_get_locked(s, lr->dir)))
 		return -ENOMEM;
@@ -108,7 +115,13 @@ static int lr_first_step(struct zkl_lockreq *lr)
 		list_add_tail(&s->resume, &lr->member.resume);
 		return 0;
 	}
-	return lr_queue_create(lr);
+	err = lr_queue_create(lr);
+	if (err == -ENOTCONN)
+		/* The handle has ended and its event is on its way: that
+		 * event requeues every live request on the next session (or
+		 * fails them, if there is none).  A try is answered now. */
+		return lr->try_only ? -EAGAIN : 0;
+	return err;
 }
 
 int lr_start_locked(struct zkl_lockreq *lr)

@@ -32,6 +32,7 @@ static void fake_call_value(struct fake_call *c, const char *value, int len)
 
 static long call_countdown;
 static int call_failed;
+int fake_refused_rc = ZMARSHALLINGERROR;
 
 void fake_fail_call_at(long n)
 {
@@ -76,7 +77,7 @@ int zoo_acreate2(zhandle_t *zh, const char *path, const char *value,
 	(void)zh;
 	(void)acl;
 	if (!c)
-		return ZMARSHALLINGERROR;
+		return fake_refused_rc;
 	fake_call_value(c, value, valuelen);
 	c->mode = mode;
 	return ZOK;
@@ -92,7 +93,7 @@ int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
 	(void)zh;
 	(void)acl;
 	if (!c)
-		return ZMARSHALLINGERROR;
+		return fake_refused_rc;
 	fake_call_value(c, value, valuelen);
 	c->mode = mode;
 	return ZOK;
@@ -106,7 +107,7 @@ static int fake_push_watched(enum fake_op op, const char *path,
 	struct fake_call *c = fake_push(op, path, completion, data);
 
 	if (!c)
-		return ZMARSHALLINGERROR;
+		return fake_refused_rc;
 	c->watcher = watcher;
 	c->watcher_ctx = watcher_ctx;
 	watch_fn = watcher;
@@ -121,7 +122,7 @@ int zoo_aget_children(zhandle_t *zh, const char *path, int watch,
 	cr_assert_eq(watch, 0, "getChildren must never set a watch");
 	return fake_push(FAKE_CHILDREN, path, (const void *)completion, data)
 		       ? ZOK
-		       : ZMARSHALLINGERROR;
+		       : fake_refused_rc;
 }
 
 int zoo_aget_children2(zhandle_t *zh, const char *path, int watch,
@@ -133,7 +134,7 @@ int zoo_aget_children2(zhandle_t *zh, const char *path, int watch,
 	(void)zh;
 	cr_assert_eq(watch, 0, "getChildren must never set a watch");
 	if (!c)
-		return ZMARSHALLINGERROR;
+		return fake_refused_rc;
 	c->with_stat = 1;
 	return ZOK;
 }
@@ -154,7 +155,7 @@ int zoo_aexists(zhandle_t *zh, const char *path, int watch,
 	(void)watch;
 	return fake_push(FAKE_EXISTS, path, (const void *)completion, data)
 		       ? ZOK
-		       : ZMARSHALLINGERROR;
+		       : fake_refused_rc;
 }
 
 int zoo_awget(zhandle_t *zh, const char *path, watcher_fn watcher,
@@ -178,7 +179,7 @@ int zoo_aget(zhandle_t *zh, const char *path, int watch,
 	cr_assert_eq(watch, 0, "a plain read must not set a watch");
 	return fake_push(FAKE_READ, path, (const void *)completion, data)
 		       ? ZOK
-		       : ZMARSHALLINGERROR;
+		       : fake_refused_rc;
 }
 
 int zoo_adelete(zhandle_t *zh, const char *path, int version,
@@ -188,7 +189,7 @@ int zoo_adelete(zhandle_t *zh, const char *path, int version,
 	(void)version;
 	return fake_push(FAKE_DELETE, path, (const void *)completion, data)
 		       ? ZOK
-		       : ZMARSHALLINGERROR;
+		       : fake_refused_rc;
 }
 
 int zoo_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen,
@@ -199,7 +200,7 @@ int zoo_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen,
 
 	(void)zh;
 	if (!c)
-		return ZMARSHALLINGERROR;
+		return fake_refused_rc;
 	fake_call_value(c, buffer, buflen);
 	c->version = version;
 	return ZOK;
@@ -231,6 +232,7 @@ struct zkl_session *fake_session(void)
 	fake_zoo_state = ZOO_CONNECTED_STATE;
 	fake_awget_fails_with = ZOK;
 	call_countdown = 0;
+	fake_refused_rc = ZMARSHALLINGERROR;
 	s->zh = (zhandle_t *)(uintptr_t)0x1;
 	s->base = strdup("/b");
 	s->client_id = 77;

@@ -55,9 +55,11 @@ struct zkl_session *fake_session(void);
 void fake_session_free(struct zkl_session *s);
 
 /* Refuse the n-th ZooKeeper call from now (1: the next), and only that
- * one: the call returns ZMARSHALLINGERROR and queues nothing.  0 turns
+ * one: the call returns fake_refused_rc and queues nothing.  0 turns
  * it off (and so does fake_session).  Has it been refused? */
 void fake_fail_call_at(long n);
+/* What the refused call returns instead (fake_session resets it). */
+extern int fake_refused_rc;
 int fake_call_failed(void);
 /* The oldest queued call, taken off the queue (fake_tree.c answers it). */
 struct fake_call fake_take(void);

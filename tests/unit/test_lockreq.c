@@ -665,3 +665,51 @@ Test(lockreq, release_then_is_told_at_once_when_the_connection_is_lost)
 	cr_assert(list_empty(&s->resume), "nothing left to resume");
 	/* teardown checks that the request was freed */
 }
+
+/* ---- the handle expired, its event not yet here ----------------------- */
+
+Test(lockreq, an_open_after_the_handle_expired_queues_on_the_next_session)
+{
+	struct zkl_lockreq *lr;
+	struct zkl_link lost;
+
+	/* The client refuses every call once the server has expired the
+	 * session, before the watcher has told us (ZINVALIDSTATE). */
+	fake_refused_rc = ZINVALIDSTATE;
+	fake_fail_call_at(1);
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2,
+				 fake_on_done, NULL, &lr),
+		     0);
+	cr_assert_eq(lockreq_start(lr), 0,
+		     "failed instead of waiting for "
+		     "the next session");
+	cr_assert_eq(fake_done_calls, 0);
+	fake_expire(s, 1, &lost);
+	fake_free_lost(&lost);
+	cr_assert_eq(fake_done_calls, 0, "the waiter is told nothing");
+	s->state = ZKL_CONN_CONNECTED;
+	s->client_id = 78;
+	fake_resume_all(s);
+	created(1);
+	listed_with(my_name, NULL);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0, "granted on the next session");
+	fake_complete_held_watch(my_name);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, a_try_after_the_handle_expired_is_eagain_at_once)
+{
+	struct zkl_lockreq *lr;
+
+	fake_refused_rc = ZINVALIDSTATE;
+	fake_fail_call_at(1);
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, LOCKREQ_TRY, "id",
+				 2, fake_on_done, NULL, &lr),
+		     0);
+	cr_assert_eq(lockreq_start(lr), -EAGAIN);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+}
