@@ -209,6 +209,22 @@ static int pl_fits(const struct zkl_lockreq *lr, const struct String_vector *sv)
 	return pl_kazoo(lr) ? n < lr->peer_limit : n <= lr->peer_limit;
 }
 
+/* A create retried after a lost reply may have landed twice (the first
+ * applied after we looked for it): a lease of ours besides lr's own
+ * would count against N until the session ends. */
+static void pl_delete_strays(struct zkl_lockreq *lr,
+			     const struct String_vector *sv)
+{
+	const char *prefix = strrchr(lr->create_path, '/') + 1;
+	size_t plen = strlen(prefix);
+	const char *mine = lr_node_name(lr);
+
+	for (int i = 0; sv && i < sv->count; i++)
+		if (strncmp(sv->data[i], prefix, plen) == 0 &&
+		    strcmp(sv->data[i], mine) != 0)
+			lr_delete_stray(lr, sv->data[i]);
+}
+
 static int pl_listed_self(const struct zkl_lockreq *lr,
 			  const struct String_vector *sv)
 {
@@ -256,6 +272,8 @@ static void pl_on_children(int rc, const struct String_vector *sv,
 	struct zkl_link notify;
 
 	session_enter(lr->s, &notify);
+	if (rc == ZOK && lr->maybe_stray && !pl_kazoo(lr) && lr_has_node(lr))
+		pl_delete_strays(lr, sv);
 	if (lr->phase != PH_COUNTING) {
 		/* stale */
 	} else if (lr_is_connection_loss(rc)) {
@@ -461,7 +479,13 @@ static void pl_on_created(int rc, const char *name, const struct Stat *st,
 		}
 	} else if (lr_is_connection_loss(rc)) {
 		lr->phase = PH_RECOVERING; /* created or not: look */
+		lr->maybe_stray = 1;
 		lr_defer(lr, &notify);
+	} else if (rc == ZNODEEXISTS && pl_kazoo(lr) &&
+		   lr_set_node(lr, lr->create_path, NULL) == 0) {
+		/* kazoo's fixed name: our own create, whose reply was lost,
+		 * landed after we looked for it; pl_check tells. */
+		pl_check(lr, &notify);
 	} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
 		   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
 		int err = session_create_parents_locked(lr->s, lr->dir);

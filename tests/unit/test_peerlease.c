@@ -294,3 +294,57 @@ Test(peerlease, an_expired_session_loses_a_held_lease)
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0, "its node went with the session");
 }
+
+/* ---- a create whose reply was lost, applied late ---------------------- */
+
+Test(peerlease, kazoo_finds_its_lost_create_that_landed_late)
+{
+	struct zkl_lockreq *lr = start(ZKL_STYLE_KAZOO, 0);
+
+	counted("2", "/b/r", 0, 0);
+	lease_created(ZCONNECTIONLOSS, "/b/r");
+	fake_resume_all(s);
+	cr_assert_str_eq(fake_peek(FAKE_EXISTS)->path, lease_path);
+	fake_complete_exists(ZNONODE, 0, 0); /* not applied yet */
+	counted("2", "/b/r", 0, 0);
+	lease_created(ZNODEEXISTS, "/b/r"); /* ... and now it is */
+	cr_assert_eq(fake_done_calls, 0, "failed: %d", fake_done_err);
+	cr_assert_str_eq(fake_peek(FAKE_EXISTS)->path, lease_path);
+	fake_complete_exists(ZOK, 77, 1007); /* ours */
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0, "the lease is ours");
+	mutex_deleted();
+	held_watch();
+	release(lr);
+}
+
+Test(peerlease, curator_deletes_a_second_lease_of_its_own)
+{
+	struct zkl_lockreq *lr = start(ZKL_STYLE_CURATOR, 0);
+	const char *none[1] = { OTHER };
+	char stray[512], *seq;
+
+	lease_created(ZCONNECTIONLOSS, "/b/r/leases");
+	fake_resume_all(s);
+	cr_assert_str_eq(fake_peek(FAKE_CHILDREN)->path, "/b/r/leases");
+	fake_complete_children(ZOK, none, 1); /* not applied yet */
+	lease_created(ZOK, "/b/r/leases");    /* created again: 7 */
+	snprintf(stray, sizeof(stray), "%s", lease_path);
+	seq = strrchr(stray, '-') + 1;
+	memcpy(seq, "0000000006", 10); /* the first, applied late */
+	{
+		const char *names[2] = { strrchr(stray, '/') + 1,
+					 strrchr(lease_path, '/') + 1 };
+		cr_assert_str_eq(fake_peek(FAKE_GET)->path, "/b/r");
+		fake_complete_get_data(ZOK, "2", 1);
+		fake_complete_wchildren(ZOK, names, 2);
+	}
+	cr_assert_str_eq(fake_peek(FAKE_DELETE)->path, stray,
+			 "the second lease of ours is left to count");
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0);
+	mutex_deleted();
+	held_watch();
+	release(lr);
+}
