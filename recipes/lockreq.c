@@ -65,11 +65,12 @@ int lockreq_start(struct zkl_lockreq *lr)
 }
 
 /* Nobody wants the node any more. */
-static void lockreq_abandon_locked(struct zkl_lockreq *lr)
+static void lockreq_abandon_locked(struct zkl_lockreq *lr,
+				   struct zkl_link *notify)
 {
 	lr->outcome = LR_FINISHED;
 	if (lr->peer)
-		peerlease_abandon_locked(lr);
+		peerlease_abandon_locked(lr, notify);
 	else
 		lr_abandon_locked(lr);
 }
@@ -77,14 +78,15 @@ static void lockreq_abandon_locked(struct zkl_lockreq *lr)
 int lockreq_cancel(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
 	int err = 0;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (lr->outcome != LR_PENDING)
 		err = -EALREADY;
 	else
-		lockreq_abandon_locked(lr);
-	pthread_mutex_unlock(&s->lock);
+		lockreq_abandon_locked(lr, &notify);
+	session_leave(s, &notify);
 	return err;
 }
 
@@ -102,7 +104,7 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 	lr->gone_fn = gone;
 	lr->gone_arg = arg;
 	if (lr->outcome != LR_FINISHED)
-		lockreq_abandon_locked(lr);
+		lockreq_abandon_locked(lr, &notify);
 	lr_end_entry_locked(lr, &notify);
 	session_leave(s, &notify);
 }

@@ -47,7 +47,9 @@ enum lr_hold {
 	LR_HOLD_RESUME, /* lr_defer .. the resume hook, or the session's end */
 	LR_HOLD_NOTICE, /* lr->notice posted .. run (lr_notice_run) */
 	LR_HOLD_MUTEX,  /* a peer lease: its peer's lock's done is to come */
-	LR_HOLD_ENTRY,  /* an entry point running (a hook, a fired watch, a
+	LR_HOLD_MUTEX_GONE, /* a peer lease: its peer's lock, let go, is
+			     * told gone (pl_mutex_gone) */
+	LR_HOLD_ENTRY,      /* an entry point running (a hook, a fired watch, a
 			 * listing, the owner's release): the hold that
 			 * brought it there, passed over by
 			 * lr_begin_entry_locked, so that what it starts
@@ -91,6 +93,7 @@ struct zkl_lockreq {
 				   * node of ours may turn up */
 	unsigned marked : 1;      /* a held lease: its node bears the mark */
 	unsigned peer : 1;        /* a lease in Curator's or kazoo's layout */
+
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
 				   * count was on its way */
@@ -98,6 +101,8 @@ struct zkl_lockreq {
 				   * of the lease directory was read ... */
 	unsigned acl_open : 1;    /* ... and lets another identity in */
 	unsigned peer_limit;      /* a peer lease: N as last read */
+	unsigned mutexes_leaving; /* a peer lease: its peer's locks let go
+				   * whose nodes are not deleted yet */
 	int peer_limit_err;
 	int create_attempts;
 	enum zkl_mode mode;
@@ -186,7 +191,7 @@ int lr_start_locked(struct zkl_lockreq *lr);
 int lr_start_with_locked(struct zkl_lockreq *lr,
 			 int (*first_step)(struct zkl_lockreq *lr));
 /* lockreq_release of a plain request, s->lock held. */
-void lr_release_locked(struct zkl_lockreq *lr);
+void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 int lr_is_connection_loss(int rc);
 /* Wait for the connection to come back, then resume (member ops). */
 void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
@@ -197,7 +202,7 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 extern const struct zkl_member_ops peerlease_member_ops;
 void peerlease_wire(struct zkl_lockreq *lr);
 int peerlease_start_locked(struct zkl_lockreq *lr);
-void peerlease_abandon_locked(struct zkl_lockreq *lr);
+void peerlease_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 
 /* Steps of the machine the hooks take (lr_machine.c). */
 int lr_line_up(struct zkl_lockreq *lr);

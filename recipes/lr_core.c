@@ -153,7 +153,8 @@ int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name)
  * flight and hooks running. */
 static int lr_hold_is_single(enum lr_hold h)
 {
-	return h != LR_HOLD_CALL && h != LR_HOLD_ENTRY;
+	return h != LR_HOLD_CALL && h != LR_HOLD_ENTRY &&
+	       h != LR_HOLD_MUTEX_GONE;
 }
 
 void lr_hold(struct zkl_lockreq *lr, enum lr_hold h)
@@ -215,11 +216,13 @@ void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	if (!lr->gone_fn || lr->gone_told)
 		return;
-	if (lr->phase != PH_GONE && session_is_connected_locked(lr->s))
+	if ((lr->phase != PH_GONE || lr->mutexes_leaving > 0) &&
+	    session_is_connected_locked(lr->s))
 		return;
-	/* The owner's done has run (it released the request), so the notify
-	 * link is free for this. */
-	assert(!notice_posted(&lr->notice));
+	/* The owner's done is still to run (a peer's lock let go before its
+	 * grant's notice ran): the end of that run tells. */
+	if (notice_posted(&lr->notice))
+		return;
 	lr->gone_told = 1;
 	lr->notify_gone = 1;
 	lr_hold(lr, LR_HOLD_NOTICE);
@@ -245,6 +248,7 @@ void lr_notice_run(struct zkl_notice *n)
 		ZKL_CONTAINER_OF(n, struct zkl_lockreq, notice);
 
 	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
 
 	/* The owner may post the notice again from its done (a release of a
 	 * failed request is told 'gone' at once). */
@@ -255,9 +259,9 @@ void lr_notice_run(struct zkl_notice *n)
 		lr->gone_fn(lr->gone_arg);
 	else
 		lr->done(lr, lr->notify_err, lr->arg);
-	pthread_mutex_lock(&s->lock);
-	lr_drop_locked(lr, LR_HOLD_ENTRY);
-	pthread_mutex_unlock(&s->lock);
+	session_enter(s, &notify);
+	lr_end_entry_locked(lr, &notify);
+	session_leave(s, &notify);
 }
 
 void lr_end_completion(struct zkl_lockreq *lr, struct zkl_link *notify)

@@ -129,13 +129,14 @@ int lr_start_locked(struct zkl_lockreq *lr)
 	return lr_start_with_locked(lr, lr_first_step);
 }
 
-void lr_release_locked(struct zkl_lockreq *lr)
+void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
+	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
 	if (lr->outcome != LR_FINISHED) {
 		lr->outcome = LR_FINISHED;
 		lr_abandon_locked(lr);
 	}
-	lr_drop_locked(lr, LR_HOLD_OWNER);
+	lr_end_entry_locked(lr, notify);
 }
 
 /* List the queue: phase stays as the caller set it (LISTING or

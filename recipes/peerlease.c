@@ -46,9 +46,26 @@ static int pl_kazoo(const struct zkl_lockreq *lr)
 
 /* ---- the peer's lock -------------------------------------------------- */
 
+/* The node of the peer's lock is gone: our owner may be told that ours
+ * is (lockreq_release_then) only now. */
+static void pl_mutex_gone(void *arg)
+{
+	struct zkl_lockreq *lr = arg;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	lr_begin_entry_locked(lr, LR_HOLD_MUTEX_GONE);
+	assert(lr->mutexes_leaving > 0);
+	lr->mutexes_leaving--;
+	lr_end_entry_locked(lr, &notify);
+	session_leave(s, &notify);
+}
+
 /* Let the peer's lock go.  Its done comes (and drops the MUTEX hold on
- * lr) unless it was still pending. */
-static void pl_release_mutex(struct zkl_lockreq *lr)
+ * lr) unless it was still pending; its node's deletion is told to
+ * pl_mutex_gone. */
+static void pl_release_mutex(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	struct zkl_lockreq *m = lr->mutex;
 
@@ -57,7 +74,11 @@ static void pl_release_mutex(struct zkl_lockreq *lr)
 	lr->mutex = NULL;
 	if (m->outcome == LR_PENDING)
 		lr_drop_locked(lr, LR_HOLD_MUTEX); /* the caller holds one */
-	lr_release_locked(m);
+	lr->mutexes_leaving++;
+	lr_hold(lr, LR_HOLD_MUTEX_GONE);
+	m->gone_fn = pl_mutex_gone;
+	m->gone_arg = lr;
+	lr_release_locked(m, notify);
 }
 
 static void pl_delete(struct zkl_lockreq *lr)
@@ -72,11 +93,11 @@ static void pl_delete(struct zkl_lockreq *lr)
 	}
 }
 
-void peerlease_abandon_locked(struct zkl_lockreq *lr)
+void peerlease_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	lr_unwatch_all(lr);
-	pl_release_mutex(lr);
+	pl_release_mutex(lr, notify);
 	switch (lr->phase) {
 	case PH_CREATING:
 	case PH_RECOVERING:
@@ -96,7 +117,7 @@ static void pl_fail(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 {
 	lr_tell_locked(lr, err, notify);
 	lr->outcome = LR_FINISHED;
-	peerlease_abandon_locked(lr);
+	peerlease_abandon_locked(lr, notify);
 }
 
 static void pl_mutex_done(struct zkl_lockreq *m, int err, void *arg);
@@ -156,7 +177,7 @@ static void pl_mutex_done(struct zkl_lockreq *m, int err, void *arg)
 	if (lr->mutex != m) {
 		/* let go already */
 	} else if (lr->outcome != LR_PENDING || lr->phase != PH_MUTEX) {
-		pl_release_mutex(lr); /* the session ended under us */
+		pl_release_mutex(lr, &notify); /* the session ended under us */
 	} else if (err < 0) {
 		lr->phase = PH_GONE;
 		pl_fail(lr, err, &notify);
@@ -180,7 +201,7 @@ static void pl_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	lr->phase = PH_IDLE;
 	lr_unwatch_all(lr);
-	pl_release_mutex(lr);
+	pl_release_mutex(lr, notify);
 	lr_tell_locked(lr, 0, notify);
 	lr_watch_held(lr);
 }
@@ -570,7 +591,7 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 	lr_begin_entry_locked(lr, LR_HOLD_RESUME);
 	switch (lr->phase) {
 	case PH_NEW: /* a new session: a fresh tag, and the lock again */
-		pl_release_mutex(lr);
+		pl_release_mutex(lr, notify);
 		err = lr->outcome == LR_PENDING ? lr_new_tag(lr) : -ECANCELED;
 		if (err == 0)
 			err = pl_start_mutex(lr);

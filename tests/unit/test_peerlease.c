@@ -348,3 +348,51 @@ Test(peerlease, curator_deletes_a_second_lease_of_its_own)
 	held_watch();
 	release(lr);
 }
+
+/* ---- a failure is gone only with the tool's lock ------------------------ */
+
+static int gone_calls;
+
+static void on_gone(void *arg)
+{
+	(void)arg;
+	gone_calls++;
+}
+
+static void failed_try_gone_with_the_tools_lock(enum zkl_style style)
+{
+	struct zkl_lockreq *lr = start(style, LOCKREQ_TRY);
+	int curator = style == ZKL_STYLE_CURATOR;
+
+	gone_calls = 0;
+	if (curator) {
+		lease_created(ZOK, "/b/r/leases");
+		counted("1", "/b/r/leases", 1, 1);
+	} else {
+		counted("1", "/b/r", 1, 0);
+	}
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -EAGAIN, "the try failed");
+	lockreq_release_then(lr, on_gone, NULL);
+	cr_assert_eq(gone_calls, 0,
+		     "told gone while the tool's lock node is there");
+	mutex_deleted();
+	if (curator) {
+		cr_assert_eq(gone_calls, 0,
+			     "told gone while the lease is there");
+		cr_assert_str_eq(fake_peek(FAKE_DELETE)->path, lease_path);
+		fake_complete_void(FAKE_DELETE, ZOK);
+	}
+	cr_assert_eq(gone_calls, 1);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(peerlease, a_failed_curator_try_is_gone_with_the_tools_lock)
+{
+	failed_try_gone_with_the_tools_lock(ZKL_STYLE_CURATOR);
+}
+
+Test(peerlease, a_failed_kazoo_try_is_gone_with_the_tools_lock)
+{
+	failed_try_gone_with_the_tools_lock(ZKL_STYLE_KAZOO);
+}
