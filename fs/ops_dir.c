@@ -242,9 +242,23 @@ void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	}
 }
 
+struct dir_rmdir_ctx {
+	fuse_req_t req;
+	struct zkl_fs *fs;
+	fuse_ino_t parent;
+	char name[];
+};
+
 static void dir_rmdir_done(int err, void *arg)
 {
-	fs_reply_err((fuse_req_t)arg, -err);
+	struct dir_rmdir_ctx *ctx = arg;
+
+	/* Before the reply: the kernel's next lookup must find a new entry,
+	 * not the inode it now holds for removed. */
+	if (err == 0)
+		tree_detach(&ctx->fs->tree, ctx->parent, ctx->name);
+	fs_reply_err(ctx->req, -err);
+	free(ctx);
 }
 
 void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -253,6 +267,7 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tree_res *dir = tree_res_of(&fs->tree, parent);
 	enum tree_kind kind;
 	char path[NAMES_MAX_NODE_PATH + 1];
+	struct dir_rmdir_ctx *ctx;
 	int err;
 
 	switch (tree_classify(name, dir == &fs->tree.root, &kind)) {
@@ -265,9 +280,18 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (tree_child_zpath(dir, name, path, sizeof(path)) < 0)
 		return fs_reply_err(req, ENAMETOOLONG);
-	err = resource_remove(fs->session, path, dir_rmdir_done, req);
-	if (err < 0)
+	ctx = malloc(sizeof(*ctx) + strlen(name) + 1);
+	if (!ctx)
+		return fs_reply_err(req, ENOMEM);
+	ctx->req = req;
+	ctx->fs = fs;
+	ctx->parent = parent;
+	strcpy(ctx->name, name);
+	err = resource_remove(fs->session, path, dir_rmdir_done, ctx);
+	if (err < 0) {
+		free(ctx);
 		fs_reply_err(req, -err);
+	}
 }
 
 /* CREATE comes only for names lookup called missing, or for O_CREAT of a

@@ -82,6 +82,7 @@ int tree_init(struct tree *t, const char *base)
 	}
 	t->root.name = name;
 	t->root.nlookup = 1;
+	list_init(&t->detached);
 	pthread_mutex_init(&t->lock, NULL);
 	return 0;
 }
@@ -94,6 +95,11 @@ void tree_destroy(struct tree *t)
 		struct strtab_item *next = item->next;
 		free(ZKL_CONTAINER_OF(item, struct tree_res, item));
 		item = next;
+	}
+	while (!list_empty(&t->detached)) {
+		struct zkl_link *l = t->detached.next;
+		list_del(l);
+		free(ZKL_CONTAINER_OF(l, struct tree_res, detached));
 	}
 	strtab_destroy(&t->table);
 	free((char *)t->root.name);
@@ -150,6 +156,7 @@ static int tree_get_res_locked(struct tree *t, struct tree_res *parent,
 		if (!r)
 			return -ENOMEM;
 		memset(r, 0, sizeof(*r));
+		list_init(&r->detached);
 		k = strcpy((char *)(r + 1), key);
 		r->item.key = k;
 		r->name = strchr(k, '/') + 1;
@@ -255,7 +262,10 @@ static void tree_drop_locked(struct tree *t, struct tree_res *r)
 {
 	while (r != &t->root && r->nlookup == 0 && r->children == 0) {
 		struct tree_res *parent = r->parent;
-		strtab_remove(&t->table, &r->item);
+		if (list_linked(&r->detached))
+			list_del(&r->detached);
+		else
+			strtab_remove(&t->table, &r->item);
 		free(r);
 		parent->children--;
 		r = parent;
@@ -274,5 +284,21 @@ void tree_forget(struct tree *t, uint64_t ino, uint64_t n)
 	else
 		r->nlookup -= n;
 	tree_drop_locked(t, r);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void tree_detach(struct tree *t, uint64_t parent, const char *name)
+{
+	struct tree_res *dir = tree_res_of(t, parent), *r;
+	char z[ZNODENAME_MAX + 1], dpath[NAMES_MAX_RESOURCE_PATH + 1];
+
+	if (tree_child_znode(dir, name, z, dpath) < 0)
+		return;
+	pthread_mutex_lock(&t->lock);
+	r = tree_find_locked(t, dir, z);
+	if (r) {
+		strtab_remove(&t->table, &r->item);
+		list_add_tail(&t->detached, &r->detached);
+	}
 	pthread_mutex_unlock(&t->lock);
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "list.h"
 #include "strtab.h"
 
 enum tree_kind {
@@ -59,6 +60,9 @@ struct tree_res {
 	struct strtab_item item;
 	uint64_t nlookup;  /* kernel references to it and its files */
 	uint64_t children; /* cached sub-resources pointing here */
+	/* Removed by rmdir (tree_detach): no longer found by its name, in
+	 * tree.detached until the kernel forgets it. */
+	struct zkl_link detached;
 	/* The znode name (znodename.h), inside the key; for the root, the
 	 * base path. */
 	const char *name;
@@ -68,7 +72,8 @@ struct tree {
 	/* Guards the table and every nlookup/children count. */
 	pthread_mutex_t lock;
 	struct tree_res root;
-	struct strtab table; /* every entry but the root */
+	struct strtab table; /* every entry but the root and the detached */
+	struct zkl_link detached; /* struct tree_res, removed by rmdir */
 };
 
 /* What a name means inside a resource directory. */
@@ -118,5 +123,11 @@ int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 
 /* The kernel dropped n references to ino. */
 void tree_forget(struct tree *t, uint64_t ino, uint64_t n);
+
+/* The resource directory `name` of `parent` was removed (rmdir): the
+ * kernel now holds its inode for dead, so the next lookup of that name
+ * gets a new entry and inode.  The old one stays, for the files and
+ * working directories still open in it, until it is forgotten. */
+void tree_detach(struct tree *t, uint64_t parent, const char *name);
 
 #endif

@@ -292,3 +292,30 @@ def test_a_znode_name_no_file_name_maps_to_is_not_listed(zk, base, m1):
         zk.ensure_path(f"{base}/{child}")
     assert sorted(os.listdir(os.fsencode(m1.mountpoint))) == \
         [b".status", b"a%20b", b"caf\xe9"]
+
+
+def test_rmdir_with_a_file_open_inside_leaves_the_name_usable(zk, base, m1, m2):
+    """rmdir of a resource whose `lock` file is open (it takes no lock, so
+    the resource node is empty and goes).  The kernel then holds that
+    directory's inode for removed: the next lookups of the name get a new
+    one, rather than ENOENT until the entry timeout (an hour), and the
+    descriptor opened before still takes real locks."""
+    zk.ensure_path(f"{base}/job3")
+    fd = os.open(m1.path("job3", "lock"), os.O_RDWR)
+    try:
+        os.rmdir(m1.path("job3"))
+        assert not zk.exists(f"{base}/job3"), "rmdir left the node"
+        with open(m1.path("job3", "holders")) as f:
+            assert f.read() == ""
+        with open(m1.path("job3", "write")):
+            assert lock_nodes(zk, f"{base}/job3"), "no lock node queued"
+            other = subprocess.run(["flock", "-n", m2.path("job3", "lock"),
+                                    "true"]).returncode
+            assert other == 1, "the other host took a held lock"
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        other = subprocess.run(["flock", "-n", m2.path("job3", "lock"),
+                                "true"]).returncode
+        assert other == 1, "the descriptor opened before took no real lock"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -161,3 +161,31 @@ Test(tree, the_limit_counts_the_encoded_path)
 	cr_assert_eq(tree_lookup(&t, ino, name, &ino), -ENAMETOOLONG);
 	tree_destroy(&t);
 }
+
+Test(tree, a_removed_directory_gets_a_new_inode_and_the_old_lives_on)
+{
+	struct tree t;
+	uint64_t old, old_file, fresh, sub;
+
+	cr_assert_eq(tree_init(&t, "/b"), 0);
+	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "job", &old), 0);
+	cr_assert_eq(tree_lookup(&t, old, "write", &old_file), 0);
+	cr_assert_eq(tree_lookup(&t, old, "sub", &sub), 0);
+	tree_detach(&t, FUSE_ROOT_ID, "job");
+	cr_assert_eq(tree_lookup(&t, FUSE_ROOT_ID, "job", &fresh), 0);
+	cr_assert_neq(fresh, old, "the removed inode was handed out again");
+	/* The old one still names its node, for what is open in it. */
+	{
+		char path[64];
+		cr_assert_gt(tree_zpath(tree_res_of(&t, old_file), path,
+					sizeof(path)),
+			     0);
+		cr_assert_str_eq(path, "/b/job");
+	}
+	tree_forget(&t, sub, 1);
+	tree_forget(&t, old_file, 1);
+	tree_forget(&t, old, 1); /* freed here (ASan) */
+	tree_forget(&t, fresh, 1);
+	cr_assert_eq(t.table.nitems, 0);
+	tree_destroy(&t);
+}
