@@ -1,8 +1,9 @@
 /*
  * lr.h - what the files of the lock request share (lockreq.c, the owner's
- * calls; lr_machine.c, the steps and completions; lr_core.c, references,
- * telling the owner, node names; peerlease.c, a lease in a peer's
- * layout).  Nobody else includes it.
+ * calls; lr_core.c, holds, telling the owner, node names; lr_watch.c, its
+ * watches; lr_steps.c, lr_create.c and lr_machine.c, its steps and their
+ * completions; lr_hooks.c, the session's calls; peerlease.c, a lease in a
+ * peer's layout).  Nobody else includes it.
  */
 #ifndef ZKL_LR_H
 #define ZKL_LR_H
@@ -177,39 +178,10 @@ void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost);
 void lr_delete_stray(struct zkl_lockreq *lr, const char *name);
 void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
 void lr_ignore_void(int rc, const void *data);
-void lr_abandon_locked(struct zkl_lockreq *lr);
-/* Set up what the session and the queue call on a plain request: its
- * member hooks, watch handlers and listing reply (lr_hooks.c). */
-void lr_wire(struct zkl_lockreq *lr);
-void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
-int lr_queue_create(struct zkl_lockreq *lr);
-void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
-void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify);
-/* lockreq_start of a plain request (s->lock held), and the checks every
- * request's start makes before its first step (a peer lease's, too). */
-int lr_start_locked(struct zkl_lockreq *lr);
-int lr_start_with_locked(struct zkl_lockreq *lr,
-			 int (*first_step)(struct zkl_lockreq *lr));
-/* lockreq_release of a plain request, s->lock held. */
-void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
-int lr_is_connection_loss(int rc);
-/* Wait for the connection to come back, then resume (member ops). */
-void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
-/* The member's count of a request (lr_hooks.c). */
-void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 
-/* A lease in a peer's layout (peerlease.c). */
-extern const struct zkl_member_ops peerlease_member_ops;
-void peerlease_wire(struct zkl_lockreq *lr);
-int peerlease_start_locked(struct zkl_lockreq *lr);
-void peerlease_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
-
-/* Steps of the machine the hooks take (lr_machine.c). */
-int lr_line_up(struct zkl_lockreq *lr);
-void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify);
-void lr_delete(struct zkl_lockreq *lr);
-void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify);
-void lr_mark(struct zkl_lockreq *lr);
+/* The files of the request call down this list only: lr_core.c (above),
+ * lr_watch.c, lr_steps.c, lr_create.c, lr_machine.c, lr_hooks.c,
+ * peerlease.c, lockreq.c. */
 
 /* What the request watches (lr_watch.c).  Each registration takes its
  * hold (WATCH, AHEAD, LIMIT, HELD); the unwatch calls drop it (the caller
@@ -228,5 +200,44 @@ void lr_watch_held(struct zkl_lockreq *lr);
 void lr_unwatch(struct zkl_lockreq *lr);
 /* ... and the limit and its own node too. */
 void lr_unwatch_all(struct zkl_lockreq *lr);
+
+/* The basic steps (lr_steps.c). */
+int lr_line_up(struct zkl_lockreq *lr);
+void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify);
+void lr_delete(struct zkl_lockreq *lr);
+/* Wait for the connection to come back, then resume (member ops). */
+void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
+int lr_is_connection_loss(int rc);
+void lr_abandon_locked(struct zkl_lockreq *lr);
+void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
+void lr_mark(struct zkl_lockreq *lr);
+
+/* The node's creation (lr_create.c). */
+int lr_queue_create(struct zkl_lockreq *lr);
+void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* lockreq_start of a plain request (s->lock held), and the checks every
+ * request's start makes before its first step (a peer lease's, too). */
+int lr_start_locked(struct zkl_lockreq *lr);
+int lr_start_with_locked(struct zkl_lockreq *lr,
+			 int (*first_step)(struct zkl_lockreq *lr));
+/* lockreq_release of a plain request, s->lock held. */
+void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* After a lost create reply, a listing: is there a node with our tag? */
+void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify);
+
+/* A listing's verdict (lr_machine.c). */
+void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify);
+void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
+
+/* The session's calls on a plain request (lr_hooks.c): its member hooks,
+ * watch handlers and listing reply, set up; a request's count. */
+void lr_wire(struct zkl_lockreq *lr);
+void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
+
+/* A lease in a peer's layout (peerlease.c). */
+extern const struct zkl_member_ops peerlease_member_ops;
+void peerlease_wire(struct zkl_lockreq *lr);
+int peerlease_start_locked(struct zkl_lockreq *lr);
+void peerlease_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 
 #endif
