@@ -11,6 +11,7 @@ import struct
 import time
 
 import pytest
+from kazoo.exceptions import NoNodeError
 
 from harness import Locker, wait_until
 from services import kazoo_service
@@ -37,7 +38,12 @@ def mutex_dir(tool, res):
 
 
 def children(zk, path):
-    return zk.get_children(path) if zk.exists(path) else []
+    # The peers' directories are containers: ZooKeeper deletes them once
+    # empty, maybe between a look and the next.
+    try:
+        return zk.get_children(path)
+    except NoNodeError:
+        return []
 
 
 def wait_for_count(zk, path, n, what):
