@@ -27,7 +27,6 @@ void holders_free(struct holders_query *q)
 	free(q);
 }
 
-
 /* An answer being built: the nodes still there, and what the semaphore's
  * line needs. */
 struct holders_out {
