@@ -154,6 +154,11 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
  * whose grant has not begun; the others fail in their grant. */
 void waiter_shutdown_all(struct zkl_fs *fs);
 
+/* For the signal poller (waiter_poll.c): look at w's pending signals
+ * again, cancel its wait if one should, and drop the reference the
+ * poller took (w->refs) to call this. */
+void waiter_recheck_signals(struct waiter *w);
+
 /*
  * An explicit unlock (unlock.c): the FUSE request is answered, or the new
  * lock of a conversion queued, only once ZooKeeper has deleted every lock

@@ -21,12 +21,8 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "deadline.h"
 #include "log.h"
 #include "sigpend.h"
-
-/* How often waiters that ignored a first signal are looked at again. */
-#define WAITER_POLL_MS 100
 
 /* The waiter whose interrupt callback this thread is registering: a
  * callback libfuse runs inside that registration only marks the waiter. */
@@ -347,80 +343,12 @@ void waiter_shutdown_all(struct zkl_fs *fs)
 	}
 }
 
-/* ---- a second signal after an ignored one ------------------------------ */
-
-/* The waiters that ignored a signal, each with a reference, in `out`;
- * fs->lock held.  Returns how many. */
-static size_t waiter_take_watched_locked(struct zkl_fs *fs, struct waiter **out,
-					 size_t max)
+void waiter_recheck_signals(struct waiter *w)
 {
-	size_t n = 0;
-
-	ZKL_ASSERT_HELD(&fs->lock);
-	for (struct zkl_link *l = fs->waiters.next;
-	     l != &fs->waiters && n < max; l = l->next) {
-		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
-		if (!w->watch_signals)
-			continue;
-		atomic_fetch_add(&w->refs, 1);
-		out[n++] = w;
+	if (sigpend_thread_cancels(w->tid) && waiter_cancel(w)) {
+		log_msg(LOG_DEBUG, "pid %d: a later signal cancels its wait",
+			(int)w->tid);
+		waiter_fail(w, EINTR);
 	}
-	return n;
-}
-
-/*
- * The kernel sends FUSE_INTERRUPT once per request.  When the first
- * signal did not cancel the wait (SIGCHLD of a shell's background job),
- * a later SIGTERM, SIGINT or SIGKILL brings no new interrupt: it only
- * stays pending on the waiting thread.  So those waiters' pending
- * signals are read again every WAITER_POLL_MS; nobody else is polled,
- * and the thread sleeps while there are none.
- */
-static void *waiter_poller(void *arg)
-{
-	struct zkl_fs *fs = arg;
-	struct waiter *batch[64];
-	size_t n;
-
-	pthread_mutex_lock(&fs->lock);
-	while (!fs->stopping) {
-		if (fs->signal_watched == 0) {
-			pthread_cond_wait(&fs->signal_poll, &fs->lock);
-			continue;
-		}
-		struct timespec t = deadline_after_ms(WAITER_POLL_MS);
-		pthread_cond_timedwait(&fs->signal_poll, &fs->lock, &t);
-		if (fs->stopping)
-			break;
-		n = waiter_take_watched_locked(fs, batch, 64);
-		pthread_mutex_unlock(&fs->lock);
-		for (size_t i = 0; i < n; i++) {
-			if (sigpend_thread_cancels(batch[i]->tid) &&
-			    waiter_cancel(batch[i])) {
-				log_msg(LOG_DEBUG,
-					"pid %d: a later signal "
-					"cancels its wait",
-					(int)batch[i]->tid);
-				waiter_fail(batch[i], EINTR);
-			}
-			waiter_put(batch[i]);
-		}
-		pthread_mutex_lock(&fs->lock);
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return NULL;
-}
-
-int waiter_poller_start(struct zkl_fs *fs)
-{
-	return -pthread_create(&fs->signal_poller, NULL, waiter_poller, fs);
-}
-
-void waiter_poller_stop(struct zkl_fs *fs)
-{
-	pthread_mutex_lock(&fs->lock);
-	assert(fs->stopping);
-	pthread_cond_signal(&fs->signal_poll);
-	pthread_mutex_unlock(&fs->lock);
-	pthread_join(fs->signal_poller, NULL);
+	waiter_put(w);
 }
