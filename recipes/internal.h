@@ -98,6 +98,9 @@ struct zkl_lost {
 /* Tell the session's owner of a lost lock, and free the report.  No lock
  * of ours held. */
 void session_tell_lost(struct zkl_lost *item);
+/* Tell the owner of each lock lost with the session, then free the list
+ * (session_lost.c). */
+void session_report_lost(struct zkl_link *lost);
 
 /* Take the session's mutex for an entry point that may post notices;
  * session_leave drops it and runs them. */

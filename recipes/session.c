@@ -31,28 +31,6 @@ static void session_resume_all_locked(struct zkl_session *s,
 	}
 }
 
-void session_tell_lost(struct zkl_lost *item)
-{
-	struct zkl_session *s = item->s;
-
-	if (s->lost_hook)
-		s->lost_hook(item->node, item->why, item->data, item->len,
-			     s->lost_arg);
-	free(item->node);
-	free(item);
-}
-
-/* Tell the owner of each lock lost with the session, then free the list. */
-static void session_report_lost(struct zkl_link *lost)
-{
-	while (!list_empty(lost)) {
-		struct zkl_lost *item =
-			ZKL_CONTAINER_OF(lost->next, struct zkl_lost, link);
-		list_del(&item->link);
-		session_tell_lost(item);
-	}
-}
-
 static void session_connected_locked(struct zkl_session *s,
 				     struct zkl_link *notify)
 {
@@ -259,14 +237,6 @@ static void *session_keeper(void *arg)
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
-}
-
-void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn, void *arg)
-{
-	pthread_mutex_lock(&s->lock);
-	s->lost_hook = fn;
-	s->lost_arg = arg;
-	pthread_mutex_unlock(&s->lock);
 }
 
 static int session_wait_connected(struct zkl_session *s, int timeout_ms)
