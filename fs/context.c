@@ -15,6 +15,7 @@ void fs_context_init(struct zkl_fs *fs)
 	pthread_cond_init(&fs->grants_done, NULL);
 	list_init(&fs->lockfiles);
 	list_init(&fs->waiters);
+	list_init(&fs->kept);
 	list_init(&fs->posix_locks);
 	list_init(&fs->snapshots);
 }

@@ -33,6 +33,8 @@ struct zkl_fs {
 	pthread_mutex_t lock;
 	struct zkl_link lockfiles;   /* struct lockfile: opening and open */
 	struct zkl_link waiters;     /* struct waiter: parked requests */
+	struct zkl_link kept;        /* struct waiter: told EINTR, their
+				      * requests kept for a restart */
 	struct zkl_link posix_locks; /* struct posixlock: fcntl locks held */
 	struct zkl_link snapshots;   /* struct snapshot: open text files and
 				      * directories */

@@ -121,12 +121,17 @@ struct waiter_ops {
 	 * fcntl: its lock owner's on the file), or NULL; fs->lock held.
 	 * NULL function: each request is its own holder (open).  A request
 	 * whose holder holds already is answered from that lock, never
-	 * queued behind it: 0 if it covers the mode, else EDEADLK. */
+	 * queued behind it: 0 if it covers the mode, else see below. */
 	struct zkl_lockreq *(*holder_lock_locked)(const struct waiter *w);
+	/* flock: a request of a mode the holder's lock does not cover is a
+	 * conversion: take that lock from the holder, for the caller to
+	 * release.  NULL (fcntl): EDEADLK. */
+	struct zkl_lockreq *(*holder_drop_locked)(const struct waiter *w);
 };
 
 struct waiter {
-	struct zkl_link link; /* in fs->waiters while parked */
+	struct zkl_link link; /* in fs->waiters while parked, in fs->kept
+			       * while kept */
 	struct zkl_fs *fs;
 	const struct waiter_ops *ops;
 	fuse_req_t req;
@@ -140,6 +145,13 @@ struct waiter {
 	int interrupted_early; /* set by the callback inside registration */
 	int watch_signals;     /* a signal was ignored: the poller looks;
 			       * guarded by fs->lock */
+	/* Guarded by fs->lock: */
+	int started;       /* its lock request was started */
+	int kept;          /* told EINTR, its request kept (waiter.c) */
+	int kept_answered; /* ... and answered meanwhile, with kept_err */
+	int kept_err;
+	int expired;                /* ... and given up: its answer ends it */
+	struct timespec keep_until; /* deadline.h's clock */
 	size_t identity_len;
 	char identity[IDENTITY_MAX];
 };

@@ -96,6 +96,14 @@ static struct zkl_lockreq *flock_holder_lock(const struct waiter *w)
 	return w->lf->state == LF_OPEN ? w->lf->held : NULL;
 }
 
+static struct zkl_lockreq *flock_holder_drop(const struct waiter *w)
+{
+	struct zkl_lockreq *old = w->lf->held;
+
+	w->lf->held = NULL;
+	return old;
+}
+
 /* fcntl locks belong to the lock owner, on the file. */
 static struct zkl_lockreq *posix_holder_lock(const struct waiter *w)
 {
@@ -108,6 +116,7 @@ static const struct waiter_ops flock_ops = {
 	.what = "flock",
 	.granted = flock_granted,
 	.holder_lock_locked = flock_holder_lock,
+	.holder_drop_locked = flock_holder_drop,
 };
 
 static const struct waiter_ops posix_ops = {

@@ -26,40 +26,44 @@ static int sigpend_field(const char *status, const char *key, uint64_t *out)
 	return 0;
 }
 
-int sigpend_parse(const char *status, uint64_t *pending, uint64_t *blocked)
+int sigpend_parse(const char *status, struct sigpend_masks *m)
 {
 	uint64_t thread, shared;
 
 	if (sigpend_field(status, "\nSigPnd:", &thread) < 0 ||
 	    sigpend_field(status, "\nShdPnd:", &shared) < 0 ||
-	    sigpend_field(status, "\nSigBlk:", blocked) < 0)
+	    sigpend_field(status, "\nSigBlk:", &m->blocked) < 0 ||
+	    sigpend_field(status, "\nSigCgt:", &m->caught) < 0)
 		return -EINVAL;
-	*pending = thread | shared;
+	m->pending = thread | shared;
 	return 0;
 }
 
-int sigpend_cancels(uint64_t pending, uint64_t blocked)
+enum sigpend_verdict sigpend_classify(const struct sigpend_masks *m)
 {
 	const uint64_t harmless = SIGPEND_BIT(SIGCHLD) | SIGPEND_BIT(SIGWINCH) |
 				  SIGPEND_BIT(SIGURG) | SIGPEND_BIT(SIGCONT) |
 				  SIGPEND_BIT(SIGSTOP) | SIGPEND_BIT(SIGTSTP) |
 				  SIGPEND_BIT(SIGTTIN) | SIGPEND_BIT(SIGTTOU);
-	/* SIGKILL cannot be blocked, whatever the mask says. */
-	uint64_t effective = pending & (~blocked | SIGPEND_BIT(SIGKILL));
+	/* SIGKILL cannot be blocked nor caught, whatever the masks say. */
+	const uint64_t kill = SIGPEND_BIT(SIGKILL);
+	uint64_t cancels = m->pending & (~m->blocked | kill) & ~harmless;
 
-	return (effective & ~harmless) != 0;
+	if (!cancels)
+		return SIGPEND_WAIT;
+	return cancels & (~m->caught | kill) ? SIGPEND_CANCEL : SIGPEND_HANDLED;
 }
 
-int sigpend_thread_cancels(pid_t tid)
+enum sigpend_verdict sigpend_thread_classify(pid_t tid)
 {
+	struct sigpend_masks m;
 	char buf[4096];
-	uint64_t pending, blocked;
 
 	/* After a '\n', so that every field starts a line. */
 	if (procfile_read(tid, "status", buf + 1, sizeof(buf) - 1) <= 0)
-		return 1;
+		return SIGPEND_CANCEL;
 	buf[0] = '\n';
-	if (sigpend_parse(buf, &pending, &blocked) < 0)
-		return 1;
-	return sigpend_cancels(pending, blocked);
+	if (sigpend_parse(buf, &m) < 0)
+		return SIGPEND_CANCEL;
+	return sigpend_classify(&m);
 }

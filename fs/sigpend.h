@@ -7,6 +7,11 @@
  * to stop: SIGCHLD, SIGWINCH, SIGURG, SIGCONT (ignored by default) and
  * SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU (stop, then continue: the waiter keeps
  * its place) never cancel.  We read the thread's pending masks in /proc.
+ *
+ * A cancelling signal that the process catches (SIGALRM of a timer with a
+ * handler, a profiler's SIGPROF) makes the call return EINTR to the
+ * handler, and a program, a runtime or SA_RESTART may well ask again at
+ * once: such a wait keeps its place for that (waiter.c).
  */
 #ifndef ZKL_SIGPEND_H
 #define ZKL_SIGPEND_H
@@ -17,15 +22,26 @@
 /* Bit (sig - 1) set for each signal, as /proc shows masks. */
 #define SIGPEND_BIT(sig) (UINT64_C(1) << ((sig)-1))
 
-/* Parse the SigPnd, ShdPnd and SigBlk lines of a /proc/<tid>/status text.
- * Returns 0, or -EINVAL if a line is missing or malformed. */
-int sigpend_parse(const char *status, uint64_t *pending, uint64_t *blocked);
+/* The pending, blocked and caught (handled) masks of a thread. */
+struct sigpend_masks {
+	uint64_t pending, blocked, caught;
+};
 
-/* Given the pending and blocked masks: 1 if the wait must be cancelled. */
-int sigpend_cancels(uint64_t pending, uint64_t blocked);
+/* Parse the SigPnd, ShdPnd, SigBlk and SigCgt lines of a
+ * /proc/<tid>/status text.  Returns 0, or -EINVAL if a line is missing or
+ * malformed. */
+int sigpend_parse(const char *status, struct sigpend_masks *m);
+
+enum sigpend_verdict {
+	SIGPEND_WAIT,    /* nothing that cancels a wait */
+	SIGPEND_CANCEL,  /* a signal that kills, or is not caught */
+	SIGPEND_HANDLED, /* only signals the process catches */
+};
+
+enum sigpend_verdict sigpend_classify(const struct sigpend_masks *m);
 
 /* Read /proc/<tid>/status and decide.  A thread that is gone or unreadable
- * is treated as killed: 1. */
-int sigpend_thread_cancels(pid_t tid);
+ * is treated as killed: SIGPEND_CANCEL. */
+enum sigpend_verdict sigpend_thread_classify(pid_t tid);
 
 #endif

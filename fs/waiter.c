@@ -13,7 +13,7 @@
  * (lockreq_release_then): an open that failed with EAGAIN or EINTR leaves
  * nothing another host could still see.
  */
-#include "lockfile.h"
+#include "waiter.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -28,140 +28,6 @@
  * callback libfuse runs inside that registration only marks the waiter. */
 static __thread struct waiter *waiter_registering;
 
-static void waiter_put(struct waiter *w)
-{
-	if (atomic_fetch_sub(&w->refs, 1) != 1)
-		return;
-	assert(!w->lr); /* adopted by the grant, or released by the failure */
-	lockfile_put(w->lf);
-	free(w);
-}
-
-/* Take w out of fs->waiters (and of the signal poller's sight).
- * fs->lock held. */
-static void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
-{
-	ZKL_ASSERT_HELD(&fs->lock);
-	list_del(&w->link);
-	if (w->watch_signals) {
-		w->watch_signals = 0;
-		assert(fs->signal_watched > 0);
-		fs->signal_watched--;
-	}
-}
-
-static void waiter_unlist(struct waiter *w)
-{
-	struct zkl_fs *fs = w->fs;
-
-	pthread_mutex_lock(&fs->lock);
-	if (list_linked(&w->link))
-		waiter_unlist_locked(fs, w);
-	pthread_mutex_unlock(&fs->lock);
-}
-
-static void waiter_reply_failure(struct waiter *w)
-{
-	log_msg(LOG_DEBUG, "%s by pid %d failed: %s", w->ops->what, (int)w->tid,
-		strerror(w->fail_err));
-	if (w->ops->failed)
-		w->ops->failed(w, w->fail_err);
-	else
-		fs_reply_err(w->req, w->fail_err);
-	waiter_put(w); /* the reply's */
-}
-
-static void waiter_node_gone(void *arg)
-{
-	waiter_reply_failure(arg);
-}
-
-/* Answer with an error once the request's node is gone.  The caller owns
- * the reply, and gives its reference with it. */
-static void waiter_fail(struct waiter *w, int err)
-{
-	struct zkl_lockreq *lr = w->lr;
-
-	waiter_unlist(w);
-	w->fail_err = err;
-	w->lr = NULL;
-	if (lr)
-		lockreq_release_then(lr, waiter_node_gone, w);
-	else
-		waiter_reply_failure(w);
-}
-
-/* Cancel w's wait if it is still parked and its lock request agrees.
- * Returns 1 if the caller won and must answer (w is unlisted). */
-static int waiter_cancel(struct waiter *w)
-{
-	struct zkl_fs *fs = w->fs;
-	int won;
-
-	pthread_mutex_lock(&fs->lock);
-	won = list_linked(&w->link) && lockreq_cancel(w->lr) == 0;
-	if (won)
-		waiter_unlist_locked(fs, w);
-	pthread_mutex_unlock(&fs->lock);
-	return won;
-}
-
-/* What a request of w's holder gets from the lock that holder holds:
- * 0 (it covers w's mode), EDEADLK (it does not: waiting would be for
- * ourselves), or -1 (the holder holds nothing: w waits).  fs->lock held. */
-static int waiter_answer_from_holder_locked(const struct waiter *w,
-					    enum zkl_mode mode)
-{
-	struct zkl_lockreq *held;
-
-	ZKL_ASSERT_HELD(&w->fs->lock);
-	if (!w->ops->holder_lock_locked)
-		return -1;
-	held = w->ops->holder_lock_locked(w);
-	if (!held || !lockreq_holds(held))
-		return -1;
-	return lockfile_covers(held, mode) ? 0 : EDEADLK;
-}
-
-/* w's grant gave its holder a lock: the other requests of that holder
- * waiting meanwhile (two `flock 9` of one inherited descriptor, two
- * threads' fcntl) are answered from it, as local locks are, instead of
- * waiting behind it for ever. */
-static void waiter_answer_same_holder(struct waiter *w)
-{
-	struct zkl_fs *fs = w->fs;
-	struct zkl_link answered, *l, *next;
-
-	if (!w->ops->holder_lock_locked)
-		return;
-	list_init(&answered);
-	pthread_mutex_lock(&fs->lock);
-	for (l = fs->waiters.next; l != &fs->waiters; l = next) {
-		struct waiter *o = ZKL_CONTAINER_OF(l, struct waiter, link);
-		next = l->next;
-		if (o->ops != w->ops || o->lf->ino != w->lf->ino ||
-		    o->owner != w->owner || (!o->owner && o->lf != w->lf))
-			continue;
-		o->fail_err = waiter_answer_from_holder_locked(
-			o, lockreq_mode(o->lr));
-		if (o->fail_err >= 0 && lockreq_cancel(o->lr) == 0) {
-			waiter_unlist_locked(fs, o);
-			list_add_tail(&answered, &o->link);
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-	while (!list_empty(&answered)) {
-		struct waiter *o =
-			ZKL_CONTAINER_OF(answered.next, struct waiter, link);
-		list_del(&o->link);
-		fuse_req_interrupt_func(o->req, NULL, NULL);
-		log_msg(LOG_DEBUG,
-			"pid %d's %s answered from its holder's lock",
-			(int)o->tid, o->ops->what);
-		waiter_fail(o, o->fail_err); /* its node goes first */
-	}
-}
-
 /* lockreq's answer, on the completion thread. */
 static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 {
@@ -169,25 +35,43 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	struct zkl_fs *fs = w->fs;
 	char zpath[NAMES_MAX_NODE_PATH + 1];
 	const char *mode;
+	int expired;
 
-	/* Waits for an interrupt callback running now; none runs after. */
-	fuse_req_interrupt_func(w->req, NULL, NULL);
+	pthread_mutex_lock(&fs->lock);
+	if (w->kept) {
+		/* Its caller was told EINTR and has not asked again: the
+		 * answer waits for the call again (waiter_adopt), a grant
+		 * only WAITER_KEEP_GRANTED_MS, not to hold the lock from the
+		 * others for long; one given up already ends here. */
+		w->kept_answered = 1;
+		w->kept_err = err;
+		expired = w->expired;
+		if (err == 0 && !expired)
+			waiter_keep_granted_locked(w);
+		pthread_mutex_unlock(&fs->lock);
+		if (expired)
+			waiter_end_kept(w);
+		return;
+	}
+	/* Unlisted first: an interrupt from now on finds nothing to do. */
+	if (list_linked(&w->link))
+		waiter_unlist_locked(fs, w);
 	/* A grant either fails here, or is counted until it has handed its
 	 * lock to a lock file, where the unmount finds it: none slips
 	 * between the unmount's two steps (lockfile_shutdown_all). */
-	pthread_mutex_lock(&fs->lock);
 	if (err == 0 && fs->stopping)
 		err = -EIO;
 	else if (err == 0)
 		fs->granting++;
 	pthread_mutex_unlock(&fs->lock);
+	/* Waits for an interrupt callback running now; none runs after. */
+	fuse_req_interrupt_func(w->req, NULL, NULL);
 	if (err != 0)
 		return waiter_fail(w, -err);
 	/* Both read before the reply: the holder may release lr at once,
 	 * and close the file, and the kernel forget its inode. */
 	mode = names_mode_str(lockreq_mode(lr));
 	lockfile_zpath(fs, w->lf->ino, zpath);
-	waiter_unlist(w);
 	w->lr = NULL;
 	w->ops->granted(w, lr);
 	waiter_answer_same_holder(w);
@@ -200,14 +84,49 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	waiter_put(w);
 }
 
+/* A caught signal: answer EINTR now, for the handler to run, and keep
+ * the request in its place for the call again (waiter.h).  Returns 0 if
+ * w cannot be kept (not started yet, or unmounting): cancel it. */
+static int waiter_keep(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+	/* The answer goes to this call, through a stand-in: once kept, w
+	 * may be taken back by the call again before the reply returns. */
+	struct waiter answer = { .fs = fs, .ops = w->ops, .tid = w->tid };
+	int listed, kept;
+
+	pthread_mutex_lock(&fs->lock);
+	listed = list_linked(&w->link);
+	kept = listed && w->started && !fs->stopping;
+	if (kept) {
+		answer.req = w->req;
+		answer.lf = w->lf;
+		w->req = NULL;
+		waiter_keep_locked(w);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!kept)
+		return !listed; /* answered by someone else, or cancel it */
+	log_msg(LOG_DEBUG, "pid %d: a caught signal; EINTR, its place kept",
+		(int)answer.tid);
+	if (answer.ops->failed)
+		answer.ops->failed(&answer, EINTR);
+	else
+		fs_reply_err(answer.req, EINTR);
+	waiter_put(w); /* the reply's */
+	return 1;
+}
+
 /* A signal reached the waiting thread: cancel the wait if the signal is
- * one that should, else keep waiting and look again now and then (the
- * kernel sends no second interrupt for a later signal). */
+ * one that should, keep its place if the process catches it, else keep
+ * waiting and look again now and then (the kernel sends no second
+ * interrupt for a later signal). */
 static void waiter_signalled(struct waiter *w)
 {
 	struct zkl_fs *fs = w->fs;
 
-	if (!sigpend_thread_cancels(w->tid)) {
+	switch (sigpend_thread_classify(w->tid)) {
+	case SIGPEND_WAIT:
 		log_msg(LOG_DEBUG,
 			"pid %d: signal that does not cancel a wait, ignored",
 			(int)w->tid);
@@ -219,10 +138,16 @@ static void waiter_signalled(struct waiter *w)
 		}
 		pthread_mutex_unlock(&fs->lock);
 		return;
+	case SIGPEND_HANDLED:
+		if (waiter_keep(w))
+			return;
+		/* fall through */
+	case SIGPEND_CANCEL:
+		if (waiter_cancel(w))
+			waiter_fail(w, EINTR);
+		/* else the grant (or unmount) won; it answers */
+		return;
 	}
-	if (waiter_cancel(w))
-		waiter_fail(w, EINTR);
-	/* else the grant (or unmount) won; it answers */
 }
 
 /* libfuse's interrupt callback: runs with the request's lock held, maybe
@@ -241,15 +166,54 @@ static void waiter_interrupted(fuse_req_t req, void *arg)
 	waiter_signalled(w);
 }
 
+/* The call again of a kept wait (waiter.h): `kept` answers the new call
+ * `fresh` (a stand-in never started, freed here), from the place it kept,
+ * or at once with the answer that came meanwhile. */
+static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
+{
+	struct zkl_fs *fs = kept->fs;
+	int answered;
+
+	atomic_fetch_add(&kept->refs, 1); /* ours, while here */
+	kept->req = fresh->req;
+	lockfile_get(fresh->lf);
+	lockfile_put(kept->lf);
+	kept->lf = fresh->lf;
+	kept->interrupted_early = 0;
+	fresh->lr = NULL;
+	waiter_put(fresh);
+	waiter_put(fresh);
+	/* As waiter_park: the callback first, then where answers see it.
+	 * An answer meanwhile finds it kept, and waits for us. */
+	waiter_registering = kept;
+	fuse_req_interrupt_func(kept->req, waiter_interrupted, kept);
+	waiter_registering = NULL;
+	pthread_mutex_lock(&fs->lock);
+	kept->kept = 0;
+	answered = kept->kept_answered;
+	if (!answered)
+		list_add_tail(&fs->waiters, &kept->link);
+	pthread_mutex_unlock(&fs->lock);
+	log_msg(LOG_DEBUG, "pid %d asks again: its %s wait keeps its place",
+		(int)kept->tid, kept->ops->what);
+	if (answered)
+		waiter_done(kept->lr, kept->kept_err, kept);
+	else if (kept->interrupted_early ||
+		 sigpend_thread_classify(kept->tid) != SIGPEND_WAIT)
+		waiter_signalled(kept); /* a signal no callback saw */
+	waiter_put(kept);
+}
+
 void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		 struct lockfile *lf, enum zkl_mode mode, unsigned flags,
 		 uint64_t owner)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct waiter *w = calloc(1, sizeof(*w));
+	struct waiter *w = calloc(1, sizeof(*w)), *kept;
 	char zpath[NAMES_MAX_NODE_PATH + 1];
-	int err;
+	struct zkl_lockreq *dropped = NULL;
+	int err, answer = -1;
 
 	if (!w) {
 		/* A stand-in, so the answer goes the usual way. */
@@ -275,6 +239,11 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	log_msg(LOG_DEBUG, "pid %d asks a %s lock on %s (%s%s)", (int)w->tid,
 		names_mode_str(mode), zpath, ops->what,
 		flags & LOCKREQ_TRY ? ", try" : "");
+	pthread_mutex_lock(&fs->lock);
+	kept = waiter_take_kept_locked(fs, w, mode);
+	pthread_mutex_unlock(&fs->lock);
+	if (kept)
+		return waiter_adopt(kept, w);
 	err = lockreq_new(fs->session, zpath, mode, flags, w->identity,
 			  w->identity_len, waiter_done, w, &w->lr);
 	if (err < 0) {
@@ -283,19 +252,9 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		waiter_put(w); /* ours */
 		return;
 	}
-	/* Listed, unless its holder holds already (a grant came since the
-	 * caller looked): both under fs->lock, so that either this sees that
-	 * lock or the grant's waiter_answer_same_holder sees w. */
 	pthread_mutex_lock(&fs->lock);
-	err = waiter_answer_from_holder_locked(w, mode);
-	if (err < 0)
-		list_add_tail(&fs->waiters, &w->link);
+	list_add_tail(&fs->waiters, &w->link);
 	pthread_mutex_unlock(&fs->lock);
-	if (err >= 0) {
-		waiter_fail(w, err);
-		waiter_put(w); /* ours */
-		return;
-	}
 	/* Before the request can be answered, so that an interrupt that
 	 * comes later finds the callback; one that came first runs it right
 	 * here, and is handled once libfuse has let go of the request. */
@@ -306,11 +265,27 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		waiter_signalled(w);
 	/* Under fs->lock, and only while listed: a cancel that won
 	 * meanwhile (an interrupt on another worker, the signal poller) has
-	 * unlisted w and given its lock request up. */
+	 * unlisted w and given its lock request up.  Not started if its
+	 * holder holds already (a grant came since the caller looked): this
+	 * sees that lock, or the grant's waiter_answer_same_holder sees w
+	 * started. */
 	pthread_mutex_lock(&fs->lock);
-	err = list_linked(&w->link) ? lockreq_start(w->lr) : -ECANCELED;
+	err = -ECANCELED;
+	if (list_linked(&w->link)) {
+		answer = waiter_holder_answer_locked(w, &dropped);
+		if (answer >= 0)
+			waiter_unlist_locked(fs, w);
+		else
+			err = lockreq_start(w->lr);
+	}
+	w->started = err == 0;
 	pthread_mutex_unlock(&fs->lock);
-	if (err < 0 && err != -ECANCELED) {
+	if (dropped)
+		lockreq_release(dropped); /* a conversion's old lock */
+	if (answer >= 0) {
+		fuse_req_interrupt_func(req, NULL, NULL);
+		waiter_fail(w, answer);
+	} else if (err < 0 && err != -ECANCELED) {
 		/* Nothing was sent, and start has decided the outcome: no
 		 * cancel can win now. */
 		fuse_req_interrupt_func(req, NULL, NULL);
@@ -321,10 +296,12 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 
 void waiter_shutdown_all(struct zkl_fs *fs)
 {
-	struct zkl_link mine, *l, *next;
+	struct zkl_link mine, ending, *l, *next;
 
 	list_init(&mine);
+	list_init(&ending);
 	pthread_mutex_lock(&fs->lock);
+	waiter_take_expired_locked(fs, 1, &ending);
 	for (l = fs->waiters.next; l != &fs->waiters; l = next) {
 		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
 		next = l->next;
@@ -341,14 +318,14 @@ void waiter_shutdown_all(struct zkl_fs *fs)
 		fuse_req_interrupt_func(w->req, NULL, NULL);
 		waiter_fail(w, EIO);
 	}
+	waiter_end_kept_all(&ending);
 }
 
 void waiter_recheck_signals(struct waiter *w)
 {
-	if (sigpend_thread_cancels(w->tid) && waiter_cancel(w)) {
-		log_msg(LOG_DEBUG, "pid %d: a later signal cancels its wait",
-			(int)w->tid);
-		waiter_fail(w, EINTR);
+	if (sigpend_thread_classify(w->tid) != SIGPEND_WAIT) {
+		log_msg(LOG_DEBUG, "pid %d: a later signal", (int)w->tid);
+		waiter_signalled(w);
 	}
 	waiter_put(w);
 }

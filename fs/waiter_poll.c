@@ -1,8 +1,9 @@
 /*
  * waiter_poll.c - the waiters that ignored a first signal, looked at again
- * (see waiter.c): the kernel sends one FUSE_INTERRUPT per request.
+ * (see waiter.c): the kernel sends one FUSE_INTERRUPT per request; and the
+ * waits kept for a restart that did not come, given up (waiter.h).
  */
-#include "lockfile.h"
+#include "waiter.h"
 
 #include <assert.h>
 
@@ -36,17 +37,19 @@ static size_t waiter_take_watched_locked(struct zkl_fs *fs, struct waiter **out,
  * a later SIGTERM, SIGINT or SIGKILL brings no new interrupt: it only
  * stays pending on the waiting thread.  So those waiters' pending
  * signals are read again every WAITER_POLL_MS; nobody else is polled,
- * and the thread sleeps while there are none.
+ * and the thread sleeps while there are none, and no kept wait.
  */
 static void *waiter_poller(void *arg)
 {
 	struct zkl_fs *fs = arg;
 	struct waiter *batch[64];
+	struct zkl_link ending;
 	size_t n;
 
+	list_init(&ending);
 	pthread_mutex_lock(&fs->lock);
 	while (!fs->stopping) {
-		if (fs->signal_watched == 0) {
+		if (fs->signal_watched == 0 && list_empty(&fs->kept)) {
 			pthread_cond_wait(&fs->signal_poll, &fs->lock);
 			continue;
 		}
@@ -55,9 +58,11 @@ static void *waiter_poller(void *arg)
 		if (fs->stopping)
 			break;
 		n = waiter_take_watched_locked(fs, batch, 64);
+		waiter_take_expired_locked(fs, 0, &ending);
 		pthread_mutex_unlock(&fs->lock);
 		for (size_t i = 0; i < n; i++)
 			waiter_recheck_signals(batch[i]);
+		waiter_end_kept_all(&ending);
 		pthread_mutex_lock(&fs->lock);
 	}
 	pthread_mutex_unlock(&fs->lock);

@@ -21,4 +21,21 @@ static inline struct timespec deadline_after_ms(long ms)
 	return t;
 }
 
+/* Is a earlier than b? */
+static inline int deadline_before(const struct timespec *a,
+				  const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Is the time t (from deadline_after_ms) past? */
+static inline int deadline_reached(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return !deadline_before(&now, t);
+}
+
 #endif

@@ -88,6 +88,8 @@ struct zkl_lockreq {
 	int notify_err;
 	unsigned notify_gone : 1; /* the notify entry is for gone_fn */
 	unsigned gone_told : 1;   /* gone_fn has been queued */
+	unsigned telling : 1;     /* the notice is posted or running: a
+				   * 'gone' waits for the end of its run */
 	unsigned try_only : 1;
 	unsigned lost : 1;
 	unsigned maybe_stray : 1; /* a create's reply was lost: a duplicate

@@ -193,6 +193,15 @@ void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from, enum lr_hold to)
 
 /* ---- telling the owner ------------------------------------------------ */
 
+/* Post the notice (done or gone_fn) for after unlock. */
+static void lr_post_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	assert(!lr->telling);
+	lr->telling = 1;
+	lr_hold(lr, LR_HOLD_NOTICE);
+	notice_post(notify, &lr->notice);
+}
+
 /* Decide the owner's answer (at most once) and queue it for after unlock. */
 void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 {
@@ -202,8 +211,7 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 	lr->notify_err = err;
 	if (!err)
 		lr->s->grants++;
-	lr_hold(lr, LR_HOLD_NOTICE);
-	notice_post(notify, &lr->notice);
+	lr_post_locked(lr, notify);
 }
 
 /* If the owner waits for the node to be gone and it is, queue that news
@@ -219,14 +227,13 @@ void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	if ((lr->phase != PH_GONE || lr->mutexes_leaving > 0) &&
 	    session_is_connected_locked(lr->s))
 		return;
-	/* The owner's done is still to run (a peer's lock let go before its
-	 * grant's notice ran): the end of that run tells. */
-	if (notice_posted(&lr->notice))
+	/* The owner's done is still to run, or running (it may release the
+	 * request right there): the end of that run tells. */
+	if (lr->telling)
 		return;
 	lr->gone_told = 1;
 	lr->notify_gone = 1;
-	lr_hold(lr, LR_HOLD_NOTICE);
-	notice_post(notify, &lr->notice);
+	lr_post_locked(lr, notify);
 }
 
 void lr_begin_entry_locked(struct zkl_lockreq *lr, enum lr_hold h)
@@ -249,17 +256,20 @@ void lr_notice_run(struct zkl_notice *n)
 
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
+	int gone;
 
-	/* The owner may post the notice again from its done (a release of a
-	 * failed request is told 'gone' at once). */
 	pthread_mutex_lock(&s->lock);
 	lr_begin_entry_locked(lr, LR_HOLD_NOTICE);
+	gone = lr->notify_gone;
 	pthread_mutex_unlock(&s->lock);
-	if (lr->notify_gone)
+	if (gone)
 		lr->gone_fn(lr->gone_arg);
 	else
 		lr->done(lr, lr->notify_err, lr->arg);
+	/* The owner may have released the request in its done: its 'gone'
+	 * is told now, if it is. */
 	session_enter(s, &notify);
+	lr->telling = 0;
 	lr_end_entry_locked(lr, &notify);
 	session_leave(s, &notify);
 }

@@ -52,6 +52,8 @@ void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 		lr->phase = PH_NEW;
 		return;
 	}
+	if (err == -ENOTCONN)
+		err = -EAGAIN; /* a try is answered now */
 	if (err < 0) {
 		lr->phase = PH_GONE;
 		lr_finish_locked(lr, err, notify);

@@ -2,10 +2,13 @@
 interrupted never holds, leaves no znode, and the next waiter is granted at
 once; signals ignored by default (SIGCHLD) never cancel a wait."""
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 from harness import Locker, lock_nodes, wait_until
 
@@ -175,3 +178,62 @@ def test_flock_w_times_out_after_its_wait_was_stopped_and_continued(
     wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
                "the timed-out waiter's node to be deleted")
     holder.close()
+
+
+# A waiter interrupted every 10 ms by a timer it handles (setitimer with a
+# SIGALRM handler; Python asks again after each EINTR, as SA_RESTART and
+# most runtimes do).
+TIMER_WAITER = r'''
+import fcntl, os, signal, sys
+signal.signal(signal.SIGALRM, lambda *args: None)
+how, path = sys.argv[1:]
+if how != "open":
+    fd = os.open(path, os.O_RDWR)  # `lock`: takes no lock
+signal.setitimer(signal.ITIMER_REAL, 0.01, 0.01)
+if how == "open":
+    fd = os.open(path, os.O_WRONLY)
+elif how == "flock":
+    fcntl.flock(fd, fcntl.LOCK_EX)
+else:
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+signal.setitimer(signal.ITIMER_REAL, 0, 0)
+print("held", flush=True)
+sys.stdin.readline()
+'''
+
+
+@pytest.mark.parametrize("how", ["open", "flock", "fcntl"])
+def test_a_waiter_under_a_10ms_timer_keeps_its_place(zk, base, m1, m2, how):
+    holder = Locker(m1.path("r", "write"))
+    holder.granted()
+    path = m2.path("r", "write" if how == "open" else "lock")
+    timed = subprocess.Popen([sys.executable, "-c", TIMER_WAITER, how, path],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    later = None
+    try:
+        wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10,
+                   "the timed waiter to queue")
+        before = lock_nodes(zk, base)
+        time.sleep(0.5)  # 50 interrupts: its node must not change
+        assert lock_nodes(zk, base) == before, \
+            "the interrupted waiter queued anew (at the back)"
+        later = Locker(m2.path("r", "write"))
+        wait_until(lambda: len(lock_nodes(zk, base)) == 3, 10,
+                   "a second waiter to queue behind it")
+        holder.close()
+        ready, _, _ = select.select([timed.stdout], [], [], 10)
+        line = timed.stdout.readline() if ready else "(nothing in 10 s)"
+        assert line.strip() == "held", \
+            f"the first waiter, under its timer, did not get the lock: {line!r}"
+        assert later.poll_result() is None, "the later waiter got it first"
+        timed.stdin.write("\n")
+        timed.stdin.flush()
+        assert timed.wait(10) == 0
+        later.granted(timeout=10)
+        later.close()
+    finally:
+        if timed.poll() is None:
+            timed.kill()
+            timed.wait()
+    wait_until(lambda: not lock_nodes(zk, base), 10, "every node gone")

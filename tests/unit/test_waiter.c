@@ -33,11 +33,20 @@ static struct zkl_fs fs;
 static struct fuse_ctx ctx;
 static int inside_registration;
 
+/* What happens on the completion thread while the request `registering`
+ * has its interrupt callback set (once). */
+static struct fake_req *registering;
+static void (*while_registering)(void);
+
 void fuse_req_interrupt_func(fuse_req_t req, fuse_interrupt_func_t func,
 			     void *data)
 {
 	struct fake_req *r = (struct fake_req *)req;
 
+	if (func && r == registering) {
+		registering = NULL;
+		while_registering();
+	}
 	r->func = func;
 	r->data = data;
 	if (r->interrupted && func) {
@@ -339,4 +348,58 @@ Test(waiter, a_create_that_fails_gives_its_entry_reference_back)
 		     "%llu) that no FORGET will drop",
 		     (unsigned long long)res->nlookup,
 		     (unsigned long long)before);
+}
+
+/* ---- a grant of the holder while its second request parks ------------- */
+
+static char first_name[256];
+static int replies_at_registration;
+static struct fake_req second;
+
+/* The first fcntl's listing comes back (granted) while the second one's
+ * park is setting its interrupt callback. */
+static void first_granted_meanwhile(void)
+{
+	const char *names[1] = { first_name };
+
+	fake_complete_children(ZOK, names, 1);
+	replies_at_registration = second.replies;
+}
+
+Test(waiter, a_grant_while_the_holders_next_request_parks_answers_it_once)
+{
+	struct fake_req open_req = { 0 }, first = { 0 };
+	struct fuse_file_info fi = { .flags = O_RDWR };
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	uint64_t lock_ino;
+
+	cr_assert_eq(tree_lookup(&fs.tree, dir_ino, "lock", &lock_ino), 0);
+	ctx.pid = gettid();
+	lockfile_open((fuse_req_t)&open_req, lock_ino, &fi, NULL);
+	cr_assert_eq(open_req.replies, 1);
+	fi.fh = (uint64_t)(uintptr_t)the_lockfile();
+	fi.lock_owner = 42; /* two threads of one process */
+	lockfile_setlk((fuse_req_t)&first, lock_ino, &fi, &fl, 1);
+	snprintf(first_name, sizeof(first_name), "%s0000000001",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZOK, "0000000001", 1001);
+	memset(&second, 0, sizeof(second));
+	registering = &second;
+	while_registering = first_granted_meanwhile;
+	replies_at_registration = -1;
+	lockfile_setlk((fuse_req_t)&second, lock_ino, &fi, &fl, 1);
+	cr_assert_eq(first.replies, 1);
+	cr_assert_eq(first.err, 0, "the first is granted");
+	cr_assert_eq(replies_at_registration, 0,
+		     "the second was answered (its request freed by libfuse) "
+		     "before its park set its interrupt callback");
+	cr_assert_eq(second.replies, 1, "the second: %d answers",
+		     second.replies);
+	cr_assert_eq(second.err, 0, "the second is answered from the lock");
+	fake_complete_held_watch(first_name);
+	cr_assert_eq(fake_pending(), 0, "the second queued a node");
+	/* The process exits: its lock goes with the file's release. */
+	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0);
 }

@@ -1,0 +1,70 @@
+/*
+ * waiter.h - what the files of the parked requests share (waiter.c, the
+ * park, the grant and the signals; waiter_base.c, answering with an
+ * error, cancelling, the waits kept for a restart; waiter_poll.c, the
+ * signal poller).  Nobody else includes it.
+ *
+ * A wait interrupted by a signal the process catches (SIGALRM of a timer
+ * with a handler, a profiler's SIGPROF) is answered EINTR at once, for the
+ * handler to run; but programs, runtimes and SA_RESTART ask again at once,
+ * and a wait that queued anew would go to the back, and behind a periodic
+ * timer never reach the front.  So its lock request is kept, in place, for
+ * WAITER_KEEP_MS: the same thread asking the same lock of the same file
+ * again takes it back (and the lock, if granted meanwhile); else it is
+ * given up.  A grant that comes meanwhile is kept WAITER_KEEP_GRANTED_MS
+ * at most: a call that does not come again (a timeout's handler) holds
+ * the others up no longer than that.
+ */
+#ifndef ZKL_WAITER_H
+#define ZKL_WAITER_H
+
+#include "lockfile.h"
+
+#define WAITER_KEEP_MS 1000
+#define WAITER_KEEP_GRANTED_MS 100
+
+/* Drop a reference; the last frees w (its lock request given away). */
+void waiter_put(struct waiter *w);
+/* Take w out of fs->waiters (and of the signal poller's sight); the
+ * second takes fs->lock, and does nothing if w is not listed. */
+void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w);
+void waiter_unlist(struct waiter *w);
+/* Answer with errno err once the request's node is gone.  The caller owns
+ * the reply, and gives its reference with it. */
+void waiter_fail(struct waiter *w, int err);
+/* Cancel w's wait if it is still parked and its lock request agrees.
+ * Returns 1 if the caller won and must answer (w is unlisted). */
+int waiter_cancel(struct waiter *w);
+
+/* What a request of w's holder gets from the lock that holder holds
+ * (waiter_holder.c): 0 (it covers w's mode), EDEADLK (fcntl: it does
+ * not), or -1: w waits (the holder holds nothing, or flock converts: its
+ * lock is taken away into *dropped, for the caller to release once
+ * fs->lock is dropped).  fs->lock held. */
+int waiter_holder_answer_locked(const struct waiter *w,
+				struct zkl_lockreq **dropped);
+/* w's grant gave its holder a lock: answer the other started requests of
+ * that holder from it. */
+void waiter_answer_same_holder(struct waiter *w);
+
+/* Move a parked, started w to fs->kept (with a reference of its own),
+ * until WAITER_KEEP_MS from now.  fs->lock held. */
+void waiter_keep_locked(struct waiter *w);
+/* A kept wait was granted: it ends WAITER_KEEP_GRANTED_MS from now at the
+ * latest.  fs->lock held. */
+void waiter_keep_granted_locked(struct waiter *w);
+/* The kept wait that `asking` (a new call, not yet started) takes back:
+ * same thread, file, holder and mode; taken off fs->kept, or NULL. */
+struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
+				       const struct waiter *asking,
+				       enum zkl_mode mode);
+/* Kept waits past their time (every one, if all) that can end now, moved
+ * to `ending`; one whose answer is on its way is marked to end with it. */
+void waiter_take_expired_locked(struct zkl_fs *fs, int all,
+				struct zkl_link *ending);
+/* Give a kept wait up: its lock request released, its reference dropped. */
+void waiter_end_kept(struct waiter *w);
+/* ... each of a list from waiter_take_expired_locked. */
+void waiter_end_kept_all(struct zkl_link *ending);
+
+#endif

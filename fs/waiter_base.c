@@ -1,0 +1,180 @@
+/*
+ * waiter_base.c - how a parked request (waiter.c) is answered with an
+ * error or cancelled, and the list of waits kept for a restart (see
+ * waiter.h).  It calls nothing of waiter.c or waiter_poll.c.
+ */
+#include "waiter.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "deadline.h"
+#include "log.h"
+
+void waiter_put(struct waiter *w)
+{
+	if (atomic_fetch_sub(&w->refs, 1) != 1)
+		return;
+	assert(!w->lr); /* adopted by the grant, or released by the failure */
+	lockfile_put(w->lf);
+	free(w);
+}
+
+/* Take w out of fs->waiters (and of the signal poller's sight).
+ * fs->lock held. */
+void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	list_del(&w->link);
+	if (w->watch_signals) {
+		w->watch_signals = 0;
+		assert(fs->signal_watched > 0);
+		fs->signal_watched--;
+	}
+}
+
+void waiter_unlist(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+
+	pthread_mutex_lock(&fs->lock);
+	if (list_linked(&w->link))
+		waiter_unlist_locked(fs, w);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void waiter_reply_failure(struct waiter *w)
+{
+	log_msg(LOG_DEBUG, "%s by pid %d failed: %s", w->ops->what, (int)w->tid,
+		strerror(w->fail_err));
+	if (w->ops->failed)
+		w->ops->failed(w, w->fail_err);
+	else
+		fs_reply_err(w->req, w->fail_err);
+	waiter_put(w); /* the reply's */
+}
+
+static void waiter_node_gone(void *arg)
+{
+	waiter_reply_failure(arg);
+}
+
+/* Answer with an error once the request's node is gone.  The caller owns
+ * the reply, and gives its reference with it. */
+void waiter_fail(struct waiter *w, int err)
+{
+	struct zkl_lockreq *lr = w->lr;
+
+	waiter_unlist(w);
+	w->fail_err = err;
+	w->lr = NULL;
+	if (lr)
+		lockreq_release_then(lr, waiter_node_gone, w);
+	else
+		waiter_reply_failure(w);
+}
+
+/* Cancel w's wait if it is still parked and its lock request agrees.
+ * Returns 1 if the caller won and must answer (w is unlisted). */
+int waiter_cancel(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+	int won;
+
+	pthread_mutex_lock(&fs->lock);
+	won = list_linked(&w->link) && lockreq_cancel(w->lr) == 0;
+	if (won)
+		waiter_unlist_locked(fs, w);
+	pthread_mutex_unlock(&fs->lock);
+	return won;
+}
+
+/* ---- waits kept for a restart ------------------------------------------- */
+
+void waiter_keep_locked(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	waiter_unlist_locked(fs, w);
+	w->kept = 1;
+	w->keep_until = deadline_after_ms(WAITER_KEEP_MS);
+	atomic_fetch_add(&w->refs, 1); /* the kept list's */
+	list_add_tail(&fs->kept, &w->link);
+	pthread_cond_signal(&fs->signal_poll); /* it ends them */
+}
+
+void waiter_keep_granted_locked(struct waiter *w)
+{
+	struct timespec until = deadline_after_ms(WAITER_KEEP_GRANTED_MS);
+
+	ZKL_ASSERT_HELD(&w->fs->lock);
+	if (deadline_before(&until, &w->keep_until))
+		w->keep_until = until;
+}
+
+struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
+				       const struct waiter *asking,
+				       enum zkl_mode mode)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->kept.next; l != &fs->kept; l = l->next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		if (w->ops != asking->ops || w->tid != asking->tid ||
+		    w->lf->ino != asking->lf->ino ||
+		    w->owner != asking->owner || w->expired ||
+		    lockreq_mode(w->lr) != mode)
+			continue;
+		/* flock's holder is the open file description; an open's is
+		 * the new one. */
+		if (w->ops->holder_lock_locked && !w->owner &&
+		    w->lf != asking->lf)
+			continue;
+		list_del(&w->link);
+		return w;
+	}
+	return NULL;
+}
+
+void waiter_take_expired_locked(struct zkl_fs *fs, int all,
+				struct zkl_link *ending)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->kept.next, *next; l != &fs->kept;
+	     l = next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (!all && !deadline_reached(&w->keep_until))
+			continue;
+		list_del(l);
+		/* Answered, or cancelled now: no answer is on its way. */
+		if (w->kept_answered || lockreq_cancel(w->lr) == 0)
+			list_add_tail(ending, l);
+		else
+			w->expired = 1; /* its answer, on its way, ends it */
+	}
+}
+
+void waiter_end_kept(struct waiter *w)
+{
+	struct zkl_lockreq *lr = w->lr;
+
+	log_msg(LOG_DEBUG, "pid %d did not ask again: its %s wait is given up",
+		(int)w->tid, w->ops->what);
+	w->lr = NULL;
+	lockreq_release(lr);
+	waiter_put(w); /* the kept list's */
+}
+
+void waiter_end_kept_all(struct zkl_link *ending)
+{
+	while (!list_empty(ending)) {
+		struct waiter *w =
+			ZKL_CONTAINER_OF(ending->next, struct waiter, link);
+		list_del(&w->link);
+		waiter_end_kept(w);
+	}
+}
