@@ -35,6 +35,10 @@ struct zkl_fs {
 	struct zkl_link waiters;     /* struct waiter: parked requests */
 	struct zkl_link kept;        /* struct waiter: told EINTR, their
 				      * requests kept for a restart */
+	struct zkl_link failing;     /* struct waiter: failed, answered once
+				      * their node is gone or at their
+				      * deadline */
+	size_t tries;                /* parked tries (waiter.h) */
 	struct zkl_link posix_locks; /* struct posixlock: fcntl locks held */
 	struct zkl_link snapshots;   /* struct snapshot: open text files and
 				      * directories */

@@ -131,7 +131,7 @@ struct waiter_ops {
 
 struct waiter {
 	struct zkl_link link; /* in fs->waiters while parked, in fs->kept
-			       * while kept */
+			       * while kept, in fs->failing while failing */
 	struct zkl_fs *fs;
 	const struct waiter_ops *ops;
 	fuse_req_t req;
@@ -146,8 +146,11 @@ struct waiter {
 	int watch_signals;     /* a signal was ignored: the poller looks;
 			       * guarded by fs->lock */
 	/* Guarded by fs->lock: */
-	int started;       /* its lock request was started */
-	int kept;          /* told EINTR, its request kept (waiter.c) */
+	int started; /* its lock request was started */
+	int is_try;  /* a try, counted in fs->tries while listed */
+	int replied; /* a failure's answer was given */
+	struct timespec answer_by; /* a try's, or a failure's (waiter.h) */
+	int kept;                  /* told EINTR, its request kept (waiter.c) */
 	int kept_answered; /* ... and answered meanwhile, with kept_err */
 	int kept_err;
 	int expired;                /* ... and given up: its answer ends it */

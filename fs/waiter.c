@@ -21,6 +21,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "deadline.h"
 #include "log.h"
 #include "sigpend.h"
 
@@ -254,6 +255,13 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	}
 	pthread_mutex_lock(&fs->lock);
 	list_add_tail(&fs->waiters, &w->link);
+	if (flags & LOCKREQ_TRY) {
+		/* Answered in WAITER_ANSWER_MS, whatever ZooKeeper does. */
+		w->is_try = 1;
+		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
+		fs->tries++;
+		pthread_cond_signal(&fs->signal_poll);
+	}
 	pthread_mutex_unlock(&fs->lock);
 	/* Before the request can be answered, so that an interrupt that
 	 * comes later finds the callback; one that came first runs it right

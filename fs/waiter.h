@@ -21,6 +21,10 @@
 #include "lockfile.h"
 
 #define WAITER_KEEP_MS 1000
+/* A try, and a failure waiting for its node to go, are answered this long
+ * after at the latest, whatever ZooKeeper does (their nodes go once it
+ * answers). */
+#define WAITER_ANSWER_MS 1000
 #define WAITER_KEEP_GRANTED_MS 100
 
 /* Drop a reference; the last frees w (its lock request given away). */
@@ -29,9 +33,17 @@ void waiter_put(struct waiter *w);
  * second takes fs->lock, and does nothing if w is not listed. */
 void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w);
 void waiter_unlist(struct waiter *w);
-/* Answer with errno err once the request's node is gone.  The caller owns
- * the reply, and gives its reference with it. */
+/* Answer with errno err once the request's node is gone (or at
+ * WAITER_ANSWER_MS).  The caller owns the reply, and gives its reference
+ * with it. */
 void waiter_fail(struct waiter *w, int err);
+/* The waiters past WAITER_ANSWER_MS: failures whose node is not gone yet
+ * (their answer claimed, errs[i] the failure) and tries not answered
+ * (cancelled and unlisted, errs[i] -EAGAIN); at most max.  fs->lock held.
+ * waiter_answer_late answers each, without the lock. */
+size_t waiter_take_late_locked(struct zkl_fs *fs, struct waiter **late,
+			       int *errs, size_t max);
+void waiter_answer_late(struct waiter *w, int err);
 /* Cancel w's wait if it is still parked and its lock request agrees.
  * Returns 1 if the caller won and must answer (w is unlisted). */
 int waiter_cancel(struct waiter *w);

@@ -34,6 +34,11 @@ void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
 		assert(fs->signal_watched > 0);
 		fs->signal_watched--;
 	}
+	if (w->is_try) {
+		w->is_try = 0;
+		assert(fs->tries > 0);
+		fs->tries--;
+	}
 }
 
 void waiter_unlist(struct waiter *w)
@@ -57,24 +62,106 @@ static void waiter_reply_failure(struct waiter *w)
 	waiter_put(w); /* the reply's */
 }
 
-static void waiter_node_gone(void *arg)
+/* Whoever claims a failing waiter's answer gives it: the node's 'gone',
+ * or the poller at the deadline.  fs->lock held. */
+static int waiter_claim_reply_locked(struct waiter *w)
 {
-	waiter_reply_failure(arg);
+	int mine = !w->replied;
+
+	w->replied = 1;
+	if (list_linked(&w->link))
+		list_del(&w->link); /* off fs->failing */
+	return mine;
 }
 
-/* Answer with an error once the request's node is gone.  The caller owns
- * the reply, and gives its reference with it. */
+static void waiter_node_gone(void *arg)
+{
+	struct waiter *w = arg;
+	struct zkl_fs *fs = w->fs;
+	int mine;
+
+	pthread_mutex_lock(&fs->lock);
+	mine = waiter_claim_reply_locked(w);
+	pthread_mutex_unlock(&fs->lock);
+	if (mine)
+		waiter_reply_failure(w);
+	waiter_put(w); /* the node's 'gone' */
+}
+
 void waiter_fail(struct waiter *w, int err)
 {
+	struct zkl_fs *fs = w->fs;
 	struct zkl_lockreq *lr = w->lr;
 
-	waiter_unlist(w);
 	w->fail_err = err;
 	w->lr = NULL;
+	pthread_mutex_lock(&fs->lock);
+	if (list_linked(&w->link))
+		waiter_unlist_locked(fs, w);
+	if (lr) {
+		/* Answered when the node is gone, or at the deadline if
+		 * ZooKeeper does not say (a server that hangs without closing
+		 * the connection). */
+		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
+		list_add_tail(&fs->failing, &w->link);
+		atomic_fetch_add(&w->refs, 1); /* the node's 'gone' */
+		pthread_cond_signal(&fs->signal_poll);
+	}
+	pthread_mutex_unlock(&fs->lock);
 	if (lr)
 		lockreq_release_then(lr, waiter_node_gone, w);
 	else
 		waiter_reply_failure(w);
+}
+
+size_t waiter_take_late_locked(struct zkl_fs *fs, struct waiter **late,
+			       int *errs, size_t max)
+{
+	size_t n = 0;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->failing.next, *next;
+	     l != &fs->failing && n < max; l = next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (!deadline_reached(&w->answer_by) ||
+		    !waiter_claim_reply_locked(w))
+			continue;
+		atomic_fetch_add(&w->refs, 1); /* alive until answered */
+		errs[n] = w->fail_err;
+		late[n++] = w;
+	}
+	for (struct zkl_link *l = fs->waiters.next, *next;
+	     fs->tries > 0 && l != &fs->waiters && n < max; l = next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (!w->is_try || !deadline_reached(&w->answer_by) ||
+		    lockreq_cancel(w->lr) != 0)
+			continue;
+		/* The cancel's winner answers: the reply's reference. */
+		waiter_unlist_locked(fs, w);
+		errs[n] = -EAGAIN;
+		late[n++] = w;
+	}
+	return n;
+}
+
+void waiter_answer_late(struct waiter *w, int err)
+{
+	if (err == -EAGAIN) {
+		/* A try: its request goes, its node once ZooKeeper answers. */
+		struct zkl_lockreq *lr = w->lr;
+		w->lr = NULL;
+		lockreq_release(lr);
+		fuse_req_interrupt_func(w->req, NULL, NULL);
+		w->fail_err = EAGAIN;
+	}
+	log_msg(LOG_DEBUG,
+		"pid %d's %s: no word from ZooKeeper, answered without it",
+		(int)w->tid, w->ops->what);
+	waiter_reply_failure(w); /* drops the reply's reference */
+	if (err != -EAGAIN)
+		waiter_put(w); /* the one waiter_take_late_locked took */
 }
 
 /* Cancel w's wait if it is still parked and its lock request agrees.

@@ -37,19 +37,22 @@ static size_t waiter_take_watched_locked(struct zkl_fs *fs, struct waiter **out,
  * a later SIGTERM, SIGINT or SIGKILL brings no new interrupt: it only
  * stays pending on the waiting thread.  So those waiters' pending
  * signals are read again every WAITER_POLL_MS; nobody else is polled,
- * and the thread sleeps while there are none, and no kept wait.
+ * and the thread sleeps while there are none, no kept wait, no try and
+ * no failure waiting for ZooKeeper (their deadlines are kept here too).
  */
 static void *waiter_poller(void *arg)
 {
 	struct zkl_fs *fs = arg;
-	struct waiter *batch[64];
+	struct waiter *batch[64], *late[64];
+	int errs[64];
 	struct zkl_link ending;
-	size_t n;
+	size_t n, nlate;
 
 	list_init(&ending);
 	pthread_mutex_lock(&fs->lock);
 	while (!fs->stopping) {
-		if (fs->signal_watched == 0 && list_empty(&fs->kept)) {
+		if (fs->signal_watched == 0 && list_empty(&fs->kept) &&
+		    fs->tries == 0 && list_empty(&fs->failing)) {
 			pthread_cond_wait(&fs->signal_poll, &fs->lock);
 			continue;
 		}
@@ -58,10 +61,13 @@ static void *waiter_poller(void *arg)
 		if (fs->stopping)
 			break;
 		n = waiter_take_watched_locked(fs, batch, 64);
+		nlate = waiter_take_late_locked(fs, late, errs, 64);
 		waiter_take_expired_locked(fs, 0, &ending);
 		pthread_mutex_unlock(&fs->lock);
 		for (size_t i = 0; i < n; i++)
 			waiter_recheck_signals(batch[i]);
+		for (size_t i = 0; i < nlate; i++)
+			waiter_answer_late(late[i], errs[i]);
 		waiter_end_kept_all(&ending);
 		pthread_mutex_lock(&fs->lock);
 	}

@@ -101,3 +101,44 @@ def test_a_posix_lock_holder_killed_while_disconnected_exits_at_once(
                "the mount to see the connection lost")
     driver.proc.send_signal(signal.SIGKILL)
     answered_within(2, driver.proc.wait, 10)
+
+
+# A server that hangs without closing the connection (the proxy holds
+# every byte): the client notices only after two thirds of the session
+# timeout.  A try and a killed waiter are answered within a second all
+# the same; their nodes go once ZooKeeper answers.
+
+def test_a_try_is_answered_within_a_second_while_zookeeper_hangs(
+        zk, base, cut_off):
+    proxy, m = cut_off
+    proxy.hold()
+    try:
+        for name in ("write", "lease"):
+            try:
+                answered_within(1.8, os.open, m.path("r", name), TRY_WRITE)
+                raise AssertionError(f"a try of {name} held while "
+                                     "ZooKeeper hangs")
+            except BlockingIOError:
+                pass
+        r = answered_within(1.8, subprocess.run,
+                            ["flock", "-n", m.path("r", "lock"), "true"])
+        assert r.returncode == 1
+    finally:
+        proxy.cut()
+
+
+def test_a_killed_waiter_goes_within_a_second_while_zookeeper_hangs(
+        zk, base, mounts, cut_off):
+    proxy, m = cut_off
+    holder = Locker(mounts.new().path("r", "write"))  # another host
+    holder.granted()
+    waiter = Locker(m.path("r", "write"))
+    wait_until(lambda: len(lock_nodes(zk, base + "/r")) == 2, 10,
+               "the waiter to queue")
+    proxy.hold()
+    try:
+        waiter.proc.send_signal(signal.SIGKILL)
+        answered_within(1.8, waiter.proc.wait, 10)
+    finally:
+        proxy.cut()
+    holder.close()
