@@ -4,6 +4,7 @@
 #include "lockrule.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,145 @@ size_t lockrule_collect(char *const *names, size_t n, unsigned styles,
 			count++;
 	lockrule_sort(out, count, cversion);
 	return count;
+}
+
+/* The sequence a name ends with, read cheaply (its last ten characters),
+ * to look it up: 0, or -1 if they are not a number (the name is then
+ * parsed in full). */
+static int lockrule_tail_seq(const char *name, int32_t *seq)
+{
+	size_t len = strlen(name);
+	const char *p;
+	int neg = 0;
+	int64_t v = 0;
+
+	if (len < 10)
+		return -1;
+	p = name + len - 10;
+	if (*p == '-') {
+		neg = 1;
+		p++;
+	}
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	*seq = (int32_t)(neg ? -v : v);
+	return 0;
+}
+
+/* The old view's nodes by sequence: an open-addressing table of index + 1
+ * (0: empty), its size a power of two at least twice n. */
+struct lockrule_seqtab {
+	uint32_t *slots;
+	uint32_t mask;
+};
+
+static uint32_t lockrule_seq_hash(int32_t seq, uint32_t mask)
+{
+	return ((uint32_t)seq * 2654435761u) & mask;
+}
+
+static int lockrule_seqtab_init(struct lockrule_seqtab *t,
+				const struct zkl_node *nodes, size_t n)
+{
+	size_t size = 16;
+
+	while (size < 2 * n)
+		size *= 2;
+	t->slots = calloc(size, sizeof(*t->slots));
+	if (!t->slots)
+		return -ENOMEM;
+	t->mask = (uint32_t)(size - 1);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h = lockrule_seq_hash(nodes[i].seq, t->mask);
+		while (t->slots[h])
+			h = (h + 1) & t->mask;
+		t->slots[h] = (uint32_t)i + 1;
+	}
+	return 0;
+}
+
+/* Index in nodes[] of the node named `name` whose sequence is seq, or -1
+ * (several may share a sequence number: names tell them apart). */
+static ssize_t lockrule_seqtab_find(const struct lockrule_seqtab *t,
+				    const struct zkl_node *nodes, int32_t seq,
+				    const char *name)
+{
+	for (uint32_t h = lockrule_seq_hash(seq, t->mask); t->slots[h];
+	     h = (h + 1) & t->mask) {
+		const struct zkl_node *c = &nodes[t->slots[h] - 1];
+		if (c->seq == seq && strcmp(c->name, name) == 0)
+			return (ssize_t)t->slots[h] - 1;
+	}
+	return -1;
+}
+
+/* Merge fresh[0..f) (sorted) into out[0..k) (sorted), in out. */
+static void lockrule_merge(struct zkl_node *out, size_t k,
+			   const struct zkl_node *fresh, size_t f)
+{
+	size_t i = k, j = f, w = k + f;
+
+	while (j > 0) {
+		if (i > 0 && lockrule_cmp(&out[i - 1], &fresh[j - 1]) > 0)
+			out[--w] = out[--i];
+		else
+			out[--w] = fresh[--j];
+	}
+}
+
+ssize_t lockrule_collect_again(char *const *names, size_t n, unsigned styles,
+			       int32_t cversion, const struct zkl_node *old,
+			       size_t nold, struct zkl_node *out)
+{
+	const char **again = calloc(nold ? nold : 1, sizeof(*again));
+	struct zkl_node *fresh = malloc((n ? n : 1) * sizeof(*fresh));
+	struct lockrule_seqtab tab = { 0 };
+	size_t k = 0, f = 0;
+
+	if (!again || !fresh || lockrule_seqtab_init(&tab, old, nold) < 0) {
+		free(again);
+		free(fresh);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int32_t seq;
+		ssize_t at = lockrule_tail_seq(names[i], &seq) < 0
+				     ? -1
+				     : lockrule_seqtab_find(&tab, old, seq,
+							    names[i]);
+		if (at >= 0)
+			again[at] = names[i];
+		else if (names_parse(names[i], &fresh[f]) == 0 &&
+			 (styles & LOCKRULE_STYLE(fresh[f].style)))
+			f++;
+	}
+	/* The old ones in their order, as they are named now. */
+	for (size_t j = 0; j < nold; j++) {
+		if (!again[j])
+			continue;
+		out[k] = old[j];
+		out[k].name = again[j];
+		if (old[j].tag)
+			out[k].tag = again[j] + (old[j].tag - old[j].name);
+		out[k].age = lockrule_age(cversion, out[k].seq);
+		k++;
+	}
+	/* Sequence numbers that wrapped between the two listings may
+	 * reorder them: then sort (rare). */
+	for (size_t j = 1; j < k; j++)
+		if (lockrule_cmp(&out[j - 1], &out[j]) > 0) {
+			qsort(out, k, sizeof(*out), lockrule_cmp);
+			break;
+		}
+	lockrule_sort(fresh, f, cversion);
+	lockrule_merge(out, k, fresh, f);
+	free(tab.slots);
+	free(again);
+	free(fresh);
+	return (ssize_t)(k + f);
 }
 
 ssize_t lockrule_find(const struct zkl_node *sorted, size_t n, int32_t cversion,

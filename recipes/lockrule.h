@@ -58,6 +58,17 @@ void lockrule_sort(struct zkl_node *nodes, size_t n, int32_t cversion);
 size_t lockrule_collect(char *const *names, size_t n, unsigned styles,
 			int32_t cversion, struct zkl_node *out);
 
+/* lockrule_collect, with the help of an earlier view of the same
+ * directory (old[0..nold), in queue order, its names alive): a name found
+ * there (by its sequence, in a hash table) is not parsed again, and those
+ * found are in order already, so only the names new since are parsed and
+ * sorted, then merged in.  The same result as lockrule_collect in O(n),
+ * rather than n parses and a sort of n nodes.  Returns how many, or
+ * -ENOMEM (then use lockrule_collect). */
+ssize_t lockrule_collect_again(char *const *names, size_t n, unsigned styles,
+			       int32_t cversion, const struct zkl_node *old,
+			       size_t nold, struct zkl_node *out);
+
 /* Index in sorted[0..n) (sorted as of cversion) of the node named `name`,
  * or -1.  O(log n). */
 ssize_t lockrule_find(const struct zkl_node *sorted, size_t n, int32_t cversion,

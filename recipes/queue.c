@@ -72,32 +72,40 @@ static int queue_replace_view(struct zkl_queue *q,
 			      const struct String_vector *v, int32_t cversion)
 {
 	size_t count = v->count > 0 ? (size_t)v->count : 0;
-	size_t bytes = 0, n = 0;
+	size_t bytes = 0;
 	struct zkl_node *nodes;
-	char *names;
+	char *names, **copies = malloc((count ? count : 1) * sizeof(*copies));
+	ssize_t n;
 
 	for (size_t i = 0; i < count; i++)
 		bytes += strlen(v->data[i]) + 1;
 	nodes = malloc(count * (sizeof(*nodes) + 2) + bytes + 1);
-	if (!nodes)
+	if (!nodes || !copies) {
+		free(nodes);
+		free(copies);
 		return -ENOMEM;
+	}
 	names = (char *)(nodes + count) + 2 * count;
 	for (size_t i = 0; i < count; i++) {
 		size_t len = strlen(v->data[i]) + 1;
-		memcpy(names, v->data[i], len);
-		if (names_parse(names, &nodes[n]) == 0 &&
-		    (LOCKRULE_QUEUED_STYLES & LOCKRULE_STYLE(nodes[n].style)))
-			n++;
+		copies[i] = memcpy(names, v->data[i], len);
 		names += len;
 	}
-	lockrule_sort(nodes, n, cversion);
+	/* The view before knows most of the names: the cost of a listing
+	 * of a long queue is then little more than ZooKeeper's. */
+	n = lockrule_collect_again(copies, count, LOCKRULE_QUEUED_STYLES,
+				   cversion, q->nodes, q->n, nodes);
+	if (n < 0)
+		n = (ssize_t)lockrule_collect(
+			copies, count, LOCKRULE_QUEUED_STYLES, cversion, nodes);
+	free(copies);
 	queue_clear_view(q);
 	q->nodes = nodes;
 	q->cversion = cversion;
 	q->gone = (unsigned char *)(nodes + count);
 	q->granted = q->gone + count;
 	memset(q->gone, 0, 2 * count);
-	q->n = n;
+	q->n = (size_t)n;
 	for (struct zkl_link *l = q->leaving.next; l != &q->leaving;
 	     l = l->next)
 		queue_mark_gone(q, ZKL_CONTAINER_OF(l, struct zkl_queue_leaving,

@@ -286,3 +286,97 @@ Test(lockrule, a_lease_holds_below_the_limit_and_otherwise_picks_its_watch)
 	cr_assert_eq(lockrule_lease(v, NULL, NULL, 5, 6, 1, &pred),
 		     LOCKRULE_LEASE_HOLD, "nodes before lo are gone");
 }
+
+/* ---- a listing again, with the view of the one before ------------------ */
+
+#define AGAIN_MAX 64
+
+/* A name of one of the styles (or none) with sequence seq. */
+static void again_name(char *buf, size_t size, unsigned kind, int32_t seq)
+{
+	static const char *const shapes[] = {
+		"_c_0123abcd-0000-4000-8000-%012u-write-%010d",
+		"_c_0123abcd-0000-4000-8000-%012u-read-%010d",
+		"_c_0123abcd-0000-4000-8000-%012u-lease-%010d",
+		"_c_0123abcd-0000-4000-8000-%012u-__WRIT__%010d",
+		"x%012u__lock__%010d",
+		"not-a-lock-%012u-%010d",
+	};
+
+	snprintf(buf, size, shapes[kind % 6], kind, seq);
+}
+
+static void expect_same(const struct zkl_node *a, size_t na,
+			const struct zkl_node *b, size_t nb, int round)
+{
+	cr_assert_eq(na, nb, "round %d: %zu nodes, expected %zu", round, na,
+		     nb);
+	for (size_t i = 0; i < na; i++) {
+		cr_assert_str_eq(a[i].name, b[i].name, "round %d, node %zu",
+				 round, i);
+		cr_assert(a[i].seq == b[i].seq && a[i].age == b[i].age &&
+				  a[i].mode == b[i].mode &&
+				  a[i].style == b[i].style &&
+				  a[i].taglen == b[i].taglen &&
+				  (a[i].tag - a[i].name) ==
+					  (b[i].tag - b[i].name),
+			  "round %d, node %zu (%s) differs", round, i,
+			  a[i].name);
+	}
+}
+
+Test(lockrule, a_listing_again_is_collected_as_from_scratch)
+{
+	static char store[2][AGAIN_MAX][96];
+	char *names[AGAIN_MAX];
+	struct zkl_node old[AGAIN_MAX], again[AGAIN_MAX], scratch[AGAIN_MAX];
+	unsigned rnd = 12345;
+	size_t nold = 0;
+
+	for (int round = 0; round < 400; round++) {
+		/* Sequence numbers near the wrap every 100 rounds. */
+		int32_t base = round % 100 < 50 ? 1000 : INT32_MAX - 20;
+		char(*cur)[96] = store[round % 2];
+		size_t n = 0;
+		int32_t cv;
+
+		/* Keep most of the old listing, add a few new ones. */
+		for (size_t i = 0; i < nold && n < AGAIN_MAX; i++) {
+			rnd = rnd * 1103515245u + 12345u;
+			if (rnd >> 28 < 13)
+				strcpy(cur[n++], old[i].name);
+		}
+		for (int k = 0; k < 6 && n < AGAIN_MAX; k++) {
+			/* Mostly newer; now and then one older than the
+			 * view's (a view that missed it). */
+			uint32_t seq = (uint32_t)base + (uint32_t)round * 7u +
+				       (uint32_t)k;
+			rnd = rnd * 1103515245u + 12345u;
+			if (k == 5 && rnd >> 30 == 0)
+				seq -= 7u * (uint32_t)(round % 5) + 40u;
+			again_name(cur[n], sizeof(cur[n]), rnd >> 24,
+				   (int32_t)seq);
+			n++;
+		}
+		/* ZooKeeper's order is any order. */
+		for (size_t i = n; i > 1; i--) {
+			char tmp[96];
+			rnd = rnd * 1103515245u + 12345u;
+			size_t j = (rnd >> 8) % i;
+			memcpy(tmp, cur[i - 1], 96);
+			memcpy(cur[i - 1], cur[j], 96);
+			memcpy(cur[j], tmp, 96);
+		}
+		for (size_t i = 0; i < n; i++)
+			names[i] = cur[i];
+		cv = (int32_t)((uint32_t)base + (uint32_t)round * 7u + 6u);
+		size_t want = lockrule_collect(names, n, LOCKRULE_QUEUED_STYLES,
+					       cv, scratch);
+		ssize_t got = lockrule_collect_again(
+			names, n, LOCKRULE_QUEUED_STYLES, cv, old, nold, again);
+		cr_assert_geq(got, 0);
+		expect_same(again, (size_t)got, scratch, want, round);
+		memcpy(old, again, sizeof(old[0]) * (size_t)got);
+		nold = (size_t)got;
+	}
+}
