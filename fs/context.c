@@ -17,6 +17,7 @@ void fs_context_init(struct zkl_fs *fs)
 	list_init(&fs->waiters);
 	list_init(&fs->kept);
 	list_init(&fs->failing);
+	list_init(&fs->unlocks);
 	list_init(&fs->posix_locks);
 	list_init(&fs->snapshots);
 }

@@ -39,6 +39,7 @@ struct zkl_fs {
 				      * their node is gone or at their
 				      * deadline */
 	size_t tries;                /* parked tries (waiter.h) */
+	struct zkl_link unlocks;     /* struct unlock: waiting for deletes */
 	struct zkl_link posix_locks; /* struct posixlock: fcntl locks held */
 	struct zkl_link snapshots;   /* struct snapshot: open text files and
 				      * directories */

@@ -191,6 +191,13 @@ void unlock_add(struct unlock *u, struct zkl_lockreq *lr);
 /* Reply 0 to req once every release is gone. */
 void unlock_reply_when_done(struct unlock *u, fuse_req_t req);
 /* Then waiter_park(req, ops, lf, mode, flags, owner); EIO at unmount. */
+/* For the signal poller: the unlocks past their deadline (a second:
+ * ZooKeeper's answer may be late, not the caller's), claimed, each with a
+ * reference; fs->lock held.  unlock_answer_late answers each, without the
+ * lock. */
+size_t unlock_take_late_locked(struct zkl_fs *fs, struct unlock **late,
+			       size_t max);
+void unlock_answer_late(struct unlock *u);
 void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 			   const struct waiter_ops *ops, struct lockfile *lf,
 			   enum zkl_mode mode, unsigned flags, uint64_t owner);

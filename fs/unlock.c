@@ -16,12 +16,25 @@
 #include <stdlib.h>
 #include <syslog.h>
 
+#include "deadline.h"
 #include "log.h"
 
+/* A server that hangs without closing the connection is noticed by the
+ * client only after two thirds of the session timeout: an unlock is
+ * answered after this long at the latest (a killed process whose exit
+ * drops an fcntl lock must not stay in D state); its deletes go on. */
+#define UNLOCK_ANSWER_MS 1000
+
 struct unlock {
+	struct zkl_link link; /* in fs->unlocks from *_when_done until
+			       * answered; fs->lock */
+	struct zkl_fs *fs;
+	struct timespec answer_by;
+	int answered; /* fs->lock */
 	fuse_req_t req;
-	/* Releases not yet gone, plus one while the unlock is being built:
-	 * it cannot complete before unlock_*_when_done. */
+	/* Releases not yet gone, plus one while the unlock is being built
+	 * (it cannot complete before unlock_*_when_done), plus one while the
+	 * poller answers it.  The last one frees it. */
 	atomic_int pending;
 	/* The lock to queue once the old one is gone (a conversion), or
 	 * park_ops NULL: just reply 0. */
@@ -39,20 +52,20 @@ struct unlock *unlock_begin(fuse_req_t req)
 	if (!u)
 		return NULL;
 	u->req = req;
+	u->fs = fuse_req_userdata(req);
+	list_init(&u->link);
 	atomic_init(&u->pending, 1);
 	return u;
 }
 
-static void unlock_finish(struct unlock *u)
+/* Answer the unlock: reply, or queue the conversion's new lock. */
+static void unlock_answer(struct unlock *u)
 {
 	struct lockfile *lf = u->lf;
 	int stopping;
 
-	if (!u->park_ops) {
-		fuse_reply_err(u->req, 0);
-		free(u);
-		return;
-	}
+	if (!u->park_ops)
+		return (void)fuse_reply_err(u->req, 0);
 	pthread_mutex_lock(&lf->fs->lock);
 	stopping = lf->fs->stopping;
 	pthread_mutex_unlock(&lf->fs->lock);
@@ -62,15 +75,77 @@ static void unlock_finish(struct unlock *u)
 		waiter_park(u->req, u->park_ops, lf, u->mode, u->flags,
 			    u->owner);
 	lockfile_put(lf);
+}
+
+/* Whoever claims the answer gives it: the last delete, or the poller at
+ * the deadline.  fs->lock held. */
+static int unlock_claim_locked(struct unlock *u)
+{
+	int mine = !u->answered;
+
+	u->answered = 1;
+	if (list_linked(&u->link))
+		list_del(&u->link);
+	return mine;
+}
+
+static void unlock_put(struct unlock *u)
+{
+	struct zkl_fs *fs = u->fs;
+	int mine;
+
+	if (atomic_fetch_sub(&u->pending, 1) != 1)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	mine = unlock_claim_locked(u);
+	pthread_mutex_unlock(&fs->lock);
+	if (mine)
+		unlock_answer(u);
 	free(u);
 }
 
 static void unlock_one_gone(void *arg)
 {
-	struct unlock *u = arg;
+	unlock_put(arg);
+}
 
-	if (atomic_fetch_sub(&u->pending, 1) == 1)
-		unlock_finish(u);
+/* Built: answered once every delete is confirmed, or at the deadline. */
+static void unlock_seal(struct unlock *u)
+{
+	struct zkl_fs *fs = u->fs;
+
+	pthread_mutex_lock(&fs->lock);
+	u->answer_by = deadline_after_ms(UNLOCK_ANSWER_MS);
+	list_add_tail(&fs->unlocks, &u->link);
+	pthread_cond_signal(&fs->signal_poll); /* it keeps the deadline */
+	pthread_mutex_unlock(&fs->lock);
+	unlock_put(u); /* the builder's */
+}
+
+size_t unlock_take_late_locked(struct zkl_fs *fs, struct unlock **late,
+			       size_t max)
+{
+	size_t n = 0;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->unlocks.next, *next;
+	     l != &fs->unlocks && n < max; l = next) {
+		struct unlock *u = ZKL_CONTAINER_OF(l, struct unlock, link);
+		next = l->next;
+		if (!deadline_reached(&u->answer_by))
+			continue;
+		unlock_claim_locked(u);
+		atomic_fetch_add(&u->pending, 1); /* ours, while answering */
+		late[n++] = u;
+	}
+	return n;
+}
+
+void unlock_answer_late(struct unlock *u)
+{
+	log_msg(LOG_DEBUG, "an unlock answered without ZooKeeper's word");
+	unlock_answer(u);
+	unlock_put(u);
 }
 
 void unlock_add(struct unlock *u, struct zkl_lockreq *lr)
@@ -89,7 +164,7 @@ void unlock_reply_when_done(struct unlock *u, fuse_req_t req)
 {
 	if (!u)
 		return fs_reply_err(req, 0);
-	unlock_one_gone(u);
+	unlock_seal(u);
 }
 
 void unlock_park_when_done(struct unlock *u, fuse_req_t req,
@@ -104,7 +179,7 @@ void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 	u->mode = mode;
 	u->flags = flags;
 	u->owner = owner;
-	unlock_one_gone(u);
+	unlock_seal(u);
 }
 
 void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,

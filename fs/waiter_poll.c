@@ -44,15 +44,17 @@ static void *waiter_poller(void *arg)
 {
 	struct zkl_fs *fs = arg;
 	struct waiter *batch[64], *late[64];
+	struct unlock *unlocks[64];
 	int errs[64];
 	struct zkl_link ending;
-	size_t n, nlate;
+	size_t n, nlate, nunlocks;
 
 	list_init(&ending);
 	pthread_mutex_lock(&fs->lock);
 	while (!fs->stopping) {
 		if (fs->signal_watched == 0 && list_empty(&fs->kept) &&
-		    fs->tries == 0 && list_empty(&fs->failing)) {
+		    fs->tries == 0 && list_empty(&fs->failing) &&
+		    list_empty(&fs->unlocks)) {
 			pthread_cond_wait(&fs->signal_poll, &fs->lock);
 			continue;
 		}
@@ -62,12 +64,15 @@ static void *waiter_poller(void *arg)
 			break;
 		n = waiter_take_watched_locked(fs, batch, 64);
 		nlate = waiter_take_late_locked(fs, late, errs, 64);
+		nunlocks = unlock_take_late_locked(fs, unlocks, 64);
 		waiter_take_expired_locked(fs, 0, &ending);
 		pthread_mutex_unlock(&fs->lock);
 		for (size_t i = 0; i < n; i++)
 			waiter_recheck_signals(batch[i]);
 		for (size_t i = 0; i < nlate; i++)
 			waiter_answer_late(late[i], errs[i]);
+		for (size_t i = 0; i < nunlocks; i++)
+			unlock_answer_late(unlocks[i]);
 		waiter_end_kept_all(&ending);
 		pthread_mutex_lock(&fs->lock);
 	}

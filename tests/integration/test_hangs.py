@@ -142,3 +142,19 @@ def test_a_killed_waiter_goes_within_a_second_while_zookeeper_hangs(
     finally:
         proxy.cut()
     holder.close()
+
+
+def test_a_posix_lock_holder_killed_while_zookeeper_hangs_exits_in_a_second(
+        zk, base, cut_off):
+    """Its exit's close drops its fcntl lock: an unlock, which waits for
+    ZooKeeper's delete, but no longer than a second."""
+    proxy, m = cut_off
+    driver = Driver()
+    driver.ok(f"open f {m.path('r', 'lock')} rw")
+    driver.ok("lockf f wr")
+    proxy.hold()
+    try:
+        driver.proc.send_signal(signal.SIGKILL)
+        answered_within(1.8, driver.proc.wait, 10)
+    finally:
+        proxy.cut()
