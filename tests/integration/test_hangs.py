@@ -72,20 +72,29 @@ def test_a_try_whose_connection_drops_midway_is_answered_at_once(zk, base,
     trier.close()
 
 
-def test_a_killed_waiter_goes_at_once_while_disconnected(zk, base, mounts,
-                                                        cut_off):
-    proxy, m = cut_off
+def kill_a_waiter_during(outage, zk, base, mounts, m, seconds):
+    """Queue a waiter on m behind another host's holder, start the
+    outage, SIGKILL the waiter: it must be gone within `seconds`."""
     holder = Locker(mounts.new().path("r", "write"))  # another host
     holder.granted()
     waiter = Locker(m.path("r", "write"))
     wait_until(lambda: len(lock_nodes(zk, base + "/r")) == 2, 10,
                "the waiter to queue")
-    proxy.cut()
-    wait_until(lambda: status(m)["state"] == "suspended", 10,
-               "the mount to see the connection lost")
+    outage()
     waiter.proc.send_signal(signal.SIGKILL)
-    answered_within(2, waiter.proc.wait, 10)
+    answered_within(seconds, waiter.proc.wait, 10)
     holder.close()
+
+
+def test_a_killed_waiter_goes_at_once_while_disconnected(zk, base, mounts,
+                                                        cut_off):
+    proxy, m = cut_off
+
+    def disconnected():
+        proxy.cut()
+        wait_until(lambda: status(m)["state"] == "suspended", 10,
+                   "the mount to see the connection lost")
+    kill_a_waiter_during(disconnected, zk, base, mounts, m, 2)
 
 
 def test_a_posix_lock_holder_killed_while_disconnected_exits_at_once(
@@ -130,18 +139,10 @@ def test_a_try_is_answered_within_a_second_while_zookeeper_hangs(
 def test_a_killed_waiter_goes_within_a_second_while_zookeeper_hangs(
         zk, base, mounts, cut_off):
     proxy, m = cut_off
-    holder = Locker(mounts.new().path("r", "write"))  # another host
-    holder.granted()
-    waiter = Locker(m.path("r", "write"))
-    wait_until(lambda: len(lock_nodes(zk, base + "/r")) == 2, 10,
-               "the waiter to queue")
-    proxy.hold()
     try:
-        waiter.proc.send_signal(signal.SIGKILL)
-        answered_within(1.8, waiter.proc.wait, 10)
+        kill_a_waiter_during(proxy.hold, zk, base, mounts, m, 1.8)
     finally:
         proxy.cut()
-    holder.close()
 
 
 def test_a_posix_lock_holder_killed_while_zookeeper_hangs_exits_in_a_second(

@@ -248,16 +248,24 @@ static void close_and_forget(void)
 	tree_forget(&fs.tree, write_ino, 100);
 }
 
+/* Open write and grant it; `meanwhile` runs while the grant replies. */
+static void grant_while(void (*meanwhile)(void), struct fake_req *r,
+			char name[256])
+{
+	const char *names[1] = { name };
+
+	open_write_to_grant(r, name);
+	while_replying_open = meanwhile;
+	fake_complete_children(ZOK, names, 1);
+}
+
 Test(waiter, a_grant_needs_nothing_of_the_inode_after_its_reply)
 {
 	struct fake_req r = { 0 };
 	char name[256];
-	const char *names[1] = { name };
 
-	open_write_to_grant(&r, name);
-	while_replying_open = close_and_forget;
 	/* The ASan build sees a read of the forgotten inode, if any. */
-	fake_complete_children(ZOK, names, 1);
+	grant_while(close_and_forget, &r, name);
 	cr_assert_eq(r.replies, 1);
 	cr_assert_eq(r.err, 0, "not granted");
 	fake_complete_held_watch(name);
@@ -306,11 +314,8 @@ Test(waiter, an_unmount_waits_for_a_grant_on_its_way_and_releases_it)
 {
 	struct fake_req r = { 0 };
 	char name[256];
-	const char *names[1] = { name };
 
-	open_write_to_grant(&r, name);
-	while_replying_open = unmount_meanwhile;
-	fake_complete_children(ZOK, names, 1);
+	grant_while(unmount_meanwhile, &r, name);
 	cr_assert_eq(pthread_join(unmounter, NULL), 0);
 	cr_assert_eq(r.replies, 1);
 	cr_assert_eq(r.err, 0, "not granted");
