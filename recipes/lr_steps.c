@@ -91,6 +91,8 @@ int lr_is_connection_loss(int rc)
 void lr_abandon_locked(struct zkl_lockreq *lr)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
+	/* A peer lease gives up its own way (peerlease_abandon_locked). */
+	assert(!lr->peer);
 	lr_unwatch_all(lr);
 	switch (lr->phase) {
 	case PH_CREATING:
@@ -98,10 +100,12 @@ void lr_abandon_locked(struct zkl_lockreq *lr)
 	case PH_CHECKING:
 	case PH_DELETING:
 		return;
+	case PH_MUTEX:
+	case PH_COUNTING:
+		assert(!"a peer lease's phase in a plain request");
+		/* fall through */
 	case PH_NEW:
 	case PH_GONE:
-	case PH_MUTEX: /* a peer lease's phases (peerlease.c) */
-	case PH_COUNTING:
 		lr->phase = PH_GONE;
 		return;
 	case PH_LISTING:
