@@ -146,9 +146,11 @@ struct waiter {
 	int watch_signals;     /* a signal was ignored: the poller looks;
 			       * guarded by fs->lock */
 	/* Guarded by fs->lock: */
-	int started; /* its lock request was started */
-	int is_try;  /* a try, counted in fs->tries while listed */
-	int replied; /* a failure's answer was given */
+	int started;    /* its lock request was started */
+	int parked;     /* in fs->waiters (link may be on another list) */
+	unsigned flags; /* the LOCKREQ_* asked */
+	int is_try;     /* a try, counted in fs->tries while listed */
+	int replied;    /* a failure's answer was given */
 	struct timespec answer_by; /* a try's, or a failure's (waiter.h) */
 	int kept;                  /* told EINTR, its request kept (waiter.c) */
 	int kept_answered; /* ... and answered meanwhile, with kept_err */

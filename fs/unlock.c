@@ -122,6 +122,19 @@ static void unlock_seal(struct unlock *u)
 	unlock_put(u); /* the builder's */
 }
 
+/* A reference of ours, unless the last one is being dropped (its put,
+ * waiting for fs->lock, answers and frees it): 1 if taken. */
+static int unlock_hold_if_alive(struct unlock *u)
+{
+	int p = atomic_load(&u->pending);
+
+	do {
+		if (p == 0)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&u->pending, &p, p + 1));
+	return 1;
+}
+
 size_t unlock_take_late_locked(struct zkl_fs *fs, struct unlock **late,
 			       size_t max)
 {
@@ -132,10 +145,10 @@ size_t unlock_take_late_locked(struct zkl_fs *fs, struct unlock **late,
 	     l != &fs->unlocks && n < max; l = next) {
 		struct unlock *u = ZKL_CONTAINER_OF(l, struct unlock, link);
 		next = l->next;
-		if (!deadline_reached(&u->answer_by))
+		if (!deadline_reached(&u->answer_by) ||
+		    !unlock_hold_if_alive(u))
 			continue;
 		unlock_claim_locked(u);
-		atomic_fetch_add(&u->pending, 1); /* ours, while answering */
 		late[n++] = u;
 	}
 	return n;

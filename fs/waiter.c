@@ -55,7 +55,7 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 		return;
 	}
 	/* Unlisted first: an interrupt from now on finds nothing to do. */
-	if (list_linked(&w->link))
+	if (w->parked)
 		waiter_unlist_locked(fs, w);
 	/* A grant either fails here, or is counted until it has handed its
 	 * lock to a lock file, where the unmount finds it: none slips
@@ -97,7 +97,7 @@ static int waiter_keep(struct waiter *w)
 	int listed, kept;
 
 	pthread_mutex_lock(&fs->lock);
-	listed = list_linked(&w->link);
+	listed = w->parked;
 	kept = listed && w->started && !fs->stopping;
 	if (kept) {
 		answer.req = w->req;
@@ -132,7 +132,7 @@ static void waiter_signalled(struct waiter *w)
 			"pid %d: signal that does not cancel a wait, ignored",
 			(int)w->tid);
 		pthread_mutex_lock(&fs->lock);
-		if (list_linked(&w->link) && !w->watch_signals) {
+		if (w->parked && !w->watch_signals) {
 			w->watch_signals = 1;
 			fs->signal_watched++;
 			pthread_cond_signal(&fs->signal_poll);
@@ -173,7 +173,8 @@ static void waiter_interrupted(fuse_req_t req, void *arg)
 static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 {
 	struct zkl_fs *fs = kept->fs;
-	int answered;
+	struct zkl_lockreq *dropped = NULL;
+	int answered, holder = -1;
 
 	atomic_fetch_add(&kept->refs, 1); /* ours, while here */
 	kept->req = fresh->req;
@@ -192,13 +193,23 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	pthread_mutex_lock(&fs->lock);
 	kept->kept = 0;
 	answered = kept->kept_answered;
+	/* Its holder may hold since (waiter_holder.c): answered from that
+	 * lock, if its own request can still be given up. */
 	if (!answered)
-		list_add_tail(&fs->waiters, &kept->link);
+		holder = waiter_holder_answer_locked(kept, &dropped);
+	if (holder >= 0 && lockreq_cancel(kept->lr) != 0)
+		holder = -1; /* its answer is on its way: it decides */
+	if (!answered && holder < 0)
+		waiter_list_locked(fs, kept);
 	pthread_mutex_unlock(&fs->lock);
+	if (dropped)
+		lockreq_release(dropped); /* a conversion's old lock */
 	log_msg(LOG_DEBUG, "pid %d asks again: its %s wait keeps its place",
 		(int)kept->tid, kept->ops->what);
 	if (answered)
 		waiter_done(kept->lr, kept->kept_err, kept);
+	else if (holder >= 0)
+		waiter_fail(kept, holder);
 	else if (kept->interrupted_early ||
 		 sigpend_thread_classify(kept->tid) != SIGPEND_WAIT)
 		waiter_signalled(kept); /* a signal no callback saw */
@@ -233,6 +244,7 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	w->tid = ctx->pid;
 	w->lf = lf;
 	w->owner = owner;
+	w->flags = flags;
 	atomic_init(&w->refs, 2);
 	lockfile_get(lf);
 	w->identity_len = identity_format(w->identity, sizeof(w->identity),
@@ -254,14 +266,7 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
-	list_add_tail(&fs->waiters, &w->link);
-	if (flags & LOCKREQ_TRY) {
-		/* Answered in WAITER_ANSWER_MS, whatever ZooKeeper does. */
-		w->is_try = 1;
-		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
-		fs->tries++;
-		pthread_cond_signal(&fs->signal_poll);
-	}
+	waiter_list_locked(fs, w);
 	pthread_mutex_unlock(&fs->lock);
 	/* Before the request can be answered, so that an interrupt that
 	 * comes later finds the callback; one that came first runs it right
@@ -279,7 +284,7 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	 * started. */
 	pthread_mutex_lock(&fs->lock);
 	err = -ECANCELED;
-	if (list_linked(&w->link)) {
+	if (w->parked) {
 		answer = waiter_holder_answer_locked(w, &dropped);
 		if (answer >= 0)
 			waiter_unlist_locked(fs, w);

@@ -32,6 +32,9 @@ void waiter_put(struct waiter *w);
 /* Take w out of fs->waiters (and of the signal poller's sight); the
  * second takes fs->lock, and does nothing if w is not listed. */
 void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w);
+/* Put w in fs->waiters (parked; a try's deadline counted).  fs->lock
+ * held. */
+void waiter_list_locked(struct zkl_fs *fs, struct waiter *w);
 void waiter_unlist(struct waiter *w);
 /* Answer with errno err once the request's node is gone (or at
  * WAITER_ANSWER_MS).  The caller owns the reply, and gives its reference

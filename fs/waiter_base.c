@@ -28,7 +28,9 @@ void waiter_put(struct waiter *w)
 void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
 {
 	ZKL_ASSERT_HELD(&fs->lock);
+	assert(w->parked);
 	list_del(&w->link);
+	w->parked = 0;
 	if (w->watch_signals) {
 		w->watch_signals = 0;
 		assert(fs->signal_watched > 0);
@@ -41,12 +43,27 @@ void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
 	}
 }
 
+void waiter_list_locked(struct zkl_fs *fs, struct waiter *w)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	assert(!w->parked && !list_linked(&w->link));
+	list_add_tail(&fs->waiters, &w->link);
+	w->parked = 1;
+	if (w->flags & LOCKREQ_TRY) {
+		/* Answered in WAITER_ANSWER_MS, whatever ZooKeeper does. */
+		w->is_try = 1;
+		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
+		fs->tries++;
+		pthread_cond_signal(&fs->signal_poll);
+	}
+}
+
 void waiter_unlist(struct waiter *w)
 {
 	struct zkl_fs *fs = w->fs;
 
 	pthread_mutex_lock(&fs->lock);
-	if (list_linked(&w->link))
+	if (w->parked)
 		waiter_unlist_locked(fs, w);
 	pthread_mutex_unlock(&fs->lock);
 }
@@ -96,7 +113,7 @@ void waiter_fail(struct waiter *w, int err)
 	w->fail_err = err;
 	w->lr = NULL;
 	pthread_mutex_lock(&fs->lock);
-	if (list_linked(&w->link))
+	if (w->parked)
 		waiter_unlist_locked(fs, w);
 	if (lr) {
 		/* Answered when the node is gone, or at the deadline if
@@ -172,7 +189,7 @@ int waiter_cancel(struct waiter *w)
 	int won;
 
 	pthread_mutex_lock(&fs->lock);
-	won = list_linked(&w->link) && lockreq_cancel(w->lr) == 0;
+	won = w->parked && lockreq_cancel(w->lr) == 0;
 	if (won)
 		waiter_unlist_locked(fs, w);
 	pthread_mutex_unlock(&fs->lock);
@@ -213,7 +230,7 @@ struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
 		if (w->ops != asking->ops || w->tid != asking->tid ||
 		    w->lf->ino != asking->lf->ino ||
 		    w->owner != asking->owner || w->expired ||
-		    lockreq_mode(w->lr) != mode)
+		    w->flags != asking->flags || lockreq_mode(w->lr) != mode)
 			continue;
 		/* flock's holder is the open file description; an open's is
 		 * the new one. */

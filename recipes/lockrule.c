@@ -62,8 +62,10 @@ size_t lockrule_collect(char *const *names, size_t n, unsigned styles,
 
 /* The sequence a name ends with, read cheaply (its last ten characters),
  * to look it up: 0, or -1 if they are not a number (the name is then
- * parsed in full). */
-static int lockrule_tail_seq(const char *name, int32_t *seq)
+ * parsed in full).  Ten digits after a '-' may be a negative number of
+ * eleven characters (below -999,999,999): *alt is that reading, or
+ * *seq again. */
+static int lockrule_tail_seq(const char *name, int32_t *seq, int32_t *alt)
 {
 	size_t len = strlen(name);
 	const char *p;
@@ -83,6 +85,7 @@ static int lockrule_tail_seq(const char *name, int32_t *seq)
 		v = v * 10 + (*p - '0');
 	}
 	*seq = (int32_t)(neg ? -v : v);
+	*alt = !neg && len > 10 && name[len - 11] == '-' ? (int32_t)-v : *seq;
 	return 0;
 }
 
@@ -162,11 +165,15 @@ ssize_t lockrule_collect_again(char *const *names, size_t n, unsigned styles,
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int32_t seq;
-		ssize_t at = lockrule_tail_seq(names[i], &seq) < 0
-				     ? -1
-				     : lockrule_seqtab_find(&tab, old, seq,
-							    names[i]);
+		int32_t seq, alt;
+		ssize_t at = -1;
+
+		if (lockrule_tail_seq(names[i], &seq, &alt) == 0) {
+			at = lockrule_seqtab_find(&tab, old, seq, names[i]);
+			if (at < 0 && alt != seq)
+				at = lockrule_seqtab_find(&tab, old, alt,
+							  names[i]);
+		}
 		if (at >= 0)
 			again[at] = names[i];
 		else if (names_parse(names[i], &fresh[f]) == 0 &&

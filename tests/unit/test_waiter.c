@@ -14,102 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_fuse.h"
 #include "fake_zk.h"
 #include "fs.h"
 #include "lockfile.h"
 #include "ops.h"
-
-/* ---- a scripted libfuse: these take precedence over libfuse3.so's ---- */
-
-struct fake_req {
-	int interrupted; /* the kernel sent FUSE_INTERRUPT already */
-	fuse_interrupt_func_t func;
-	void *data;
-	int replies;
-	int err; /* of the last error reply; 0 for open */
-};
-
-static struct zkl_fs fs;
-static struct fuse_ctx ctx;
-static int inside_registration;
-
-/* What happens on the completion thread while the request `registering`
- * has its interrupt callback set (once). */
-static struct fake_req *registering;
-static void (*while_registering)(void);
-
-void fuse_req_interrupt_func(fuse_req_t req, fuse_interrupt_func_t func,
-			     void *data)
-{
-	struct fake_req *r = (struct fake_req *)req;
-
-	if (func && r == registering) {
-		registering = NULL;
-		while_registering();
-	}
-	r->func = func;
-	r->data = data;
-	if (r->interrupted && func) {
-		/* As libfuse does: with the request's lock held. */
-		inside_registration = 1;
-		func(req, data);
-		inside_registration = 0;
-	}
-}
-
-static void fake_reply(fuse_req_t req, int err)
-{
-	struct fake_req *r = (struct fake_req *)req;
-
-	cr_assert_not(inside_registration,
-		      "replied inside fuse_req_interrupt_func: libfuse frees "
-		      "the request while it still holds its lock");
-	r->replies++;
-	r->err = err;
-	r->func = NULL;
-}
-
-int fuse_reply_err(fuse_req_t req, int err)
-{
-	fake_reply(req, err);
-	return 0;
-}
-
-/* What happens on other threads while an open's grant is being replied
- * to (once). */
-static void (*while_replying_open)(void);
-
-int fuse_reply_open(fuse_req_t req, const struct fuse_file_info *fi)
-{
-	void (*meanwhile)(void) = while_replying_open;
-
-	(void)fi;
-	while_replying_open = NULL;
-	if (meanwhile)
-		meanwhile();
-	fake_reply(req, 0);
-	return 0;
-}
-
-const struct fuse_ctx *fuse_req_ctx(fuse_req_t req)
-{
-	(void)req;
-	return &ctx;
-}
-
-void *fuse_req_userdata(fuse_req_t req)
-{
-	(void)req;
-	return &fs;
-}
-
-/* The kernel's interrupt reaching libfuse after the callback is set. */
-static void fake_interrupt(struct fake_req *r)
-{
-	r->interrupted = 1;
-	cr_assert(r->func, "no interrupt callback registered");
-	r->func((fuse_req_t)r, r->data);
-}
 
 /* ---- the mount -------------------------------------------------------- */
 
@@ -117,22 +26,24 @@ static uint64_t write_ino, dir_ino;
 
 static void setup(void)
 {
-	fs_context_init(&fs);
-	strcpy(fs.hostname, "h");
-	fs.session = fake_session();
-	cr_assert_eq(tree_init(&fs.tree, "/b"), 0);
-	cr_assert_eq(tree_lookup(&fs.tree, FUSE_ROOT_ID, "r", &dir_ino), 0);
-	cr_assert_eq(tree_lookup(&fs.tree, dir_ino, "write", &write_ino), 0);
-	memset(&ctx, 0, sizeof(ctx));
+	fs_context_init(&fake_fs);
+	strcpy(fake_fs.hostname, "h");
+	fake_fs.session = fake_session();
+	cr_assert_eq(tree_init(&fake_fs.tree, "/b"), 0);
+	cr_assert_eq(tree_lookup(&fake_fs.tree, FUSE_ROOT_ID, "r", &dir_ino),
+		     0);
+	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "write", &write_ino),
+		     0);
+	memset(&fake_ctx, 0, sizeof(fake_ctx));
 }
 
 static void teardown(void)
 {
-	cr_assert(list_empty(&fs.waiters), "a parked request was left");
-	cr_assert(list_empty(&fs.lockfiles), "an open file was not freed");
-	fake_session_free(fs.session);
-	tree_destroy(&fs.tree);
-	fs_context_destroy(&fs);
+	cr_assert(list_empty(&fake_fs.waiters), "a parked request was left");
+	cr_assert(list_empty(&fake_fs.lockfiles), "an open file was not freed");
+	fake_session_free(fake_fs.session);
+	tree_destroy(&fake_fs.tree);
+	fs_context_destroy(&fake_fs);
 }
 
 TestSuite(waiter, .init = setup, .fini = teardown);
@@ -152,7 +63,7 @@ Test(waiter, interrupt_before_registration_answers_once_outside_libfuse)
 {
 	struct fake_req r = { .interrupted = 1 };
 
-	ctx.pid = TID_GONE;
+	fake_ctx.pid = TID_GONE;
 	open_write(&r);
 	cr_assert_eq(r.replies, 1, "%d replies", r.replies);
 	cr_assert_eq(r.err, EINTR);
@@ -165,7 +76,7 @@ Test(waiter, interrupt_while_waiting_answers_once_its_node_is_gone)
 	struct fake_req r = { 0 };
 	struct fake_call *c;
 
-	ctx.pid = TID_GONE;
+	fake_ctx.pid = TID_GONE;
 	open_write(&r);
 	cr_assert_eq(fake_pending(), 2, "create and listing");
 	c = fake_peek(FAKE_CREATE);
@@ -190,7 +101,7 @@ Test(waiter, a_signal_that_does_not_cancel_keeps_the_place)
 	const char *names[1];
 	char name[256];
 
-	ctx.pid = gettid(); /* pending: nothing */
+	fake_ctx.pid = gettid(); /* pending: nothing */
 	open_write(&r);
 	cr_assert_eq(r.replies, 0, "an ignored signal answered the open");
 	cr_assert_eq(fake_pending(), 2, "the request was not started");
@@ -202,10 +113,11 @@ Test(waiter, a_signal_that_does_not_cancel_keeps_the_place)
 	cr_assert_eq(r.replies, 1);
 	cr_assert_eq(r.err, 0, "not granted");
 	fake_complete_held_watch(name);
-	pthread_mutex_lock(&fs.lock);
-	cr_assert_eq(fs.signal_watched, 0, "a granted waiter is still polled");
-	lf = ZKL_CONTAINER_OF(fs.lockfiles.next, struct lockfile, link);
-	pthread_mutex_unlock(&fs.lock);
+	pthread_mutex_lock(&fake_fs.lock);
+	cr_assert_eq(fake_fs.signal_watched, 0,
+		     "a granted waiter is still polled");
+	lf = ZKL_CONTAINER_OF(fake_fs.lockfiles.next, struct lockfile, link);
+	pthread_mutex_unlock(&fake_fs.lock);
 	fi.fh = (uint64_t)(uintptr_t)lf;
 	lockfile_release((fuse_req_t)&r, write_ino, &fi);
 	fake_complete_void(FAKE_DELETE, ZOK);
@@ -218,7 +130,7 @@ Test(waiter, a_signal_that_does_not_cancel_keeps_the_place)
  * grants it is next.  Its name into name. */
 static void open_write_to_grant(struct fake_req *r, char name[256])
 {
-	ctx.pid = gettid();
+	fake_ctx.pid = gettid();
 	open_write(r);
 	snprintf(name, 256, "%s0000000001",
 		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
@@ -229,10 +141,10 @@ static struct lockfile *the_lockfile(void)
 {
 	struct lockfile *lf;
 
-	pthread_mutex_lock(&fs.lock);
-	cr_assert_not(list_empty(&fs.lockfiles), "no open lock file");
-	lf = ZKL_CONTAINER_OF(fs.lockfiles.next, struct lockfile, link);
-	pthread_mutex_unlock(&fs.lock);
+	pthread_mutex_lock(&fake_fs.lock);
+	cr_assert_not(list_empty(&fake_fs.lockfiles), "no open lock file");
+	lf = ZKL_CONTAINER_OF(fake_fs.lockfiles.next, struct lockfile, link);
+	pthread_mutex_unlock(&fake_fs.lock);
 	return lf;
 }
 
@@ -245,7 +157,7 @@ static void close_and_forget(void)
 
 	fi.fh = (uint64_t)(uintptr_t)the_lockfile();
 	lockfile_release((fuse_req_t)&release, write_ino, &fi);
-	tree_forget(&fs.tree, write_ino, 100);
+	tree_forget(&fake_fs.tree, write_ino, 100);
 }
 
 /* Open write and grant it; `meanwhile` runs while the grant replies. */
@@ -278,7 +190,7 @@ static pthread_t unmounter;
 static void *unmount_thread(void *arg)
 {
 	(void)arg;
-	lockfile_shutdown_all(&fs);
+	lockfile_shutdown_all(&fake_fs);
 	return NULL;
 }
 
@@ -292,9 +204,9 @@ static void unmount_meanwhile(void)
 
 	cr_assert_eq(pthread_create(&unmounter, NULL, unmount_thread, NULL), 0);
 	for (int i = 0; i < 5000 && !stopping; i++) {
-		pthread_mutex_lock(&fs.lock);
-		stopping = fs.stopping;
-		pthread_mutex_unlock(&fs.lock);
+		pthread_mutex_lock(&fake_fs.lock);
+		stopping = fake_fs.stopping;
+		pthread_mutex_unlock(&fake_fs.lock);
 		if (!stopping)
 			usleep(1000);
 	}
@@ -332,14 +244,14 @@ Test(waiter, a_create_that_fails_gives_its_entry_reference_back)
 {
 	struct fake_req r = { 0 };
 	struct fuse_file_info fi = { .flags = O_WRONLY | O_CREAT | O_NONBLOCK };
-	struct tree_res *res = tree_res_of(&fs.tree, write_ino);
+	struct tree_res *res = tree_res_of(&fake_fs.tree, write_ino);
 	uint64_t before = res->nlookup;
 	char name[256];
 	const char *names[2] = {
 		"_c_0123abcd-0000-4000-8000-0000000000aa-write-0000000001", name
 	};
 
-	ctx.pid = gettid();
+	fake_ctx.pid = gettid();
 	dir_create((fuse_req_t)&r, dir_ino, "write", 0644, &fi);
 	snprintf(name, sizeof(name), "%s0000000002",
 		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
@@ -378,8 +290,8 @@ Test(waiter, a_grant_while_the_holders_next_request_parks_answers_it_once)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	uint64_t lock_ino;
 
-	cr_assert_eq(tree_lookup(&fs.tree, dir_ino, "lock", &lock_ino), 0);
-	ctx.pid = gettid();
+	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "lock", &lock_ino), 0);
+	fake_ctx.pid = gettid();
 	lockfile_open((fuse_req_t)&open_req, lock_ino, &fi, NULL);
 	cr_assert_eq(open_req.replies, 1);
 	fi.fh = (uint64_t)(uintptr_t)the_lockfile();
