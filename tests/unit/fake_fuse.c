@@ -4,6 +4,9 @@
 #include "fake_fuse.h"
 
 #include <criterion/criterion.h>
+#include <string.h>
+
+#include "fake_zk.h"
 
 struct zkl_fs fake_fs;
 struct fuse_ctx fake_ctx;
@@ -91,4 +94,23 @@ void fake_interrupt(struct fake_req *r)
 	r->interrupted = 1;
 	cr_assert(r->func, "no interrupt callback registered");
 	r->func((fuse_req_t)r, r->data);
+}
+
+void fake_mount(uint64_t *dir_ino, uint64_t *write_ino)
+{
+	fs_context_init(&fake_fs);
+	strcpy(fake_fs.hostname, "h");
+	fake_fs.session = fake_session();
+	cr_assert_eq(tree_init(&fake_fs.tree, "/b"), 0);
+	cr_assert_eq(tree_lookup(&fake_fs.tree, FUSE_ROOT_ID, "r", dir_ino), 0);
+	cr_assert_eq(tree_lookup(&fake_fs.tree, *dir_ino, "write", write_ino),
+		     0);
+	memset(&fake_ctx, 0, sizeof(fake_ctx));
+}
+
+void fake_unmount(void)
+{
+	fake_session_free(fake_fs.session);
+	tree_destroy(&fake_fs.tree);
+	fs_context_destroy(&fake_fs);
 }

@@ -32,6 +32,11 @@ extern void (*after_registering)(struct fake_req *r);
  * to (once). */
 extern void (*while_replying_open)(void);
 
+/* The mount set up: resource r (its directory's inode and that of its
+ * write file), no caller yet.  And torn down. */
+void fake_mount(uint64_t *dir_ino, uint64_t *write_ino);
+void fake_unmount(void);
+
 /* The kernel's interrupt reaching libfuse after the callback is set. */
 void fake_interrupt(struct fake_req *r);
 

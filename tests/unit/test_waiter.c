@@ -26,24 +26,14 @@ static uint64_t write_ino, dir_ino;
 
 static void setup(void)
 {
-	fs_context_init(&fake_fs);
-	strcpy(fake_fs.hostname, "h");
-	fake_fs.session = fake_session();
-	cr_assert_eq(tree_init(&fake_fs.tree, "/b"), 0);
-	cr_assert_eq(tree_lookup(&fake_fs.tree, FUSE_ROOT_ID, "r", &dir_ino),
-		     0);
-	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "write", &write_ino),
-		     0);
-	memset(&fake_ctx, 0, sizeof(fake_ctx));
+	fake_mount(&dir_ino, &write_ino);
 }
 
 static void teardown(void)
 {
 	cr_assert(list_empty(&fake_fs.waiters), "a parked request was left");
 	cr_assert(list_empty(&fake_fs.lockfiles), "an open file was not freed");
-	fake_session_free(fake_fs.session);
-	tree_destroy(&fake_fs.tree);
-	fs_context_destroy(&fake_fs);
+	fake_unmount();
 }
 
 TestSuite(waiter, .init = setup, .fini = teardown);

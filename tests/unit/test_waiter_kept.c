@@ -77,16 +77,8 @@ static const char *other_writer =
 
 static void setup(void)
 {
-	fs_context_init(&fake_fs);
-	strcpy(fake_fs.hostname, "h");
-	fake_fs.session = fake_session();
-	cr_assert_eq(tree_init(&fake_fs.tree, "/b"), 0);
-	cr_assert_eq(tree_lookup(&fake_fs.tree, FUSE_ROOT_ID, "r", &dir_ino),
-		     0);
-	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "write", &write_ino),
-		     0);
+	fake_mount(&dir_ino, &write_ino);
 	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "lock", &lock_ino), 0);
-	memset(&fake_ctx, 0, sizeof(fake_ctx));
 	fake_ctx.pid = 4242;
 	verdict = SIGPEND_WAIT;
 	sem_init(&gate_reached, 0, 0);
