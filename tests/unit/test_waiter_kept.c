@@ -278,6 +278,11 @@ Test(kept, waiter_park_sees_a_failing_waiter_as_parked)
 static void *complete_delete(void *arg)
 {
 	(void)arg;
+	/* Held at its first lock of fs->lock: unlock_put's, after its
+	 * decrement. */
+	gate_thread = pthread_self();
+	gate_skip = 0;
+	gate_mutex = &fake_fs.lock;
 	fake_complete_void(FAKE_DELETE, ZOK); /* unlock_one_gone */
 	return NULL;
 }
@@ -308,12 +313,19 @@ Test(kept, an_unlock_answered_at_its_deadline_as_its_delete_completes)
 	cr_assert_eq(un.replies, 0);
 	usleep(1100 * 1000); /* the unlock's deadline passes */
 	/* The completion thread's last unlock_put has decremented pending to
-	 * 0 and waits for fs->lock, which the poller holds. */
+	 * 0 and waits for fs->lock, which the poller holds: the gate tells
+	 * when it is there. */
 	pthread_mutex_lock(&fake_fs.lock);
-	gate_thread = (pthread_t)0;
 	cr_assert_eq(pthread_create(&t, NULL, complete_delete, NULL), 0);
-	usleep(300 * 1000);
+	{
+		struct timespec w;
+		clock_gettime(CLOCK_REALTIME, &w);
+		w.tv_sec += 3;
+		cr_assert_eq(sem_timedwait(&gate_reached, &w), 0,
+			     "the delete's completion never reached fs->lock");
+	}
 	n = unlock_take_late_locked(&fake_fs, late, 4);
+	sem_post(&gate_open);
 	pthread_mutex_unlock(&fake_fs.lock);
 	pthread_join(t, NULL); /* its unlock_put freed the unlock */
 	cr_assert_leq(n, 1);
