@@ -253,6 +253,7 @@ int main(int argc, char **argv)
 					: ZOO_LOG_LEVEL_ERROR,
 		.digest_auth = o.auth_file ? auth : NULL,
 		.dialect = o.style,
+		.jeopardy_margin_ms = o.jeopardy_margin_ms,
 	};
 	opened = session_open(&so, &fs.session, err, sizeof(err));
 	memset(auth, 0, sizeof(auth)); /* the session keeps its own copy */

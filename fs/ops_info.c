@@ -43,6 +43,8 @@ static const char *info_state_name(const struct zkl_session_stats *st)
 {
 	if (st->dead || st->state == ZKL_CONN_EXPIRED)
 		return "expired";
+	if (st->jeopardy)
+		return "jeopardy";
 	return st->state == ZKL_CONN_CONNECTED ? "connected" : "suspended";
 }
 
@@ -52,6 +54,7 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 {
 	struct zkl_session_stats st;
 	struct timespec now;
+	char jeopardy_at[32] = "-";
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&text, &len);
@@ -60,17 +63,26 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
 	session_stats(fs->session, &st);
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (st.jeopardy_wall_ms != 0) {
+		time_t t = (time_t)(st.jeopardy_wall_ms / 1000);
+		struct tm tm;
+		strftime(jeopardy_at, sizeof(jeopardy_at), "%Y-%m-%dT%H:%M:%SZ",
+			 gmtime_r(&t, &tm));
+	}
 	fprintf(out,
 		"state %s\nsession 0x%" PRIx64 "\nsession_timeout_ms %d\n"
 		"servers %s\nserver %s\nbase %s\nheld %" PRIu64 "\n"
 		"waiting %" PRIu64 "\nleases_held %" PRIu64
 		"\nleases_waiting %" PRIu64 "\ngrants %" PRIu64
 		"\nlosses %" PRIu64 "\n"
-		"expirations %" PRIu64 "\nuptime_s %lld\nversion %s\n",
+		"expirations %" PRIu64 "\njeopardies %" PRIu64
+		"\nlast_jeopardy %s\njeopardy_margin_ms %d\n"
+		"heartbeat_age_ms %" PRId64 "\nuptime_s %lld\nversion %s\n",
 		info_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
 		session_hosts(fs->session), st.server[0] ? st.server : "-",
 		session_base(fs->session), st.held, st.waiting, st.leases_held,
 		st.leases_waiting, st.grants, st.losses, st.expirations,
+		st.jeopardies, jeopardy_at, st.margin_ms, st.heartbeat_age_ms,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);

@@ -21,6 +21,7 @@ enum {
 	 * takes "1.5" as 1 and wraps "uid=4294967296" to 0. */
 	OPTS_KEY_SESSION_TIMEOUT,
 	OPTS_KEY_CONNECT_TIMEOUT,
+	OPTS_KEY_JEOPARDY_MARGIN,
 	OPTS_KEY_UID,
 	OPTS_KEY_GID,
 	OPTS_KEY_UMASK,
@@ -39,6 +40,7 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("max_read=", OPTS_KEY_MAX_READ),
 	FUSE_OPT_KEY("session_timeout=", OPTS_KEY_SESSION_TIMEOUT),
 	FUSE_OPT_KEY("connect_timeout=", OPTS_KEY_CONNECT_TIMEOUT),
+	FUSE_OPT_KEY("jeopardy_margin_ms=", OPTS_KEY_JEOPARDY_MARGIN),
 	FUSE_OPT_KEY("uid=", OPTS_KEY_UID),
 	FUSE_OPT_KEY("gid=", OPTS_KEY_GID),
 	FUSE_OPT_KEY("umask=", OPTS_KEY_UMASK),
@@ -86,6 +88,9 @@ struct opts_number {
 static const struct opts_number opts_seconds = {
 	10, 1, 3600, "a whole number of seconds, 1 to 3600"
 };
+static const struct opts_number opts_millis = {
+	10, 100, 900000, "a whole number of milliseconds, 100 to 900000"
+};
 static const struct opts_number opts_id = {
 	/* (uid_t)-1 means "no change" to chown(2): not an owner. */
 	10, 0, 4294967294UL, "a decimal number, 0 to 4294967294"
@@ -125,6 +130,11 @@ static int opts_proc_number(struct opts_ctx *c, const char *arg, int key)
 		if (opts_number(c, arg, &opts_seconds, &v) < 0)
 			return -1;
 		o->connect_timeout = (int)v;
+		return 0;
+	case OPTS_KEY_JEOPARDY_MARGIN:
+		if (opts_number(c, arg, &opts_millis, &v) < 0)
+			return -1;
+		o->jeopardy_margin_ms = (int)v;
 		return 0;
 	case OPTS_KEY_UID:
 		if (opts_number(c, arg, &opts_id, &v) < 0)
@@ -331,6 +341,14 @@ int opts_parse(int argc, char **argv, struct opts *o,
 			 o->on_lost);
 		return -EINVAL;
 	}
+	/* Beyond a quarter, heartbeats answered on time would reach it. */
+	if (o->jeopardy_margin_ms * 4 >= o->session_timeout * 1000) {
+		snprintf(err, errlen,
+			 "jeopardy_margin_ms=%d: must be under a quarter of "
+			 "the session timeout (%d ms)",
+			 o->jeopardy_margin_ms, o->session_timeout * 1000);
+		return -EINVAL;
+	}
 	return opts_split_connect(o->connect, &o->hosts, &o->base, err, errlen);
 }
 
@@ -342,48 +360,4 @@ void opts_free(struct opts *o)
 	free(o->dialect);
 	free(o->auth_file);
 	o->hosts = o->base = o->on_lost = o->auth_file = o->dialect = NULL;
-}
-
-void opts_print_help(const char *progname)
-{
-	printf("usage: %s [options] CONNECT MOUNTPOINT\n"
-	       "\n"
-	       "Mount ZooKeeper locks as files: open MOUNTPOINT/<resource>/write\n"
-	       "blocks until the exclusive lock is held, .../read until a shared\n"
-	       "lock is held; the last close releases it.  <resource>/holders\n"
-	       "lists who holds and waits, MOUNTPOINT/.status this mount's\n"
-	       "session; see zklockfs(8).\n\n"
-	       "CONNECT is host:port[,host:port...][/base/path]; the base path\n"
-	       "defaults to %s and is created if missing.\n\noptions:\n"
-	       "    -h, --help               print this help and exit\n"
-	       "    -V, --version            print the version and exit\n"
-	       "    -f                       stay in the foreground, log to stderr\n"
-	       "    -d, -o debug             foreground, log every request\n"
-	       "    -s                       accepted; has no effect\n"
-	       "    -o session_timeout=SECS  ZooKeeper session timeout (default %d)\n"
-	       "    -o connect_timeout=SECS  give up if no server answers at start\n"
-	       "                             (default %d)\n"
-	       "    -o on_lost=log|signal[:SIG]\n"
-	       "                             when a held lock is lost with its\n"
-	       "                             session: only log it (default), or\n"
-	       "                             also send SIG (default TERM) to the\n"
-	       "                             holder's process group\n"
-	       "    -o dialect=zklockfs|curator|kazoo\n"
-	       "                             whose names the lock nodes this\n"
-	       "                             mount creates have, so that Curator\n"
-	       "                             or kazoo services see them (every\n"
-	       "                             dialect waits behind all of them)\n"
-	       "    -o auth_file=PATH        authenticate to ZooKeeper as the\n"
-	       "                             user:password in PATH (digest) and\n"
-	       "                             give the nodes created to it alone\n"
-	       "    -o uid=N,gid=N           owner of the files (default: the\n"
-	       "                             daemon's user and group)\n"
-	       "    -o umask=OCTAL           mode bits to take away from the files\n"
-	       "                             (0666) and directories (0777); the\n"
-	       "                             default leaves 0666 and 0755\n"
-	       "    -o allow_other           let other users use the mount\n"
-	       "    -o default_permissions   let the kernel check file modes\n"
-	       "    -o ro                    refused: locks need writing\n",
-	       progname, OPTS_DEFAULT_BASE, OPTS_DEFAULT_SESSION_TIMEOUT,
-	       OPTS_DEFAULT_CONNECT_TIMEOUT);
 }

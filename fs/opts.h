@@ -26,12 +26,13 @@ struct opts {
 	int debug;
 	int show_help;
 	int show_version;
-	int session_timeout; /* seconds */
-	int connect_timeout; /* seconds */
-	char *on_lost;       /* as given: "log", "signal" or "signal:SIG" */
-	char *auth_file;     /* digest credentials "user:password", or NULL */
-	unsigned uid, gid;   /* owner of every file, if has_uid / has_gid */
-	unsigned umask;      /* mode bits taken away, if has_umask */
+	int session_timeout;    /* seconds */
+	int connect_timeout;    /* seconds */
+	int jeopardy_margin_ms; /* 0: the session's default */
+	char *on_lost;          /* as given: "log", "signal" or "signal:SIG" */
+	char *auth_file;   /* digest credentials "user:password", or NULL */
+	unsigned uid, gid; /* owner of every file, if has_uid / has_gid */
+	unsigned umask;    /* mode bits taken away, if has_umask */
 	int has_uid, has_gid, has_umask;
 	int on_lost_signal; /* 0: only log a lost lock */
 	char *dialect;      /* as given: "zklockfs", "curator" or "kazoo" */

@@ -49,6 +49,23 @@ struct zkl_session {
 	struct watchtab watches;
 	struct strtab queues; /* of struct zkl_queue, by resource path */
 	uint64_t grants, losses, expirations; /* since session_open */
+
+	/* The clock (session_clock.c): until when the server keeps the
+	 * session for sure.  Times are CLOCK_BOOTTIME milliseconds. */
+	pthread_t clock;
+	pthread_cond_t clock_changed; /* waited on with CLOCK_MONOTONIC */
+	int margin_ms;                /* jeopardy this long before the expiry */
+	int64_t hb_sent_ms; /* the heartbeat in flight: its send time */
+	int64_t hb_next_ms; /* when the next one is due */
+	int hb_slot;        /* its context (hb[]), switched per handle */
+	struct zkl_heartbeat {
+		struct zkl_session *s;
+	} hb[2];
+	int64_t answered_ms[2];   /* send times of the last two heartbeats
+				 * answered, newest first */
+	int64_t jeopardy_ms;      /* when declared, 0 when not in jeopardy */
+	int64_t jeopardy_wall_ms; /* the same, CLOCK_REALTIME, kept after */
+	uint64_t jeopardies;
 };
 
 /*
@@ -68,6 +85,10 @@ struct zkl_member_ops {
 	 * session (requeue) or fails with -ENOTCONN (no next session). */
 	void (*expired_locked)(struct zkl_member *m, int requeue,
 			       struct zkl_link *lost, struct zkl_link *notify);
+	/* The server may end the session before it hears from us again
+	 * (jeopardy): a holder is lost now, and its node deleted once the
+	 * connection is back; a waiter keeps its place. */
+	void (*jeopardy_locked)(struct zkl_member *m, struct zkl_link *notify);
 	/* Count m into the held or waiting counters of st, if it is either. */
 	void (*count_locked)(const struct zkl_member *m,
 			     struct zkl_session_stats *st);
@@ -95,6 +116,9 @@ struct zkl_lost {
 	char data[];
 };
 
+/* Free what session_open allocated (session.c; session_close's end). */
+void session_free(struct zkl_session *s);
+
 /* Tell the session's owner of a lost lock, and free the report.  No lock
  * of ours held. */
 void session_tell_lost(struct zkl_lost *item);
@@ -118,7 +142,11 @@ static inline void session_leave(struct zkl_session *s, struct zkl_link *notify)
 
 /* Is the session connected now, able to send a request and be answered
  * (not between two sessions, not closing)?  s->lock held. */
-int session_is_connected_locked(const struct zkl_session *s);
+static inline int session_is_connected_locked(const struct zkl_session *s)
+{
+	return s->state == ZKL_CONN_CONNECTED && !s->draining &&
+	       zoo_state(s->zh) == ZOO_CONNECTED_STATE;
+}
 
 /* Call m->ops->resume_locked when the session is connected again (at once
  * if the handle is connected now).  The caller has taken a reference for
@@ -156,6 +184,22 @@ int session_awget_children_locked(struct zkl_session *s, const char *path,
  * -ENAMETOOLONG or -ENOMEM.  s->lock held. */
 int session_watch_children_armed_locked(struct zkl_session *s, const char *path,
 					struct zkl_watch *w);
+
+/* session_clock.c.  Its fields set up (before the first handle) and
+ * freed; its thread started (once connected: 0 or -errno) and stopped
+ * (`closing` set, before the handle is closed).  A new handle is about
+ * to be made (its session's time starts now); the handle connected (a
+ * heartbeat goes at once); a grant (counted; lost at once in jeopardy). */
+void session_clock_init(struct zkl_session *s, int margin_ms);
+void session_clock_destroy(struct zkl_session *s);
+int session_clock_start(struct zkl_session *s);
+void session_clock_stop(struct zkl_session *s);
+void session_clock_new_handle_locked(struct zkl_session *s);
+void session_clock_connected_locked(struct zkl_session *s);
+void session_count_grant_locked(struct zkl_session *s);
+/* Its part of session_stats. */
+void session_clock_stats_locked(const struct zkl_session *s,
+				struct zkl_session_stats *st);
 
 /* session_acl.c.  With credentials: does acl grant anything to an id other
  * than the mount's identity?  Then 1, and that entry as "scheme:id:perms"

@@ -235,6 +235,9 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
  * watch handlers and listing reply, set up; a request's count. */
 void lr_wire(struct zkl_lockreq *lr);
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
+/* The session is in jeopardy (session_clock.c): a held lock is lost, its
+ * node deleted once connected (the resume hook); nothing else changes. */
+void lr_jeopardy(struct zkl_member *m, struct zkl_link *notify);
 
 /* A lease in a peer's layout (peerlease.c). */
 extern const struct zkl_member_ops peerlease_member_ops;

@@ -210,7 +210,7 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 	lr->outcome = err ? LR_FINISHED : LR_HELD;
 	lr->notify_err = err;
 	if (!err)
-		lr->s->grants++;
+		session_count_grant_locked(lr->s);
 	lr_post_locked(lr, notify);
 }
 

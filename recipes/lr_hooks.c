@@ -55,6 +55,10 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 		lr_delete(lr);
 		break;
 	case PH_IDLE:
+		if (lr->lost) {
+			lr_delete(lr); /* declared lost in jeopardy */
+			break;
+		}
 		if (lr->mode == ZKL_MODE_LEASE && lr->outcome == LR_HELD &&
 		    !lr->marked)
 			lr_mark(lr); /* its reply was lost with the connection */
@@ -180,6 +184,28 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	lr_end_entry_locked(lr, notify);
 }
 
+void lr_jeopardy(struct zkl_member *m, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	/* A peer's lock taken by a lease on its way is no lock of the
+	 * owner's: if the session lives, the lease goes on. */
+	if (lr->outcome != LR_HELD || lr->lost || lr->mutex_names)
+		return;
+	lr_hold(lr, LR_HOLD_ENTRY);
+	lr_lose_locked(lr,
+		       "ZooKeeper did not answer in time: the session may "
+		       "end before it does (jeopardy)",
+		       notify);
+	lr_unwatch_all(lr);
+	/* If the session lives, the node goes once connected (the resume
+	 * hook), so that the next waiter gets the lock: never taken back. */
+	if (lr->phase == PH_IDLE)
+		lr_defer(lr, notify);
+	lr_end_entry_locked(lr, notify);
+}
+
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 {
 	const struct zkl_lockreq *lr =
@@ -201,6 +227,7 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 static const struct zkl_member_ops lr_member_ops = {
 	.resume_locked = lr_resume,
 	.expired_locked = lr_expired,
+	.jeopardy_locked = lr_jeopardy,
 	.count_locked = lr_count,
 };
 

@@ -132,8 +132,11 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 	case PH_DELETING:
 		pl_delete(lr);
 		break;
-	case PH_IDLE: /* a held lease's watch could not be set */
-		lr_watch_held(lr);
+	case PH_IDLE:
+		if (lr->lost)
+			pl_delete(lr); /* declared lost in jeopardy */
+		else
+			lr_watch_held(lr); /* its watch could not be set */
 		break;
 	default:
 		break;
@@ -170,6 +173,7 @@ static void pl_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 const struct zkl_member_ops peerlease_member_ops = {
 	.resume_locked = pl_resume,
 	.expired_locked = pl_expired,
+	.jeopardy_locked = lr_jeopardy,
 	.count_locked = lr_count,
 };
 

@@ -39,6 +39,7 @@ static void session_connected_locked(struct zkl_session *s,
 	ZKL_ASSERT_HELD(&s->lock);
 	s->state = ZKL_CONN_CONNECTED;
 	s->client_id = cid ? cid->client_id : 0;
+	session_clock_connected_locked(s);
 	if (!s->draining)
 		session_resume_all_locked(s, notify);
 }
@@ -120,12 +121,6 @@ static void session_watcher(zhandle_t *zh, int type, int state,
 		session_on_state(ctx, zh, state);
 }
 
-int session_is_connected_locked(const struct zkl_session *s)
-{
-	return s->state == ZKL_CONN_CONNECTED && !s->draining &&
-	       zoo_state(s->zh) == ZOO_CONNECTED_STATE;
-}
-
 void session_resume_when_connected_locked(struct zkl_session *s,
 					  struct zkl_member *m,
 					  struct zkl_link *notify)
@@ -145,10 +140,11 @@ static void session_client_log(const char *message)
 	log_msg(LOG_DEBUG, "zookeeper: %s", message);
 }
 
-static void session_free(struct zkl_session *s)
+void session_free(struct zkl_session *s)
 {
 	watchtab_destroy(&s->watches);
 	strtab_destroy(&s->queues);
+	session_clock_destroy(s);
 	pthread_cond_destroy(&s->state_changed);
 	pthread_mutex_destroy(&s->lock);
 	free(s->base);
@@ -211,6 +207,7 @@ static void *session_keeper(void *arg)
 			pthread_cond_wait(&s->state_changed, &s->lock);
 		if (s->closing)
 			break;
+		session_clock_new_handle_locked(s);
 		fresh = session_new_handle(s);
 		if (!fresh) {
 			log_msg(LOG_ERR,
@@ -237,6 +234,35 @@ static void *session_keeper(void *arg)
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
+}
+
+/* The keeper and the clock (session_clock.c).  Returns 0 or -errno with
+ * neither running. */
+static int session_start_threads(struct zkl_session *s)
+{
+	int rc = session_clock_start(s);
+
+	if (rc < 0)
+		return rc;
+	rc = -pthread_create(&s->keeper, NULL, session_keeper, s);
+	if (rc < 0) {
+		pthread_mutex_lock(&s->lock);
+		s->closing = 1;
+		pthread_mutex_unlock(&s->lock);
+		session_clock_stop(s);
+	}
+	return rc;
+}
+
+/* The margin asked for, or the default: a tenth of the timeout, and half
+ * a second at least (a signal handler's time to act, with room). */
+static int session_margin_ms(const struct zkl_session_opts *opts)
+{
+	int tenth = opts->session_timeout_ms / 10;
+
+	if (opts->jeopardy_margin_ms > 0)
+		return opts->jeopardy_margin_ms;
+	return tenth > SESSION_MIN_MARGIN_MS ? tenth : SESSION_MIN_MARGIN_MS;
 }
 
 static int session_wait_connected(struct zkl_session *s, int timeout_ms)
@@ -275,6 +301,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	}
 	s->session_timeout_ms = opts->session_timeout_ms;
 	s->dialect = opts->dialect;
+	session_clock_init(s, session_margin_ms(opts));
 	s->acl = &ZOO_OPEN_ACL_UNSAFE;
 	if (opts->digest_auth) {
 		s->auth = strdup(opts->digest_auth);
@@ -294,6 +321,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		zoo_set_debug_level((ZooLogLevel)opts->zk_log_level);
 
 	pthread_mutex_lock(&s->lock);
+	session_clock_new_handle_locked(s);
 	s->zh = session_new_handle(s);
 	pthread_mutex_unlock(&s->lock);
 	if (!s->zh) {
@@ -315,8 +343,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	rc = session_create_base(s, err, errlen);
 	if (rc == 0)
 		rc = session_check_base(s, err, errlen);
-	if (rc == 0 &&
-	    (rc = -pthread_create(&s->keeper, NULL, session_keeper, s)) < 0)
+	if (rc == 0 && (rc = session_start_threads(s)) < 0)
 		snprintf(err, errlen, "cannot start a thread: %s",
 			 strerror(-rc));
 	if (rc < 0) {
@@ -326,62 +353,4 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	}
 	*out = s;
 	return 0;
-}
-
-/* Before the handle goes, let the lock requests released at unmount see
- * their deletes confirmed.  zookeeper_close() of the multi-threaded client
- * stops its completion thread first: a reply still due is dropped without
- * its completion, and a request that waits for it is never freed (nor is
- * whoever waits for the delete told).  Only while connected, and at most
- * a session timeout: without a connection the server ends our nodes with
- * the session anyway. */
-static void session_drain(struct zkl_session *s)
-{
-	struct timespec deadline = deadline_after_ms(s->session_timeout_ms);
-	int rc = 0;
-
-	pthread_mutex_lock(&s->lock);
-	while (!list_empty(&s->live) && s->state == ZKL_CONN_CONNECTED &&
-	       rc == 0)
-		rc = pthread_cond_timedwait(&s->state_changed, &s->lock,
-					    &deadline);
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* The handle is closed and our nodes with it: what still waits (a delete
- * deferred until a reconnection that will not come) is over, and whoever
- * waits for it is told.  A request whose reply the close dropped keeps the
- * reference of that step: nothing will ever call it again. */
-static void session_finish_all(struct zkl_session *s)
-{
-	struct zkl_link notify, lost;
-
-	list_init(&notify);
-	list_init(&lost);
-	pthread_mutex_lock(&s->lock);
-	s->dead = 1;
-	for (struct zkl_link *l = s->live.next; l != &s->live;) {
-		struct zkl_link *next = l->next;
-		struct zkl_member *m = member_of_live(l);
-		m->ops->expired_locked(m, 0, &lost, &notify);
-		l = next;
-	}
-	pthread_mutex_unlock(&s->lock);
-	s->lost_hook = NULL; /* released already: nobody holds them */
-	session_report_lost(&lost);
-	notice_run_all(&notify);
-	assert(list_empty(&s->resume));
-}
-
-void session_close(struct zkl_session *s)
-{
-	session_drain(s);
-	pthread_mutex_lock(&s->lock);
-	s->closing = 1;
-	pthread_cond_broadcast(&s->state_changed);
-	pthread_mutex_unlock(&s->lock);
-	pthread_join(s->keeper, NULL);
-	zookeeper_close(s->zh);
-	session_finish_all(s);
-	session_free(s);
 }

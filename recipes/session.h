@@ -29,7 +29,14 @@ struct zkl_session_opts {
 	/* Whose names the lock nodes this session creates have (names.h):
 	 * zklockfs's own, Curator's or kazoo's. */
 	enum zkl_style dialect;
+	/* Every held lock is declared lost this long before the server may
+	 * end the session, if it has not answered by then (jeopardy,
+	 * session_clock.c).  0: a tenth of the timeout, and at least
+	 * SESSION_MIN_MARGIN_MS.  Kept under a quarter of the timeout. */
+	int jeopardy_margin_ms;
 };
+
+#define SESSION_MIN_MARGIN_MS 500
 
 enum zkl_conn_state {
 	ZKL_CONN_CONNECTING, /* no server yet, or the connection broke */
@@ -77,8 +84,15 @@ struct zkl_session_stats {
 	uint64_t waiting; /* ... queued or about to be */
 	uint64_t leases_held, leases_waiting; /* of those, the leases */
 	uint64_t grants; /* since the mount, over all its sessions */
-	uint64_t losses; /* held locks lost with an expired session */
+	uint64_t losses; /* held locks lost (session ended, node deleted,
+			  * jeopardy) */
 	uint64_t expirations;
+	int jeopardy;             /* declared, no answer since */
+	uint64_t jeopardies;      /* declared since the mount */
+	int64_t jeopardy_wall_ms; /* the last one, CLOCK_REALTIME; 0: none */
+	int margin_ms;            /* the jeopardy margin in use */
+	int64_t heartbeat_age_ms; /* since the send of the newest heartbeat
+				   * answered (or of the session's start) */
 };
 
 /* A consistent snapshot; counts every live request (O(requests)). */

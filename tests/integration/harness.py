@@ -41,9 +41,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def four_letter(port, word):
+def four_letter(port, word, address="127.0.0.1"):
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        with socket.create_connection((address, port), timeout=2) as s:
             s.sendall(word.encode())
             chunks = []
             while True:
@@ -59,9 +59,12 @@ def four_letter(port, word):
 class ZooKeeper:
     """A ZooKeeper server from the Debian package, data in a temp dir:
     standalone, or member `myid` of an ensemble whose `peers` are
-    (client, quorum, election) port triples on loopback."""
+    (client, quorum, election) port triples on loopback.  Clients reach
+    it at `address` (a partition test's server pair: netns.py)."""
 
-    def __init__(self, myid=None, peers=None, data_parent=None):
+    def __init__(self, myid=None, peers=None, data_parent=None,
+                 address="127.0.0.1"):
+        self.address = address
         self.dir = tempfile.mkdtemp(prefix="zklockfs-zk-", dir=data_parent)
         self.myid = myid
         self.peers = peers or []
@@ -70,7 +73,7 @@ class ZooKeeper:
 
     def _config(self):
         cfg = (f"tickTime=500\ndataDir={self.dir}/data\n"
-               f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+               f"clientPort={self.port}\nclientPortAddress={self.address}\n"
                "minSessionTimeout=1000\nmaxSessionTimeout=60000\n"
                "admin.enableServer=false\n4lw.commands.whitelist=*\n"
                "maxClientCnxns=0\n")
@@ -97,14 +100,15 @@ class ZooKeeper:
 
     def mode(self):
         """"leader", "follower", "standalone", or None if not serving."""
-        for line in four_letter(self.port, "srvr").splitlines():
+        for line in four_letter(self.port, "srvr",
+                                self.address).splitlines():
             if line.startswith("Mode: "):
                 return line[6:].strip()
         return None
 
     def wait_serving(self, timeout=60):
         wait_until(lambda: self.proc.poll() is not None or self.mode(),
-                   timeout, f"ZooKeeper to serve on 127.0.0.1:{self.port}")
+                   timeout, f"ZooKeeper to serve on {self.connect}")
         assert self.proc.poll() is None, "ZooKeeper exited at start: " + \
             open(os.path.join(self.dir, "server.log")).read()[-2000:]
 
@@ -114,7 +118,7 @@ class ZooKeeper:
 
     @property
     def connect(self):
-        return f"127.0.0.1:{self.port}"
+        return f"{self.address}:{self.port}"
 
     def kill(self):
         """kill -9, as a crash would."""
@@ -180,9 +184,11 @@ def is_mounted(mountpoint):
 
 
 class Mount:
-    """One zklockfs daemon (one ZooKeeper session) in the foreground."""
+    """One zklockfs daemon (one ZooKeeper session) in the foreground; run
+    with `prefix` (a test host's network: netns.py) if given."""
 
-    def __init__(self, connect, extra_args=()):
+    def __init__(self, connect, extra_args=(), prefix=()):
+        self.prefix = list(prefix)
         self.connect = connect
         self.mountpoint = tempfile.mkdtemp(prefix="zklockfs-mnt-")
         self.logpath = self.mountpoint + ".log"
@@ -193,7 +199,7 @@ class Mount:
     def start(self):
         self.logfile = open(self.logpath, "w")
         self.proc = subprocess.Popen(
-            [zklockfs_binary(), "-f", "-o", "session_timeout=4",
+            [*self.prefix, zklockfs_binary(), "-f", "-o", "session_timeout=4",
              *self.extra_args, self.connect, self.mountpoint],
             stdout=self.logfile, stderr=subprocess.STDOUT,
             start_new_session=True)
@@ -381,8 +387,8 @@ class Mounts:
         self.connect = connect
         self.started = []
 
-    def new(self, *extra):
-        m = Mount(self.connect, extra).start()
+    def new(self, *extra, prefix=()):
+        m = Mount(self.connect, extra, prefix).start()
         self.started.append(m)
         return m
 

@@ -1,17 +1,22 @@
 """Open a lock file and report, then obey commands on stdin.
 
-usage: locker.py PATH FLAGS [--alarm SECS] [--trap SIGNAME]
+usage: locker.py PATH FLAGS [--alarm SECS] [--trap SIGNAME] [--flock] [--stamp]
 FLAGS: w (O_WRONLY), r (O_RDONLY), rw (O_RDWR), plus 'n' for O_NONBLOCK,
        't' for O_TRUNC|O_CREAT.
 Prints "ok" once open() returns, or "err <ERRNO-NAME>".
 Commands: read -> prints the file's lines joined by '|'; note TEXT -> writes TEXT;
 fsync -> fsync(2), prints ok or the error;
 close -> closes and exits.  --trap: on that signal, print "signal SIGNAME".
+--flock: after the open, flock(LOCK_EX) the descriptor, then report.
+--stamp: "ok" and "signal" lines end with " @T", T the CLOCK_MONOTONIC
+time of the event (every process reads the same clock).
 """
 import errno
+import fcntl
 import os
 import signal
 import sys
+import time
 
 from readall import read_all
 
@@ -23,10 +28,12 @@ def main():
         mode |= os.O_NONBLOCK
     if "t" in flags:
         mode |= os.O_TRUNC | os.O_CREAT
+    stamp = (lambda: f" @{time.monotonic():.3f}") if "--stamp" in sys.argv \
+        else (lambda: "")
     if "--trap" in sys.argv:
         name = sys.argv[sys.argv.index("--trap") + 1]
         signal.signal(getattr(signal, name),
-                      lambda *_: print("signal", name, flush=True))
+                      lambda *_: print(f"signal {name}{stamp()}", flush=True))
     if "--alarm" in sys.argv:
         secs = int(sys.argv[sys.argv.index("--alarm") + 1])
         def on_alarm(*_):
@@ -36,11 +43,13 @@ def main():
         signal.alarm(secs)
     try:
         fd = os.open(path, mode)
+        if "--flock" in sys.argv:
+            fcntl.flock(fd, fcntl.LOCK_EX)
     except OSError as e:
         print("err", errno.errorcode.get(e.errno, e.errno), flush=True)
         return
     signal.alarm(0)
-    print("ok", flush=True)
+    print(f"ok{stamp()}", flush=True)
     for line in sys.stdin:
         cmd = line.rstrip("\n")
         if cmd == "close":

@@ -1,0 +1,278 @@
+/*
+ * session_clock.c - until when the server keeps our session for sure, and
+ * what is done when that time comes without an answer (jeopardy).
+ *
+ * ZooKeeper ends a session no earlier than its timeout after the server
+ * last heard from the client, and what the server hears first is what we
+ * sent.  So every request we send that is answered proves the session is
+ * kept until at least its send time plus the timeout.  Our proof is a
+ * heartbeat of our own, a sync every quarter of the timeout (the client's
+ * pings are not visible through its API).  A sync rather than a read: a
+ * server cut from its ensemble's leader still answers reads for a while,
+ * but cannot answer a sync.
+ *
+ * In an ensemble the leader ends sessions, and the server we talk to
+ * passes on what it heard from us with its pings to the leader, every
+ * half tick.  The last heartbeat answered may not have been passed on
+ * yet; the one before it was, since a server that answers a sync is in
+ * touch with its leader, and a quarter of the timeout is at least half a
+ * tick (ZooKeeper grants no timeout under two ticks).  So the session is
+ * kept at least until the send time of the heartbeat before the last one
+ * answered, plus the timeout.  A margin before that (the signal handlers'
+ * time, and the clocks' drift) every held lock is declared lost: the
+ * holder hears it before the server can give its lock to anyone.
+ *
+ * Times are CLOCK_BOOTTIME: a suspended host's time passes on the server
+ * too.  The thread's waits are on CLOCK_MONOTONIC (all a condition
+ * variable takes) and last at most a second, so a resume is seen soon.
+ */
+#include "internal.h"
+#include "log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <syslog.h>
+#include <time.h>
+
+/* Wake at least this often whatever is due (see above). */
+#define CLOCK_MAX_NAP_MS 1000
+
+static int64_t clock_ms(clockid_t id)
+{
+	struct timespec t;
+
+	clock_gettime(id, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int64_t clock_now(void)
+{
+	return clock_ms(CLOCK_BOOTTIME);
+}
+
+/* The negotiated session timeout (the asked one before a connection). */
+static int64_t clock_timeout_locked(const struct zkl_session *s)
+{
+	int t = zoo_recv_timeout(s->zh);
+
+	return t > 0 ? t : s->session_timeout_ms;
+}
+
+static int64_t clock_heartbeat_every(const struct zkl_session *s)
+{
+	return clock_timeout_locked(s) / 4;
+}
+
+/* The margin, kept under a quarter of the timeout the server granted
+ * (which may be shorter than the one asked), so that heartbeats answered
+ * on time never reach it: the older of the two is at most half a timeout
+ * old then. */
+static int64_t clock_margin_locked(const struct zkl_session *s)
+{
+	int64_t quarter = clock_timeout_locked(s) / 4;
+
+	return s->margin_ms < quarter ? s->margin_ms : quarter;
+}
+
+/* When the server may end the session, less the margin. */
+static int64_t clock_jeopardy_due_locked(const struct zkl_session *s)
+{
+	return s->answered_ms[1] + clock_timeout_locked(s) -
+	       clock_margin_locked(s);
+}
+
+static void clock_on_heartbeat(int rc, const char *value, const void *data)
+{
+	const struct zkl_heartbeat *hb = data;
+	struct zkl_session *s = hb->s;
+
+	(void)value;
+	pthread_mutex_lock(&s->lock);
+	/* A reply of a handle closed since is not this session's proof. */
+	if (hb == &s->hb[s->hb_slot] && s->hb_sent_ms != 0) {
+		if (rc == ZOK) {
+			s->hb_next_ms =
+				s->hb_sent_ms + clock_heartbeat_every(s);
+			s->answered_ms[1] = s->answered_ms[0];
+			s->answered_ms[0] = s->hb_sent_ms;
+			if (s->jeopardy_ms != 0 &&
+			    s->hb_sent_ms > s->jeopardy_ms) {
+				s->jeopardy_ms = 0;
+				log_msg(LOG_WARNING,
+					"ZooKeeper answers again: session "
+					"0x%" PRIx64 " lives, but the locks "
+					"declared lost stay lost (their nodes "
+					"are being deleted)",
+					(uint64_t)s->client_id);
+			}
+		}
+		s->hb_sent_ms = 0;
+		pthread_cond_broadcast(&s->clock_changed);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void clock_send_heartbeat_locked(struct zkl_session *s, int64_t now)
+{
+	assert(s->hb_sent_ms == 0);
+	s->hb_sent_ms = now;
+	if (zoo_async(s->zh, s->base, clock_on_heartbeat, &s->hb[s->hb_slot]) !=
+	    ZOK)
+		s->hb_sent_ms = 0; /* only a dead handle refuses */
+}
+
+/* Tell every member; they decide what it means to them. */
+static void clock_sweep_locked(struct zkl_session *s, struct zkl_link *notify)
+{
+	for (struct zkl_link *l = s->live.next; l != &s->live;) {
+		struct zkl_link *next = l->next;
+		struct zkl_member *m = member_of_live(l);
+		m->ops->jeopardy_locked(m, notify);
+		l = next;
+	}
+}
+
+static void clock_declare_locked(struct zkl_session *s, int64_t now,
+				 struct zkl_link *notify)
+{
+	s->jeopardy_ms = now;
+	s->jeopardy_wall_ms = clock_ms(CLOCK_REALTIME);
+	s->jeopardies++;
+	log_msg(LOG_WARNING,
+		"ZooKeeper has answered no heartbeat sent in the last "
+		"%" PRId64 " ms: session 0x%" PRIx64 " may end in %" PRId64
+		" ms, so every lock held here is treated as lost now "
+		"(jeopardy); waiters keep their place",
+		now - s->answered_ms[0], (uint64_t)s->client_id,
+		s->answered_ms[1] + clock_timeout_locked(s) - now);
+	clock_sweep_locked(s, notify);
+}
+
+/* Sleep until `due` (CLOCK_BOOTTIME ms) at most, or a change. */
+static void clock_nap_locked(struct zkl_session *s, int64_t now, int64_t due)
+{
+	int64_t ms = due - now;
+	int64_t until;
+	struct timespec t;
+
+	if (ms > CLOCK_MAX_NAP_MS)
+		ms = CLOCK_MAX_NAP_MS;
+	if (ms < 1)
+		ms = 1;
+	until = clock_ms(CLOCK_MONOTONIC) + ms;
+	t.tv_sec = until / 1000;
+	t.tv_nsec = (until % 1000) * 1000000L;
+	pthread_cond_timedwait(&s->clock_changed, &s->lock, &t);
+}
+
+static void *clock_run(void *arg)
+{
+	struct zkl_session *s = arg;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	while (!s->closing) {
+		int64_t now = clock_now();
+		int64_t next_hb = s->hb_next_ms;
+		int64_t due;
+
+		if (s->hb_sent_ms == 0 && now >= next_hb &&
+		    session_is_connected_locked(s))
+			clock_send_heartbeat_locked(s, now);
+		/* A session that ended lost its locks with it. */
+		if (s->state != ZKL_CONN_EXPIRED && !s->dead) {
+			due = clock_jeopardy_due_locked(s);
+			if (s->jeopardy_ms == 0 && now >= due)
+				clock_declare_locked(s, now, &notify);
+			else if (s->jeopardy_ms != 0)
+				clock_sweep_locked(s, &notify); /* a grant */
+		}
+		if (!list_empty(&notify)) {
+			session_leave(s, &notify);
+			session_enter(s, &notify);
+			continue;
+		}
+		due = s->jeopardy_ms == 0 ? clock_jeopardy_due_locked(s)
+					  : now + CLOCK_MAX_NAP_MS;
+		if (s->hb_sent_ms == 0 && next_hb < due)
+			due = next_hb;
+		clock_nap_locked(s, now, due);
+	}
+	session_leave(s, &notify);
+	return NULL;
+}
+
+void session_clock_new_handle_locked(struct zkl_session *s)
+{
+	int64_t now = clock_now();
+
+	ZKL_ASSERT_HELD(&s->lock);
+	/* Called before the handle is made: its session is created after
+	 * now, and lasts a timeout from then at least.  A heartbeat of the
+	 * old handle proves nothing of it. */
+	s->answered_ms[0] = s->answered_ms[1] = now;
+	s->hb_sent_ms = 0;
+	s->hb_next_ms = 0;
+	s->hb_slot ^= 1;
+	s->jeopardy_ms = 0;
+	pthread_cond_broadcast(&s->clock_changed);
+}
+
+void session_clock_connected_locked(struct zkl_session *s)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	/* A heartbeat at once (if none is in flight): after a reconnection
+	 * its answer is the proof that the session lives. */
+	s->hb_next_ms = 0;
+	pthread_cond_broadcast(&s->clock_changed);
+}
+
+void session_count_grant_locked(struct zkl_session *s)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	s->grants++;
+	if (s->jeopardy_ms != 0) /* the sweep loses it */
+		pthread_cond_broadcast(&s->clock_changed);
+}
+
+void session_clock_stats_locked(const struct zkl_session *s,
+				struct zkl_session_stats *st)
+{
+	st->jeopardy = s->jeopardy_ms != 0;
+	st->jeopardies = s->jeopardies;
+	st->jeopardy_wall_ms = s->jeopardy_wall_ms;
+	st->margin_ms = (int)clock_margin_locked(s);
+	st->heartbeat_age_ms = clock_now() - s->answered_ms[0];
+}
+
+void session_clock_init(struct zkl_session *s, int margin_ms)
+{
+	pthread_condattr_t attr;
+
+	s->hb[0].s = s->hb[1].s = s;
+	s->margin_ms = margin_ms;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->clock_changed, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+void session_clock_destroy(struct zkl_session *s)
+{
+	pthread_cond_destroy(&s->clock_changed);
+}
+
+int session_clock_start(struct zkl_session *s)
+{
+	return -pthread_create(&s->clock, NULL, clock_run, s);
+}
+
+void session_clock_stop(struct zkl_session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	assert(s->closing);
+	pthread_cond_broadcast(&s->clock_changed);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->clock, NULL);
+}

@@ -1,0 +1,215 @@
+"""Real partitions: a mount's daemon runs in a network namespace of the
+test's (netns.py) and its link is set down while it keeps running.  The
+guarantee under test (README, "When ZooKeeper is out of reach"): a holder
+cut off is told its lock is lost before ZooKeeper can give it to another
+host, by at least the jeopardy margin; a blip changes nothing; a lock
+declared lost stays lost even if the session lives."""
+import os
+import time
+import uuid
+
+import pytest
+
+from harness import (Locker, Mounts, ZooKeeper, kazoo_client, lock_nodes,
+                     wait_until)
+from netns import Host
+
+
+@pytest.fixture(scope="module")
+def net():
+    hosts = [Host(0), Host(1)]
+    try:
+        for h in hosts:
+            h.create()
+        yield hosts
+    finally:
+        for h in hosts:
+            h.remove()
+
+
+@pytest.fixture(scope="module")
+def pzk(net):
+    server = ZooKeeper(address=net[0].outer_addr)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def pclient(pzk):
+    with kazoo_client(pzk.connect) as client:
+        yield client
+
+
+@pytest.fixture
+def cut_host(net):
+    """Host 1, where the cut-off mount runs; healed whatever the test did."""
+    yield net[1]
+    net[1].heal()
+
+
+@pytest.fixture
+def pbase():
+    return "/p-" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture
+def pmounts(pzk, pclient, pbase):
+    ms = Mounts(pzk.connect + pbase)
+    yield ms
+    ms.finish(pclient, pbase)
+
+
+def status(mount):
+    with open(mount.path(".status")) as f:
+        return dict(line.split(" ", 1) for line in f.read().splitlines())
+
+
+def stamp(line, what):
+    """The CLOCK_MONOTONIC time at the end of a locker's --stamp line."""
+    assert " @" in line, f"expected {what}, got {line!r}"
+    return float(line.rsplit(" @", 1)[1])
+
+
+def holder_path(kind, mount):
+    return mount.path("r", {"write": "write", "flock": "lock",
+                            "lease": "lease"}[kind])
+
+
+def take(kind, mount, trap=True):
+    extra = ["--stamp"] + (["--trap", "SIGUSR1"] if trap else [])
+    if kind == "flock":
+        extra.append("--flock")
+    return Locker(holder_path(kind, mount), "rw", extra=extra)
+
+
+@pytest.mark.parametrize("kind", ["write", "flock", "lease"])
+def test_a_cut_off_holder_is_told_before_another_host_is_granted(
+        kind, pmounts, pclient, pbase, cut_host):
+    a = pmounts.new("-o", "on_lost=signal:USR1", prefix=cut_host.prefix)
+    b = pmounts.new()
+    holder = take(kind, a)
+    holder.granted()
+    waiter = take(kind, b, trap=False)
+    wait_until(lambda: len(lock_nodes(pclient, pbase)) == 2, 10,
+               "the other host's waiter to queue")
+    margin = int(status(a)["jeopardy_margin_ms"]) / 1000
+    cut_at = time.monotonic()
+    cut_host.cut()
+    told = stamp(holder.next_line(15, "the on_lost signal"), "the signal")
+    granted = stamp(waiter.granted(20), "the grant")
+    # Told first, and by the margin at least: the other host is granted
+    # only after the server ended the cut-off session.
+    assert granted - told >= margin, (
+        f"told {told - cut_at:.2f} s after the cut, the other host was "
+        f"granted {granted - cut_at:.2f} s after it: less than the "
+        f"{margin} s margin apart")
+    assert holder.command("read") == "err EIO"
+    st = status(a)
+    assert st["state"] == "jeopardy" and st["jeopardies"] == "1", st
+    assert st["last_jeopardy"] != "-"
+    log = a.log()
+    assert "(jeopardy)" in log, log
+    print(f"{kind}: told {told - cut_at:.2f} s after the cut, granted "
+          f"elsewhere {granted - cut_at:.2f} s after it: {granted - told:.2f}"
+          f" s apart (margin {margin} s)")
+    # Healed, the mount has a new session; nothing of the old is left.
+    cut_host.heal()
+    wait_until(lambda: status(a)["state"] == "connected", 20,
+               "the cut-off mount to connect again")
+    assert status(a)["expirations"] == "1"
+    waiter.close()
+    holder.close()
+
+
+@pytest.mark.parametrize("phase", [0.1, 0.35, 0.6, 0.85])
+def test_a_blip_as_long_as_the_margin_changes_nothing(
+        phase, pmounts, pclient, pbase, cut_host):
+    """The cut starts at `phase` of the heartbeat period after the last
+    heartbeat answered, and lasts the margin."""
+    a = pmounts.new("-o", "on_lost=signal:USR1", prefix=cut_host.prefix)
+    b = pmounts.new()
+    holder = take("write", a)
+    holder.granted()
+    token = holder.command("read")
+    waiter = take("write", b, trap=False)
+    wait_until(lambda: len(lock_nodes(pclient, pbase)) == 2, 10,
+               "the other host's waiter to queue")
+    st = status(a)
+    period = int(st["session_timeout_ms"]) / 4
+    margin = int(st["jeopardy_margin_ms"]) / 1000
+    wait_until(lambda: abs(int(status(a)["heartbeat_age_ms"]) -
+                           phase * period) < 60, 10,
+               f"the heartbeat's phase {phase}")
+    cut_host.cut()
+    time.sleep(margin)  # the blip itself: a length, not a wait for an event
+    cut_host.heal()
+    # Two heartbeats later, nothing has changed.
+    wait_until(lambda: int(status(a)["heartbeat_age_ms"]) < period * 0.5, 10,
+               "a heartbeat answered after the blip")
+    time.sleep(2 * period / 1000)
+    st = status(a)
+    assert st["state"] == "connected" and st["jeopardies"] == "0", st
+    assert st["losses"] == "0" and st["expirations"] == "0", st
+    assert holder.command("read") == token
+    assert waiter.poll_result() is None, "the other host got the lock"
+    holder.close()
+    waiter.granted()
+    waiter.close()
+
+
+def test_a_cut_healed_before_expiry_keeps_the_session_but_not_the_lock(
+        pmounts, pclient, pbase, cut_host):
+    # A longer timeout leaves time to heal between jeopardy and expiry.
+    a = pmounts.new("-o", "on_lost=signal:USR1", "-o", "session_timeout=10",
+                    prefix=cut_host.prefix)
+    b = pmounts.new()
+    holder = take("write", a)
+    holder.granted()
+    waiter = take("write", b, trap=False)
+    wait_until(lambda: len(lock_nodes(pclient, pbase)) == 2, 10,
+               "the other host's waiter to queue")
+    session = status(a)["session"]
+    wait_until(lambda: int(status(a)["heartbeat_age_ms"]) < 200, 10,
+               "a heartbeat just answered")
+    cut_host.cut()
+    holder.next_line(15, "the on_lost signal")
+    cut_host.heal()
+    # The session lives; the lock stays lost and its node goes, so the
+    # other host gets it, seen from that host.
+    waiter.granted(15)
+    st = status(a)
+    assert st["session"] == session and st["expirations"] == "0", st
+    wait_until(lambda: status(a)["state"] == "connected", 10,
+               "the jeopardy to end")
+    assert holder.command("read") == "err EIO"
+    assert "lives, but the locks declared lost stay lost" in a.log()
+    holder.close()
+    waiter.close()
+
+
+def test_a_cut_off_waiter_keeps_its_place(pmounts, pclient, pbase,
+                                          cut_host):
+    a = pmounts.new("-o", "on_lost=signal:USR1", "-o", "session_timeout=10",
+                    prefix=cut_host.prefix)
+    b = pmounts.new()
+    holder = take("write", b, trap=False)
+    holder.granted()
+    waiter = take("write", a)
+    wait_until(lambda: len(lock_nodes(pclient, pbase)) == 2, 10,
+               "the cut-off host's waiter to queue")
+    before = lock_nodes(pclient, pbase)
+    cut_host.cut()
+    wait_until(lambda: status(a)["state"] == "jeopardy", 15,
+               "the cut-off mount's jeopardy")
+    cut_host.heal()
+    wait_until(lambda: status(a)["state"] == "connected", 15,
+               "the cut-off mount to answer again")
+    assert lock_nodes(pclient, pbase) == before
+    assert waiter.poll_result() is None
+    holder.close()
+    waiter.granted(10)
+    assert status(a)["losses"] == "0"
+    waiter.close()
