@@ -78,6 +78,19 @@ def holder_path(kind, mount):
                             "lease": "lease"}[kind])
 
 
+def at_phase(mount, phase):
+    """Wait until the mount has answered heartbeats for a while (the first
+    ones start from the session's creation, before the connection) and the
+    newest answered was sent `phase` of a period ago."""
+    period = int(status(mount)["session_timeout_ms"]) / 4
+    wait_until(lambda: int(status(mount)["uptime_s"]) >= 3, 10,
+               "three seconds of heartbeats")
+    wait_until(lambda: abs(int(status(mount)["heartbeat_age_ms"]) -
+                           phase * period) < 60, 10,
+               f"the heartbeat's phase {phase}")
+    return period
+
+
 def take(kind, mount, trap=True):
     extra = ["--stamp"] + (["--trap", "SIGUSR1"] if trap else [])
     if kind == "flock":
@@ -85,9 +98,13 @@ def take(kind, mount, trap=True):
     return Locker(holder_path(kind, mount), "rw", extra=extra)
 
 
-@pytest.mark.parametrize("kind", ["write", "flock", "lease"])
+@pytest.mark.parametrize("kind,phase", [
+    ("write", 0.1), ("write", 0.5), ("write", 0.9), ("flock", 0.5),
+    ("lease", 0.5)])
 def test_a_cut_off_holder_is_told_before_another_host_is_granted(
-        kind, pmounts, pclient, pbase, cut_host):
+        kind, phase, pmounts, pclient, pbase, cut_host):
+    """The cut starts at `phase` of the heartbeat period after the newest
+    heartbeat answered was sent."""
     a = pmounts.new("-o", "on_lost=signal:USR1", prefix=cut_host.prefix)
     b = pmounts.new()
     holder = take(kind, a)
@@ -96,6 +113,7 @@ def test_a_cut_off_holder_is_told_before_another_host_is_granted(
     wait_until(lambda: len(lock_nodes(pclient, pbase)) == 2, 10,
                "the other host's waiter to queue")
     margin = int(status(a)["jeopardy_margin_ms"]) / 1000
+    at_phase(a, phase)
     cut_at = time.monotonic()
     cut_host.cut()
     told = stamp(holder.next_line(15, "the on_lost signal"), "the signal")
@@ -112,7 +130,7 @@ def test_a_cut_off_holder_is_told_before_another_host_is_granted(
     assert st["last_jeopardy"] != "-"
     log = a.log()
     assert "(jeopardy)" in log, log
-    print(f"{kind}: told {told - cut_at:.2f} s after the cut, granted "
+    print(f"{kind} at phase {phase}: told {told - cut_at:.2f} s after the cut, granted "
           f"elsewhere {granted - cut_at:.2f} s after it: {granted - told:.2f}"
           f" s apart (margin {margin} s)")
     # Healed, the mount has a new session; nothing of the old is left.
@@ -137,12 +155,8 @@ def test_a_blip_as_long_as_the_margin_changes_nothing(
     waiter = take("write", b, trap=False)
     wait_until(lambda: len(lock_nodes(pclient, pbase)) == 2, 10,
                "the other host's waiter to queue")
-    st = status(a)
-    period = int(st["session_timeout_ms"]) / 4
-    margin = int(st["jeopardy_margin_ms"]) / 1000
-    wait_until(lambda: abs(int(status(a)["heartbeat_age_ms"]) -
-                           phase * period) < 60, 10,
-               f"the heartbeat's phase {phase}")
+    margin = int(status(a)["jeopardy_margin_ms"]) / 1000
+    period = at_phase(a, phase)
     cut_host.cut()
     time.sleep(margin)  # the blip itself: a length, not a wait for an event
     cut_host.heal()

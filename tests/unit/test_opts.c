@@ -345,3 +345,31 @@ Test(opts, max_read_is_refused_and_default_permissions_seen)
 	cr_assert_eq(o.default_permissions, 0);
 	opts_free(&o);
 }
+
+Test(opts, the_jeopardy_margin_is_milliseconds_under_a_quarter_of_the_timeout)
+{
+	static const char *const refused[] = {
+		"jeopardy_margin_ms=99",
+		"jeopardy_margin_ms=900001",
+		"jeopardy_margin_ms=0.5",
+		/* 10 s timeout: 2500 ms is a quarter, not under it */
+		"jeopardy_margin_ms=2500",
+		"session_timeout=4,jeopardy_margin_ms=1000",
+	};
+	struct opts o;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		cr_assert_eq(parse_option(&o, err, refused[i]), -EINVAL,
+			     "%s was accepted", refused[i]);
+		cr_assert(strstr(err, "jeopardy_margin_ms="), "'%s'", err);
+		opts_free(&o);
+	}
+	cr_assert_eq(parse_option(&o, err, "jeopardy_margin_ms=2499"), 0, "%s",
+		     err);
+	cr_assert_eq(o.jeopardy_margin_ms, 2499);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "session_timeout=60"), 0, "%s", err);
+	cr_assert_eq(o.jeopardy_margin_ms, 0, "0: the session's default");
+	opts_free(&o);
+}
