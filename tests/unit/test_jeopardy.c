@@ -1,0 +1,194 @@
+/*
+ * Jeopardy (recipes/session_clock.c) as a lock request sees it: the
+ * session's members are told that the server may end the session before
+ * it answers again.  A holder is lost at once (told once, EIO) and its
+ * node deleted as soon as ZooKeeper answers; a waiter keeps its place; an
+ * expiry afterwards reports nothing twice.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fake_zk.h"
+#include "internal.h"
+#include "lockreq.h"
+
+static struct zkl_session *s;
+static char my_name[256];
+static int lost_calls;
+static char lost_why[160];
+
+static void on_lost(const char *node, const char *why, const void *data,
+		    size_t len, void *arg)
+{
+	(void)node;
+	(void)data;
+	(void)len;
+	(void)arg;
+	lost_calls++;
+	snprintf(lost_why, sizeof(lost_why), "%s", why);
+}
+
+static void setup(void)
+{
+	s = fake_session();
+	lost_calls = 0;
+	session_set_lost_hook(s, on_lost, NULL);
+}
+
+static void teardown(void)
+{
+	fake_session_free(s);
+}
+
+TestSuite(jeopardy, .init = setup, .fini = teardown);
+
+/* A write request on /b/r, created with sequence seq and listed after
+ * `ahead` (NULL: first).  Granted if first; its name in my_name. */
+static struct zkl_lockreq *queued(int seq, const char *ahead)
+{
+	struct zkl_lockreq *lr;
+	char suffix[16];
+	const char *names[2];
+
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2,
+				 fake_on_done, NULL, &lr),
+		     0);
+	cr_assert_eq(lockreq_start(lr), 0);
+	snprintf(suffix, sizeof(suffix), "%010d", seq);
+	snprintf(my_name, sizeof(my_name), "%s%s",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1, suffix);
+	fake_complete_create(ZOK, suffix, 1000 + seq);
+	names[0] = ahead ? ahead : my_name;
+	names[1] = my_name;
+	fake_complete_children(ZOK, names, ahead ? 2 : 1);
+	return lr;
+}
+
+/* What session_clock.c does when the time comes. */
+static void declare_jeopardy(void)
+{
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	for (struct zkl_link *l = s->live.next, *n; l != &s->live; l = n) {
+		n = l->next;
+		struct zkl_member *m = member_of_live(l);
+		m->ops->jeopardy_locked(m, &notify);
+	}
+	session_leave(s, &notify);
+}
+
+static void disconnect(void)
+{
+	s->state = ZKL_CONN_CONNECTING;
+	fake_zoo_state = ZOO_CONNECTING_STATE;
+}
+
+static void reconnect(void)
+{
+	s->state = ZKL_CONN_CONNECTED;
+	fake_zoo_state = ZOO_CONNECTED_STATE;
+	fake_resume_all(s);
+}
+
+static void expect_delete_of(const char *name)
+{
+	struct fake_call *c = fake_peek(FAKE_DELETE);
+
+	cr_assert(strstr(c->path, name), "deletes %s, expected %s", c->path,
+		  name);
+	fake_complete_void(FAKE_DELETE, ZOK);
+}
+
+Test(jeopardy, a_holder_is_lost_at_once_and_its_node_goes_once_connected)
+{
+	struct zkl_lockreq *lr = queued(1, NULL);
+	char held[256], path[256];
+	int64_t token, sid;
+
+	strcpy(held, my_name);
+	fake_complete_held_watch(held);
+	cr_assert_eq(lockreq_holds(lr), 1);
+	disconnect();
+	declare_jeopardy();
+	cr_assert_eq(lost_calls, 1, "the owner is told once");
+	cr_assert(strstr(lost_why, "(jeopardy)"), "%s", lost_why);
+	cr_assert_eq(lockreq_holds(lr), 0);
+	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid),
+		     -EIO, "a lost lock reads as EIO");
+	cr_assert_eq(s->losses, 1);
+	cr_assert_eq(fake_pending(), 0, "nothing is sent while disconnected");
+	declare_jeopardy(); /* the clock sweeps again: nothing new */
+	cr_assert_eq(lost_calls, 1);
+	/* The session lived: the node goes at once, the owner still holding
+	 * its descriptor, so that the next waiter gets the lock. */
+	reconnect();
+	expect_delete_of(held);
+	cr_assert_eq(fake_pending(), 0);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "deleted already");
+	cr_assert_eq(lost_calls, 1);
+}
+
+Test(jeopardy, a_holder_whose_server_hangs_connected_has_its_delete_queued)
+{
+	struct zkl_lockreq *lr = queued(1, NULL);
+	char held[256];
+
+	strcpy(held, my_name);
+	fake_complete_held_watch(held);
+	/* The client still believes it is connected: the delete is queued
+	 * now, and reaches the server when it answers again. */
+	declare_jeopardy();
+	cr_assert_eq(lost_calls, 1);
+	expect_delete_of(held);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(jeopardy, a_waiter_keeps_its_place)
+{
+	struct zkl_lockreq *holder = queued(1, NULL);
+	struct zkl_lockreq *waiter;
+	char held[256], full[300];
+
+	strcpy(held, my_name);
+	fake_complete_held_watch(held);
+	waiter = queued(2, held);
+	cr_assert_eq(fake_pending(), 0, "the holder's watch serves it");
+	disconnect();
+	declare_jeopardy();
+	cr_assert_eq(lost_calls, 1, "the holder only");
+	cr_assert_eq(lockreq_holds(waiter), 0);
+	cr_assert_eq(fake_done_calls, 1, "the waiter is told nothing");
+	reconnect();
+	expect_delete_of(held); /* the lost holder's node goes ... */
+	snprintf(full, sizeof(full), "/b/r/%s", held);
+	fake_fire_watch(full); /* ... and the waiter, in place, holds */
+	cr_assert_eq(fake_done_calls, 2);
+	cr_assert_eq(fake_done_err, 0);
+	cr_assert_eq(lockreq_holds(waiter), 1);
+	fake_complete_held_watch(my_name);
+	lockreq_release(holder);
+	lockreq_release(waiter);
+	expect_delete_of(my_name);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(jeopardy, an_expiry_after_it_reports_nothing_twice)
+{
+	struct zkl_lockreq *lr = queued(1, NULL);
+	struct zkl_link lost;
+
+	fake_complete_held_watch(my_name);
+	disconnect();
+	declare_jeopardy();
+	cr_assert_eq(lost_calls, 1);
+	fake_expire(s, 1, &lost);
+	cr_assert(list_empty(&lost), "reported once, in the jeopardy");
+	cr_assert_eq(s->losses, 1);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "its node went with the session");
+}
