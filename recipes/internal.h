@@ -65,6 +65,7 @@ struct zkl_session {
 				 * answered, newest first */
 	int64_t jeopardy_ms;      /* when declared, 0 when not in jeopardy */
 	int64_t jeopardy_wall_ms; /* the same, CLOCK_REALTIME, kept after */
+	int jeopardy_pending;     /* lost nodes waiting for the margin */
 	uint64_t jeopardies;
 };
 
@@ -73,6 +74,14 @@ struct zkl_session {
  * and callbacks only, never what owns them (a lock request today): so it
  * does not depend on lockreq.c, which depends on it.
  */
+
+/* What a sweep of the jeopardy clock tells the members (session_clock.c):
+ * is the jeopardy declared (the server may end the session before it
+ * answers again), the time now and the margin (CLOCK_BOOTTIME ms). */
+struct zkl_jeopardy {
+	int declared;
+	int64_t now, margin;
+};
 
 /* A member of the session: a started lock request. */
 struct zkl_member;
@@ -85,10 +94,13 @@ struct zkl_member_ops {
 	 * session (requeue) or fails with -ENOTCONN (no next session). */
 	void (*expired_locked)(struct zkl_member *m, int requeue,
 			       struct zkl_link *lost, struct zkl_link *notify);
-	/* The server may end the session before it hears from us again
-	 * (jeopardy): a holder is lost now, and its node deleted once the
-	 * connection is back; a waiter keeps its place. */
-	void (*jeopardy_locked)(struct zkl_member *m, struct zkl_link *notify);
+	/* The jeopardy clock's sweep (struct zkl_jeopardy).  While declared,
+	 * a holder is lost; a margin after that, its node is deleted once
+	 * connected; a waiter keeps its place.  Returns 1 while its node
+	 * waits for the margin, else 0. */
+	int (*jeopardy_locked)(struct zkl_member *m,
+			       const struct zkl_jeopardy *j,
+			       struct zkl_link *notify);
 	/* Count m into the held or waiting counters of st, if it is either. */
 	void (*count_locked)(const struct zkl_member *m,
 			     struct zkl_session_stats *st);

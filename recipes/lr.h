@@ -92,10 +92,12 @@ struct zkl_lockreq {
 				   * 'gone' waits for the end of its run */
 	unsigned try_only : 1;
 	unsigned lost : 1;
-	unsigned maybe_stray : 1; /* a create's reply was lost: a duplicate
+	unsigned maybe_stray : 1;   /* a create's reply was lost: a duplicate
 				   * node of ours may turn up */
-	unsigned marked : 1;      /* a held lease: its node bears the mark */
-	unsigned peer : 1;        /* a lease in Curator's or kazoo's layout */
+	unsigned marked : 1;        /* a held lease: its node bears the mark */
+	unsigned peer : 1;          /* a lease in Curator's or kazoo's layout */
+	unsigned jeopardy_wait : 1; /* lost in jeopardy at lost_ms: its node
+				     * stays for the margin (lr_jeopardy) */
 
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
@@ -111,6 +113,7 @@ struct zkl_lockreq {
 	enum zkl_mode mode;
 	char guid[NAMES_TAG_MAX + 1];
 	int64_t czxid;
+	int64_t lost_ms; /* jeopardy_wait's start, CLOCK_BOOTTIME ms */
 	lockreq_done_fn done;
 	void *arg;
 	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
@@ -235,9 +238,11 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
  * watch handlers and listing reply, set up; a request's count. */
 void lr_wire(struct zkl_lockreq *lr);
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
-/* The session is in jeopardy (session_clock.c): a held lock is lost, its
- * node deleted once connected (the resume hook); nothing else changes. */
-void lr_jeopardy(struct zkl_member *m, struct zkl_link *notify);
+/* The jeopardy clock's sweep (internal.h): a held lock is lost while the
+ * jeopardy is declared; its node is deleted a margin later, once
+ * connected (the resume hook); nothing else changes. */
+int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
+		struct zkl_link *notify);
 
 /* A lease in a peer's layout (peerlease.c). */
 extern const struct zkl_member_ops peerlease_member_ops;

@@ -55,8 +55,9 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 		lr_delete(lr);
 		break;
 	case PH_IDLE:
-		if (lr->lost) {
-			lr_delete(lr); /* declared lost in jeopardy */
+		if (lr->lost) { /* in jeopardy: after its margin */
+			if (!lr->jeopardy_wait)
+				lr_delete(lr);
 			break;
 		}
 		if (lr->mode == ZKL_MODE_LEASE && lr->outcome == LR_HELD &&
@@ -184,26 +185,36 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	lr_end_entry_locked(lr, notify);
 }
 
-void lr_jeopardy(struct zkl_member *m, struct zkl_link *notify)
+/* The holder is told first; its node goes only a margin later, so that
+ * it has that long to act before the next waiter of another host can be
+ * granted, even when the session lives. */
+int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
+		struct zkl_link *notify)
 {
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
 
 	/* A peer's lock taken by a lease on its way is no lock of the
 	 * owner's: if the session lives, the lease goes on. */
-	if (lr->outcome != LR_HELD || lr->lost || lr->mutex_names)
-		return;
+	if (lr->mutex_names)
+		return 0;
 	lr_hold(lr, LR_HOLD_ENTRY);
-	lr_lose_locked(lr,
-		       "ZooKeeper did not answer in time: the session may "
-		       "end before it does (jeopardy)",
-		       notify);
-	lr_unwatch_all(lr);
-	/* If the session lives, the node goes once connected (the resume
-	 * hook), so that the next waiter gets the lock: never taken back. */
-	if (lr->phase == PH_IDLE)
-		lr_defer(lr, notify);
+	if (j->declared && lr->outcome == LR_HELD && !lr->lost) {
+		lr_lose_locked(lr,
+			       "ZooKeeper did not answer in time: the session "
+			       "may end before it does (jeopardy)",
+			       notify);
+		lr_unwatch_all(lr);
+		lr->jeopardy_wait = 1;
+		lr->lost_ms = j->now;
+	} else if (lr->jeopardy_wait && j->now >= lr->lost_ms + j->margin) {
+		lr->jeopardy_wait = 0;
+		/* Released since: the release deleted it already. */
+		if (lr->outcome == LR_HELD && lr->phase == PH_IDLE)
+			lr_defer(lr, notify);
+	}
 	lr_end_entry_locked(lr, notify);
+	return lr->jeopardy_wait;
 }
 
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)

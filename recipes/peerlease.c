@@ -133,9 +133,10 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 		pl_delete(lr);
 		break;
 	case PH_IDLE:
-		if (lr->lost)
-			pl_delete(lr); /* declared lost in jeopardy */
-		else
+		if (lr->lost) { /* in jeopardy: after its margin */
+			if (!lr->jeopardy_wait)
+				pl_delete(lr);
+		} else
 			lr_watch_held(lr); /* its watch could not be set */
 		break;
 	default:

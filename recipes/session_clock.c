@@ -37,6 +37,8 @@
 
 /* Wake at least this often whatever is due (see above). */
 #define CLOCK_MAX_NAP_MS 1000
+/* ... and this often while lost nodes wait for their margin to run. */
+#define CLOCK_PENDING_NAP_MS 50
 
 static int64_t clock_ms(clockid_t id)
 {
@@ -123,12 +125,20 @@ static void clock_send_heartbeat_locked(struct zkl_session *s, int64_t now)
 }
 
 /* Tell every member; they decide what it means to them. */
-static void clock_sweep_locked(struct zkl_session *s, struct zkl_link *notify)
+static void clock_sweep_locked(struct zkl_session *s, int64_t now,
+			       struct zkl_link *notify)
 {
+	const struct zkl_jeopardy j = {
+		.declared = s->jeopardy_ms != 0,
+		.now = now,
+		.margin = clock_margin_locked(s),
+	};
+
+	s->jeopardy_pending = 0;
 	for (struct zkl_link *l = s->live.next; l != &s->live;) {
 		struct zkl_link *next = l->next;
 		struct zkl_member *m = member_of_live(l);
-		m->ops->jeopardy_locked(m, notify);
+		s->jeopardy_pending += m->ops->jeopardy_locked(m, &j, notify);
 		l = next;
 	}
 }
@@ -146,7 +156,7 @@ static void clock_declare_locked(struct zkl_session *s, int64_t now,
 		"(jeopardy); waiters keep their place",
 		now - s->answered_ms[0], (uint64_t)s->client_id,
 		s->answered_ms[1] + clock_timeout_locked(s) - now);
-	clock_sweep_locked(s, notify);
+	clock_sweep_locked(s, now, notify);
 }
 
 /* Sleep until `due` (CLOCK_BOOTTIME ms) at most, or a change. */
@@ -185,8 +195,9 @@ static void *clock_run(void *arg)
 			due = clock_jeopardy_due_locked(s);
 			if (s->jeopardy_ms == 0 && now >= due)
 				clock_declare_locked(s, now, &notify);
-			else if (s->jeopardy_ms != 0)
-				clock_sweep_locked(s, &notify); /* a grant */
+			else if (s->jeopardy_ms != 0 || s->jeopardy_pending)
+				/* a grant to lose; nodes whose margin ran */
+				clock_sweep_locked(s, now, &notify);
 		}
 		if (!list_empty(&notify)) {
 			session_leave(s, &notify);
@@ -195,6 +206,8 @@ static void *clock_run(void *arg)
 		}
 		due = s->jeopardy_ms == 0 ? clock_jeopardy_due_locked(s)
 					  : now + CLOCK_MAX_NAP_MS;
+		if (s->jeopardy_pending && due > now + CLOCK_PENDING_NAP_MS)
+			due = now + CLOCK_PENDING_NAP_MS;
 		if (s->hb_sent_ms == 0 && next_hb < due)
 			due = next_hb;
 		clock_nap_locked(s, now, due);
@@ -216,6 +229,7 @@ void session_clock_new_handle_locked(struct zkl_session *s)
 	s->hb_next_ms = 0;
 	s->hb_slot ^= 1;
 	s->jeopardy_ms = 0;
+	s->jeopardy_pending = 0; /* the old session's nodes are gone */
 	pthread_cond_broadcast(&s->clock_changed);
 }
 

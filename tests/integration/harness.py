@@ -146,11 +146,13 @@ class ZooKeeper:
 
 
 class Ensemble:
-    """n ZooKeeper servers on loopback forming one ensemble."""
+    """n ZooKeeper servers on loopback forming one ensemble; clients
+    reach them at `address`."""
 
-    def __init__(self, n=3):
+    def __init__(self, n=3, address="127.0.0.1"):
         peers = [(free_port(), free_port(), free_port()) for _ in range(n)]
-        self.servers = [ZooKeeper(i, peers) for i in range(1, n + 1)]
+        self.servers = [ZooKeeper(i, peers, address=address)
+                        for i in range(1, n + 1)]
 
     def start(self):
         for z in self.servers:
@@ -163,8 +165,11 @@ class Ensemble:
     def connect(self):
         return ",".join(z.connect for z in self.servers)
 
-    def leader(self):
-        return next(z for z in self.servers if z.mode() == "leader")
+    def leader(self, timeout=30):
+        """The leader, once there is one (an election takes a moment)."""
+        return wait_until(
+            lambda: next((z for z in self.servers if z.mode() == "leader"),
+                         None), timeout, "the ensemble to elect a leader")
 
     def stop(self):
         for z in self.servers:

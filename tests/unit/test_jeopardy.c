@@ -66,18 +66,31 @@ static struct zkl_lockreq *queued(int seq, const char *ahead)
 	return lr;
 }
 
-/* What session_clock.c does when the time comes. */
-static void declare_jeopardy(void)
+#define MARGIN 500
+
+/* A sweep of session_clock.c's at time `now`; returns how many nodes wait
+ * for their margin. */
+static int sweep(int declared, int64_t now)
 {
+	const struct zkl_jeopardy j = { declared, now, MARGIN };
 	struct zkl_link notify;
+	int pending = 0;
 
 	session_enter(s, &notify);
 	for (struct zkl_link *l = s->live.next, *n; l != &s->live; l = n) {
 		n = l->next;
 		struct zkl_member *m = member_of_live(l);
-		m->ops->jeopardy_locked(m, &notify);
+		pending += m->ops->jeopardy_locked(m, &j, &notify);
 	}
 	session_leave(s, &notify);
+	return pending;
+}
+
+/* Declared at time 1000, and the margin run. */
+static void declare_jeopardy(void)
+{
+	sweep(1, 1000);
+	sweep(1, 1000 + MARGIN);
 }
 
 static void disconnect(void)
@@ -120,7 +133,7 @@ Test(jeopardy, a_holder_is_lost_at_once_and_its_node_goes_once_connected)
 		     -EIO, "a lost lock reads as EIO");
 	cr_assert_eq(s->losses, 1);
 	cr_assert_eq(fake_pending(), 0, "nothing is sent while disconnected");
-	declare_jeopardy(); /* the clock sweeps again: nothing new */
+	cr_assert_eq(sweep(1, 2000), 0, "the clock sweeps again: nothing new");
 	cr_assert_eq(lost_calls, 1);
 	/* The session lived: the node goes at once, the owner still holding
 	 * its descriptor, so that the next waiter gets the lock. */
@@ -146,6 +159,51 @@ Test(jeopardy, a_holder_whose_server_hangs_connected_has_its_delete_queued)
 	expect_delete_of(held);
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(jeopardy, the_node_stays_for_the_margin_so_the_holder_may_act_first)
+{
+	struct zkl_lockreq *lr = queued(1, NULL);
+	char held[256];
+
+	strcpy(held, my_name);
+	fake_complete_held_watch(held);
+	cr_assert_eq(sweep(1, 1000), 1, "lost, its node waits");
+	cr_assert_eq(lost_calls, 1);
+	cr_assert_eq(fake_pending(), 0, "connected, yet nothing is deleted");
+	cr_assert_eq(sweep(0, 1000 + MARGIN - 1), 1, "the jeopardy ended");
+	cr_assert_eq(fake_pending(), 0, "still within the margin");
+	cr_assert_eq(sweep(0, 1000 + MARGIN), 0);
+	expect_delete_of(held);
+	cr_assert_eq(lost_calls, 1);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(jeopardy, a_grant_after_the_jeopardy_ended_is_kept)
+{
+	struct zkl_lockreq *lr = queued(1, NULL);
+
+	fake_complete_held_watch(my_name);
+	cr_assert_eq(sweep(0, 1000), 0);
+	cr_assert_eq(lost_calls, 0);
+	cr_assert_eq(lockreq_holds(lr), 1);
+	lockreq_release(lr);
+	expect_delete_of(my_name);
+}
+
+Test(jeopardy, a_release_within_the_margin_deletes_at_once)
+{
+	struct zkl_lockreq *lr = queued(1, NULL);
+	char held[256];
+
+	strcpy(held, my_name);
+	fake_complete_held_watch(held);
+	cr_assert_eq(sweep(1, 1000), 1);
+	lockreq_release(lr); /* the holder acted: nobody to wait for */
+	expect_delete_of(held);
+	cr_assert_eq(sweep(0, 1000 + MARGIN), 0);
+	cr_assert_eq(fake_pending(), 0, "deleted once");
 }
 
 Test(jeopardy, a_waiter_keeps_its_place)

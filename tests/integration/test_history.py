@@ -1,0 +1,227 @@
+"""A history checker, in the manner of Jepsen: clients on three mounts (two
+of them in network namespaces of the test's, netns.py) lock, hold and
+unlock two resources of a 3-node ensemble in a loop and record every hold,
+while a nemesis cuts links, kills the ZooKeeper leader, pauses daemons
+(SIGSTOP, shorter than half the session timeout: a longer pause is outside
+the guarantee, README "Told before anyone else can hold") and kill -9s
+them, at random but seeded.  Then: no two holds of one resource overlap in
+time (a hold ends when its client released it or was told it was lost),
+tokens rise with start times, and no lock node is left.
+
+ZKLOCKFS_HISTORY_SECONDS sets how long (default 60); ZKLOCKFS_HISTORY_SEED
+replays a run (the seed is printed, and named by every failure)."""
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import pytest
+
+from harness import (Ensemble, Mount, kazoo_client, lock_nodes, wait_until)
+from netns import Host
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLIENT = os.path.join(HERE, "history_client.py")
+RESOURCES = "r0,r1"
+CLIENTS_PER_MOUNT = 2
+TIMEOUT_S = 4  # the mounts' session timeout (harness.Mount)
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    made = [Host(3), Host(4), Host(5)]  # servers, mount B, mount C
+    try:
+        for h in made:
+            h.create()
+        yield made
+    finally:
+        for h in made:
+            h.remove()
+
+
+@pytest.fixture(scope="module")
+def ensemble(hosts):
+    e = Ensemble(3, address=hosts[0].outer_addr)
+    try:
+        e.start()
+        yield e
+    finally:
+        e.stop()
+
+
+class Node:
+    """A mount (root namespace, or a host's) and the clients on it."""
+
+    def __init__(self, name, connect, host, until, seed, outdir):
+        self.name, self.connect, self.host = name, connect, host
+        self.until, self.seed, self.outdir = until, seed, outdir
+        self.mount = None
+        self.mounts = []  # every mount started, for the end
+        self.clients = []
+        self.generation = 0
+
+    def start(self):
+        prefix = self.host.prefix if self.host else ()
+        self.mount = Mount(self.connect, ["-o", "on_lost=signal:USR1"],
+                           prefix).start()
+        self.mounts.append(self.mount)
+        self.generation += 1
+        for i in range(CLIENTS_PER_MOUNT):
+            out = os.path.join(self.outdir,
+                               f"{self.name}{self.generation}-{i}.log")
+            self.clients.append(subprocess.Popen(
+                [sys.executable, CLIENT, self.mount.mountpoint, RESOURCES,
+                 f"{self.seed}-{self.name}{self.generation}-{i}",
+                 f"{self.until}", out], start_new_session=True))
+
+    def kill_and_restart(self):
+        self.mount.kill()
+        # Its clients see ENOTCONN and leave; the dead mount is cleared.
+        for c in self.clients:
+            if c.poll() is None:
+                try:
+                    c.wait(20)
+                except subprocess.TimeoutExpired:
+                    c.kill()
+        self.mount.stop()
+        self.start()
+
+    def pause(self, seconds):
+        self.mount.proc.send_signal(signal.SIGSTOP)
+        time.sleep(seconds)  # the pause's length
+        self.mount.proc.send_signal(signal.SIGCONT)
+
+    def wait_clients(self, timeout):
+        for c in self.clients:
+            try:
+                c.wait(timeout)
+            except subprocess.TimeoutExpired:
+                c.kill()
+                c.wait()
+                raise AssertionError(f"a client of {self.name} did not end")
+
+
+def nemesis(rng, ensemble, nodes, hosts, until, events):
+    """One fault at a time, until `until`; each is logged in events."""
+    while time.monotonic() < until - 3:
+        time.sleep(rng.uniform(0.5, 2.5))
+        what = rng.choice(["cut", "cut", "leader", "pause", "kill"])
+        t = time.monotonic()
+        if what == "cut":
+            host = rng.choice(hosts[1:])
+            length = rng.uniform(0.3, 2.5 * TIMEOUT_S)
+            host.cut()
+            time.sleep(length)  # the cut's length
+            host.heal()
+            events.append(f"{t:.3f} cut {host.ns} for {length:.2f} s")
+        elif what == "leader":
+            leader = ensemble.leader()
+            leader.kill()
+            time.sleep(rng.uniform(0.5, 3))
+            leader.log.close()
+            leader.start()
+            events.append(f"{t:.3f} killed leader {leader.myid}")
+        elif what == "pause":
+            node = rng.choice(nodes)
+            length = rng.uniform(0.1, TIMEOUT_S / 2 * 0.9)
+            node.pause(length)
+            events.append(f"{t:.3f} paused {node.name} for {length:.2f} s")
+        else:
+            node = rng.choice(nodes)
+            node.kill_and_restart()
+            events.append(f"{t:.3f} kill -9 of {node.name}, restarted")
+
+
+def read_holds(outdir):
+    holds = []
+    for name in sorted(os.listdir(outdir)):
+        with open(os.path.join(outdir, name)) as f:
+            for line in f:
+                w = line.split()
+                if w[0] == "hold":
+                    holds.append({"client": name[:-4], "res": w[1],
+                                  "token": None if w[2] == "-" else int(w[2]),
+                                  "start": float(w[3]), "end": float(w[4]),
+                                  "how": w[5]})
+    return holds
+
+
+def check(holds):
+    """The problems of a history: overlapping holds of one resource, and
+    tokens that do not rise with start times."""
+    problems = []
+    for res in RESOURCES.split(","):
+        mine = sorted((h for h in holds if h["res"] == res),
+                      key=lambda h: h["start"])
+        latest = None  # the hold that ends last so far
+        for h in mine:
+            if latest and h["start"] < latest["end"]:
+                problems.append(f"{res}: {h} began before {latest} ended")
+            if latest is None or h["end"] > latest["end"]:
+                latest = h
+        tokens = [h for h in mine if h["token"] is not None]
+        for a, b in zip(tokens, tokens[1:]):
+            if b["token"] <= a["token"]:
+                problems.append(f"{res}: token {b['token']} of {b} not above "
+                                f"{a['token']} of the earlier {a}")
+    return problems
+
+
+def test_no_two_holds_overlap_under_a_seeded_nemesis(hosts, ensemble):
+    seconds = float(os.environ.get("ZKLOCKFS_HISTORY_SECONDS", "60"))
+    seed = os.environ.get("ZKLOCKFS_HISTORY_SEED", uuid.uuid4().hex[:8])
+    print(f"history seed {seed} ({seconds:.0f} s)")
+    rng = random.Random(seed)
+    base = "/h-" + seed
+    outdir = tempfile.mkdtemp(prefix="zklockfs-history-")
+    until = time.monotonic() + seconds
+    connect = ensemble.connect + base
+    nodes = [Node("A", connect, None, until, seed, outdir),
+             Node("B", connect, hosts[1], until, seed, outdir),
+             Node("C", connect, hosts[2], until, seed, outdir)]
+    events = []
+    try:
+        for n in nodes:
+            n.start()
+        nemesis(rng, ensemble, nodes, hosts, until, events)
+        for n in nodes:
+            n.wait_clients(OPEN_WAIT_S)
+        holds = read_holds(outdir)
+        context = (f"seed {seed}; replay with ZKLOCKFS_HISTORY_SEED={seed}"
+                   f"\nnemesis:\n  " + "\n  ".join(events))
+        problems = check(holds)
+        assert not problems, "\n".join(problems[:10]) + "\n" + context
+        lost = sum(h["how"] != "released" for h in holds)
+        print(f"{len(holds)} holds ({lost} ended by a loss), "
+              f"{len(events)} faults: no overlap")
+        assert len(holds) >= seconds / 2, \
+            f"only {len(holds)} holds in {seconds:.0f} s\n{context}"
+        with kazoo_client(ensemble.connect) as zk:
+            wait_until(lambda: not lock_nodes(zk, base), 3 * TIMEOUT_S,
+                       f"no lock node left under {base} ({context})")
+    finally:
+        for h in hosts:
+            h.heal()
+        for n in nodes:
+            for c in n.clients:
+                if c.poll() is None:
+                    c.kill()
+                    c.wait()
+        problems = []
+        for n in nodes:
+            for m in n.mounts:
+                problem = m.exit_problem(m.stop())
+                if problem:
+                    problems.append(problem)
+                else:
+                    m.remove_log()
+        assert not problems, "\n".join(problems)
+
+
+# A client's open is given up after 15 s (history_client.py); its last
+# hold ends by `until`: this is how long the end may take after it.
+OPEN_WAIT_S = 30
