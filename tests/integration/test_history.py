@@ -8,8 +8,9 @@ them, at random but seeded.  Then: no two holds of one resource overlap in
 time (a hold ends when its client released it or was told it was lost),
 tokens rise with start times, and no lock node is left.
 
-ZKLOCKFS_HISTORY_SECONDS sets how long (default 60); ZKLOCKFS_HISTORY_SEED
-replays a run (the seed is printed, and named by every failure)."""
+ZKLOCKFS_HISTORY_SECONDS sets how long (default 60, 20 under the
+sanitizers); ZKLOCKFS_HISTORY_SEED replays a run (the seed is printed, and
+named by every failure)."""
 import os
 import random
 import signal
@@ -172,7 +173,9 @@ def check(holds):
 
 
 def test_no_two_holds_overlap_under_a_seeded_nemesis(hosts, ensemble):
-    seconds = float(os.environ.get("ZKLOCKFS_HISTORY_SECONDS", "60"))
+    sanitized = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
+    seconds = float(os.environ.get("ZKLOCKFS_HISTORY_SECONDS",
+                                   "20" if sanitized else "60"))
     seed = os.environ.get("ZKLOCKFS_HISTORY_SEED", uuid.uuid4().hex[:8])
     print(f"history seed {seed} ({seconds:.0f} s)")
     rng = random.Random(seed)
