@@ -3,7 +3,9 @@ again, recording every hold.
 
 usage: history_client.py MOUNTPOINT RESOURCES SEED UNTIL OUT
 RESOURCES is a comma-separated list; UNTIL a CLOCK_MONOTONIC time; OUT a
-file that gets one line per hold:
+file that gets two lines per hold, one when it begins (for the nemesis)
+and one when it ends:
+  begin RESOURCE START
   hold RESOURCE TOKEN START END HOW
 START is when open() returned, END when the client stopped believing it
 held: just before its close (HOW "released"), or when it was told the
@@ -42,7 +44,7 @@ def hold(fd, rng):
         return "-", time.monotonic(), errno.errorcode.get(e.errno, "?")
     # Mostly short; some longer than a session timeout, which only a
     # holder told of its loss in time ends before another host holds.
-    length = rng.uniform(2, 12) if rng.random() < 0.15 else \
+    length = rng.uniform(3, 12) if rng.random() < 0.3 else \
         rng.uniform(0.05, 0.4)
     until = time.monotonic() + length
     while time.monotonic() < until:
@@ -84,6 +86,7 @@ def main():
                 continue
             signal.alarm(0)
             start = time.monotonic()
+            log.write(f"begin {res} {start:.4f}\n")
             token, end, how = hold(fd, rng)
             log.write(f"hold {res} {token} {start:.4f} {end:.4f} {how}\n")
             try:
