@@ -154,9 +154,13 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 {
 	int64_t age = (now_ms - n->ctime_ms) / 1000;
 
-	/* An orphan stands where it is, held or not, until removed. */
+	/* An orphan stands where it is, held or not, until removed; a lock
+	 * of ours declared lost is no holder to wait for, though its node
+	 * is still there for a moment. */
 	fprintf(out, "%s %s %" PRId64,
-		n->orphan ? "orphan" : info_holder_states[n->state],
+		n->lost     ? "lost"
+		: n->orphan ? "orphan"
+			    : info_holder_states[n->state],
 		names_mode_str(n->mode), n->token);
 	info_identity_field(out, n, "host", 0);
 	info_identity_field(out, n, "pid", 0);

@@ -36,6 +36,8 @@ struct holders_node {
 	size_t len;
 	int orphan; /* persistent (ephemeralOwner 0): it belongs to no
 		     * session, so no session's end removes it */
+	int lost;   /* this mount's, its lock declared lost (jeopardy): the
+		     * node goes once the margin has run */
 };
 
 /* The semaphore's state, when leases are held or queued. */

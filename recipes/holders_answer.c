@@ -162,6 +162,38 @@ static void holders_emit_queue(const struct holders_query *q,
 	}
 }
 
+/* This mount's own nodes whose locks were lost while they are still there
+ * (their delete waits for the jeopardy's margin, or for ZooKeeper). */
+static void holders_mark_lost(const struct holders_query *q,
+			      struct holders_out *out)
+{
+	struct zkl_session *s = q->s;
+
+	pthread_mutex_lock(&s->lock);
+	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
+		const struct zkl_member *m = member_of_live(l);
+		const char *node = m->ops->lost_node_locked(m);
+		const char *name = node ? strrchr(node, '/') : NULL;
+		if (!name)
+			continue;
+		for (size_t d = 0; d < HOLDERS_PARTS; d++) {
+			const struct holders_dir *dir = &q->dirs[d];
+			if (!dir->used ||
+			    strlen(dir->path) != (size_t)(name - node) ||
+			    strncmp(dir->path, node, (size_t)(name - node)) !=
+				    0)
+				continue;
+			for (size_t i = 0; i < out->n; i++)
+				out->nodes[i].lost |=
+					strcmp(out->nodes[i].where,
+					       dir->where) == 0 &&
+					strcmp(out->nodes[i].name, name + 1) ==
+						0;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 void holders_answer(struct holders_query *q)
 {
 	struct holders_out out = { 0 };
@@ -185,6 +217,8 @@ void holders_answer(struct holders_query *q)
 		holders_emit_queue(q, &out, counter, shown);
 	}
 	assert(out.n <= total);
+	if (q->err == 0)
+		holders_mark_lost(q, &out);
 	for (size_t i = 0; i < out.n; i++)
 		sem.held += out.nodes[i].mode == ZKL_MODE_LEASE &&
 			    out.nodes[i].state == HOLDERS_HELD;

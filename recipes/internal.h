@@ -101,6 +101,10 @@ struct zkl_member_ops {
 	int (*jeopardy_locked)(struct zkl_member *m,
 			       const struct zkl_jeopardy *j,
 			       struct zkl_link *notify);
+	/* The path of m's node if its lock was lost while the node is still
+	 * there (its delete waits for the jeopardy's margin, or for
+	 * ZooKeeper), else NULL. */
+	const char *(*lost_node_locked)(const struct zkl_member *m);
 	/* Count m into the held or waiting counters of st, if it is either. */
 	void (*count_locked)(const struct zkl_member *m,
 			     struct zkl_session_stats *st);

@@ -243,6 +243,7 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
  * connected (the resume hook); nothing else changes. */
 int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 		struct zkl_link *notify);
+const char *lr_lost_node(const struct zkl_member *m);
 
 /* A lease in a peer's layout (peerlease.c). */
 extern const struct zkl_member_ops peerlease_member_ops;

@@ -217,6 +217,18 @@ int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 	return lr->jeopardy_wait;
 }
 
+const char *lr_lost_node(const struct zkl_member *m)
+{
+	const struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (!lr->lost || !lr_has_node(lr) ||
+	    (lr->phase != PH_IDLE && lr->phase != PH_DELETING))
+		return NULL;
+	return lr->node;
+}
+
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 {
 	const struct zkl_lockreq *lr =
@@ -239,6 +251,7 @@ static const struct zkl_member_ops lr_member_ops = {
 	.resume_locked = lr_resume,
 	.expired_locked = lr_expired,
 	.jeopardy_locked = lr_jeopardy,
+	.lost_node_locked = lr_lost_node,
 	.count_locked = lr_count,
 };
 

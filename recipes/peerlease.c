@@ -175,6 +175,7 @@ const struct zkl_member_ops peerlease_member_ops = {
 	.resume_locked = pl_resume,
 	.expired_locked = pl_expired,
 	.jeopardy_locked = lr_jeopardy,
+	.lost_node_locked = lr_lost_node,
 	.count_locked = lr_count,
 };
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fake_zk.h"
+#include "holders.h"
 #include "internal.h"
 #include "lockreq.h"
 
@@ -178,6 +179,48 @@ Test(jeopardy, the_node_stays_for_the_margin_so_the_holder_may_act_first)
 	cr_assert_eq(lost_calls, 1);
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
+}
+
+static int holders_calls;
+static char holders_states[2][16];
+
+static void on_holders(int err, const struct holders_node *nodes, size_t n,
+		       const struct holders_semaphore *sem, void *arg)
+{
+	(void)sem;
+	(void)arg;
+	cr_assert_eq(err, 0);
+	cr_assert_eq(n, 2);
+	holders_calls++;
+	for (size_t i = 0; i < n; i++)
+		strcpy(holders_states[i], nodes[i].lost ? "lost"
+					  : nodes[i].state == HOLDERS_HELD
+						  ? "held"
+						  : "waiting");
+}
+
+Test(jeopardy, holders_shows_a_lost_node_still_there_as_lost)
+{
+	struct zkl_lockreq *lr = queued(1, NULL);
+	char held[256];
+	const char *names[2] = { NULL, "_c_0123abcd-0000-4000-8000-"
+				       "00000000000f-write-0000000002" };
+
+	strcpy(held, my_name);
+	names[0] = held;
+	fake_complete_held_watch(held);
+	cr_assert_eq(sweep(1, 1000), 1, "lost, its node kept for the margin");
+	cr_assert_eq(holders_start(s, "/b/r", on_holders, NULL), 0);
+	fake_complete_children(ZOK, names, 2);
+	fake_complete_read(ZOK, "pid 1\n", 1001, 0);
+	fake_complete_read(ZOK, "pid 2\n", 1002, 0);
+	cr_assert_eq(holders_calls, 1);
+	cr_assert_str_eq(holders_states[0], "lost");
+	cr_assert_str_eq(holders_states[1], "waiting",
+			 "another host's waiter still waits for the node");
+	cr_assert_eq(sweep(0, 1000 + MARGIN), 0);
+	expect_delete_of(held);
+	lockreq_release(lr);
 }
 
 Test(jeopardy, a_grant_after_the_jeopardy_ended_is_kept)
