@@ -412,14 +412,20 @@ class Mounts:
             self.stop_all()  # unmount even when the check failed
 
     def stop_all(self):
-        problems = []
-        for m in self.started:
-            problem = m.exit_problem(m.stop())
-            if problem:
-                problems.append(problem)
-            else:
-                m.remove_log()
-        assert not problems, "\n".join(problems)
+        stop_mounts(self.started)
+
+
+def stop_mounts(mounts):
+    """Unmount each, and fail naming every daemon that ended badly (its
+    log is kept; a clean one's is removed)."""
+    problems = []
+    for m in mounts:
+        problem = m.exit_problem(m.stop())
+        if problem:
+            problems.append(problem)
+        else:
+            m.remove_log()
+    assert not problems, "\n".join(problems)
 
 
 # The exit status LeakSanitizer gives a daemon that leaked (LSAN_OPTIONS,

@@ -12,6 +12,7 @@ nothing is refused, as when a cable is pulled; the daemon keeps running.
 """
 import os
 import subprocess
+from contextlib import contextmanager
 
 # 10.213.N.0/24, N from the pid: two runs on one machine do not meet.
 NET = f"10.213.{os.getpid() % 250 + 1}"
@@ -74,3 +75,16 @@ class Host:
         subprocess.run(["ip", "netns", "del", self.ns], check=False,
                        capture_output=True)
         self.made = False
+
+
+@contextmanager
+def made_hosts(*indices):
+    """Hosts of those numbers, created, and removed at the end."""
+    hosts = [Host(i) for i in indices]
+    try:
+        for h in hosts:
+            h.create()
+        yield hosts
+    finally:
+        for h in hosts:
+            h.remove()

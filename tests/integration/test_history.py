@@ -22,8 +22,9 @@ import uuid
 
 import pytest
 
-from harness import (Ensemble, Mount, kazoo_client, lock_nodes, wait_until)
-from netns import Host
+from harness import (Ensemble, Mount, kazoo_client, lock_nodes, stop_mounts,
+                     wait_until)
+from netns import made_hosts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT = os.path.join(HERE, "history_client.py")
@@ -34,14 +35,8 @@ TIMEOUT_S = 4  # the mounts' session timeout (harness.Mount)
 
 @pytest.fixture(scope="module")
 def hosts():
-    made = [Host(3), Host(4), Host(5)]  # servers, mount B, mount C
-    try:
-        for h in made:
-            h.create()
+    with made_hosts(3, 4, 5) as made:  # servers, mount B, mount C
         yield made
-    finally:
-        for h in made:
-            h.remove()
 
 
 @pytest.fixture(scope="module")
@@ -237,15 +232,7 @@ def test_no_two_holds_overlap_under_a_seeded_nemesis(hosts, ensemble):
                 if c.poll() is None:
                     c.kill()
                     c.wait()
-        problems = []
-        for n in nodes:
-            for m in n.mounts:
-                problem = m.exit_problem(m.stop())
-                if problem:
-                    problems.append(problem)
-                else:
-                    m.remove_log()
-        assert not problems, "\n".join(problems)
+        stop_mounts([m for n in nodes for m in n.mounts])
 
 
 # A client's open is given up after 15 s (history_client.py); its last

@@ -12,7 +12,7 @@ import pytest
 
 from harness import (Locker, Mounts, ZooKeeper, kazoo_client, lock_nodes,
                      wait_until)
-from netns import Host
+from netns import made_hosts
 
 # Under the sanitizers (slower, and run after the plain build's suite) one
 # phase of each cut is enough.
@@ -24,14 +24,8 @@ BLIP_PHASES = [0.35] if SANITIZED else [0.1, 0.35, 0.6, 0.85]
 
 @pytest.fixture(scope="module")
 def net():
-    hosts = [Host(0), Host(1)]
-    try:
-        for h in hosts:
-            h.create()
+    with made_hosts(0, 1) as hosts:  # servers, the host to cut
         yield hosts
-    finally:
-        for h in hosts:
-            h.remove()
 
 
 @pytest.fixture(scope="module")
