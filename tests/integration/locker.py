@@ -1,6 +1,7 @@
 """Open a lock file and report, then obey commands on stdin.
 
-usage: locker.py PATH FLAGS [--alarm SECS] [--trap SIGNAME] [--flock] [--stamp]
+usage: locker.py PATH FLAGS [--alarm SECS] [--trap SIGNAME] [--flock|--fcntl]
+                 [--stamp]
 FLAGS: w (O_WRONLY), r (O_RDONLY), rw (O_RDWR), plus 'n' for O_NONBLOCK,
        't' for O_TRUNC|O_CREAT.
 Prints "ok" once open() returns, or "err <ERRNO-NAME>".
@@ -8,6 +9,7 @@ Commands: read -> prints the file's lines joined by '|'; note TEXT -> writes TEX
 fsync -> fsync(2), prints ok or the error;
 close -> closes and exits.  --trap: on that signal, print "signal SIGNAME".
 --flock: after the open, flock(LOCK_EX) the descriptor, then report.
+--fcntl: after the open, a whole-file F_SETLKW write lock (lockf), then report.
 --stamp: "ok" and "signal" lines end with " @T", T the CLOCK_MONOTONIC
 time of the event (every process reads the same clock).
 """
@@ -45,6 +47,8 @@ def main():
         fd = os.open(path, mode)
         if "--flock" in sys.argv:
             fcntl.flock(fd, fcntl.LOCK_EX)
+        elif "--fcntl" in sys.argv:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
     except OSError as e:
         print("err", errno.errorcode.get(e.errno, e.errno), flush=True)
         return

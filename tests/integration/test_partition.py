@@ -17,7 +17,8 @@ from netns import made_hosts
 # Under the sanitizers (slower, and run after the plain build's suite) one
 # phase of each cut is enough.
 SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
-TOLD_CASES = [("write", 0.5), ("flock", 0.5), ("lease", 0.5)] + \
+TOLD_CASES = [("write", 0.5), ("flock", 0.5), ("fcntl", 0.5),
+              ("lease", 0.5)] + \
     ([] if SANITIZED else [("write", 0.1), ("write", 0.9)])
 BLIP_PHASES = [0.35] if SANITIZED else [0.1, 0.35, 0.6, 0.85]
 
@@ -76,7 +77,7 @@ def stamp(line, what):
 
 def holder_path(kind, mount):
     return mount.path("r", {"write": "write", "flock": "lock",
-                            "lease": "lease"}[kind])
+                            "fcntl": "lock", "lease": "lease"}[kind])
 
 
 def at_phase(mount, phase):
@@ -94,8 +95,8 @@ def at_phase(mount, phase):
 
 def take(kind, mount, trap=True):
     extra = ["--stamp"] + (["--trap", "SIGUSR1"] if trap else [])
-    if kind == "flock":
-        extra.append("--flock")
+    if kind in ("flock", "fcntl"):
+        extra.append("--" + kind)
     return Locker(holder_path(kind, mount), "rw", extra=extra)
 
 
