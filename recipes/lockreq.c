@@ -56,11 +56,14 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 int lockreq_start(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
 	int err;
 
-	pthread_mutex_lock(&s->lock);
-	err = lr->peer ? peerlease_start_locked(lr) : lr_start_locked(lr);
-	pthread_mutex_unlock(&s->lock);
+	session_enter(s, &notify);
+	err = lr->multi  ? multilock_start_locked(lr, &notify)
+	      : lr->peer ? peerlease_start_locked(lr)
+			 : lr_start_locked(lr);
+	session_leave(s, &notify);
 	return err;
 }
 
@@ -69,7 +72,9 @@ static void lockreq_abandon_locked(struct zkl_lockreq *lr,
 				   struct zkl_link *notify)
 {
 	lr->outcome = LR_FINISHED;
-	if (lr->peer)
+	if (lr->multi)
+		multilock_abandon_locked(lr, notify);
+	else if (lr->peer)
 		peerlease_abandon_locked(lr, notify);
 	else
 		lr_abandon_locked(lr);
@@ -103,7 +108,9 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 			names_mode_str(lr->mode), lr->node);
 	lr->gone_fn = gone;
 	lr->gone_arg = arg;
-	if (lr->outcome != LR_FINISHED)
+	/* A multi-lock that ended with its session keeps its members until
+	 * now: they could not be let go while the session walked them. */
+	if (lr->outcome != LR_FINISHED || lr->members)
 		lockreq_abandon_locked(lr, &notify);
 	lr_end_entry_locked(lr, &notify);
 	session_leave(s, &notify);
@@ -132,21 +139,24 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 		     void (*cb)(int err, void *arg), void *arg)
 {
 	struct zkl_session *s = lr->s;
-	struct lr_set_ctx *ctx = malloc(sizeof(*ctx));
+	struct lr_set_ctx *ctx = NULL;
 	int err = 0;
 
-	if (!ctx)
+	if (!lr->multi && !(ctx = malloc(sizeof(*ctx))))
 		return -ENOMEM;
-	ctx->cb = cb;
-	ctx->arg = arg;
 	pthread_mutex_lock(&s->lock);
 	if (lr->lost)
 		err = -EIO;
 	else if (lr->outcome != LR_HELD)
 		err = -ENOENT;
-	else
+	else if (lr->multi)
+		err = multilock_set_data_locked(lr, data, len, cb, arg);
+	else {
+		ctx->cb = cb;
+		ctx->arg = arg;
 		err = zkerr_errno(zoo_aset(s->zh, lr->node, data, (int)len, -1,
 					   lr_on_set, ctx));
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (err < 0)
 		free(ctx);

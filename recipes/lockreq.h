@@ -44,6 +44,27 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		unsigned flags, const void *data, size_t datalen,
 		lockreq_done_fn done, void *arg, struct zkl_lockreq **out);
 
+/* At most this many resources in one multi-lock. */
+#define LOCKREQ_MULTI_MAX 64
+
+/* Prepare one request for a lock on every resource znode of dirs[0..n-1]
+ * (distinct, 1 <= n <= LOCKREQ_MULTI_MAX) in `mode` (read or write): held
+ * once all are, given up, failed and released whole.  Their nodes are
+ * created in one ZooKeeper transaction, so that no two multi-locks (or a
+ * multi-lock and plain requests) can wait for each other in a cycle
+ * (multilock.c).  Every lockreq_* call works on it; lockreq_describe gives
+ * the highest token and the first resource's node, lockreq_member_token
+ * each one.  Returns 0, -EINVAL (n, mode), or as lockreq_new. */
+int lockreq_new_multi(struct zkl_session *s, const char *const *dirs, size_t n,
+		      enum zkl_mode mode, unsigned flags, const void *data,
+		      size_t datalen, lockreq_done_fn done, void *arg,
+		      struct zkl_lockreq **out);
+
+/* The fencing token of the i-th resource of a held request (a plain one
+ * has one, i = 0).  Returns 0, -ERANGE past the last, or as
+ * lockreq_describe. */
+int lockreq_member_token(struct zkl_lockreq *lr, size_t i, int64_t *token);
+
 /* Queue the node.  Returns 0 (done will come), -ECANCELED if the request
  * was cancelled before it started, or -errno if nothing could be sent
  * (done will not come).  Any thread. */

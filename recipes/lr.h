@@ -48,14 +48,28 @@ enum lr_hold {
 	LR_HOLD_RESUME, /* lr_defer .. the resume hook, or the session's end */
 	LR_HOLD_NOTICE, /* lr->notice posted .. run (lr_notice_run) */
 	LR_HOLD_MUTEX,  /* a peer lease: its peer's lock's done is to come */
-	LR_HOLD_MUTEX_GONE, /* a peer lease: its peer's lock, let go, is
-			     * told gone (pl_mutex_gone) */
-	LR_HOLD_ENTRY,      /* an entry point running (a hook, a fired watch, a
+	LR_HOLD_SUB_GONE, /* a sub-request let go (a peer lease's lock, a
+			   * multi-lock's member) is told gone: one per
+			   * sub-request whose node is not gone yet */
+	LR_HOLD_MEMBER,   /* a multi-lock: one per member whose done is
+			   * still to come */
+	LR_HOLD_ENTRY,    /* an entry point running (a hook, a fired watch, a
 			 * listing, the owner's release): the hold that
 			 * brought it there, passed over by
 			 * lr_begin_entry_locked, so that what it starts
 			 * may take that kind again; any number */
 	LR_HOLDS
+};
+
+/* What a member of a multi-lock leaves to it (multilock.c), so that the
+ * files below never call up. */
+struct lr_group_ops {
+	/* Instead of a create of its own: wait, in PH_NEW, for the
+	 * multi-lock's transaction.  Returns 0 or -errno. */
+	int (*create)(struct zkl_lockreq *member);
+	/* The member, held, lost its node to another client (`why`). */
+	void (*lost)(struct zkl_lockreq *member, const char *why,
+		     struct zkl_link *notify);
 };
 
 /* A resource removed between creating its znode and queueing in it is
@@ -75,12 +89,22 @@ struct zkl_lockreq {
 	struct lr_ahead *ahead;   /* a first waiter's watches on every lease
 				 * ahead of it (lr_watch.c), or NULL */
 	size_t nahead;
-	struct zkl_watch limit_watch;   /* a lease in line or waiting: on the
+	struct zkl_watch limit_watch; /* a lease in line or waiting: on the
 				       * resource's data, its limit */
-	struct zkl_watch held_watch;    /* while held: on our own node, whose
+	struct zkl_watch held_watch;  /* while held: on our own node, whose
 				       * deletion by anyone else loses it */
-	struct zkl_lockreq *mutex;      /* a peer lease: the request for the
+	struct zkl_lockreq *mutex;    /* a peer lease: the request for the
 				    * peer's own lock, while it has one */
+	/* A multi-lock (multilock.c): its members, one plain request per
+	 * resource, created together in one transaction; NULL while it
+	 * has none (between two sessions). */
+	struct zkl_lockreq **members;
+	unsigned nmembers;
+	unsigned members_granted; /* members whose done(0) has run */
+	/* A member of a multi-lock: the multi-lock, and what the member
+	 * leaves to it. */
+	struct zkl_lockreq *group;
+	const struct lr_group_ops *gops;
 	int refs;                       /* the sum of holds[] */
 	unsigned short holds[LR_HOLDS]; /* per kind (enum lr_hold) */
 	enum lr_outcome outcome;
@@ -98,6 +122,9 @@ struct zkl_lockreq {
 	unsigned peer : 1;          /* a lease in Curator's or kazoo's layout */
 	unsigned jeopardy_wait : 1; /* lost in jeopardy at lost_ms: its node
 				     * stays for the margin (lr_jeopardy) */
+	unsigned multi : 1;         /* a multi-lock (members) */
+	unsigned wants_create : 1;  /* a member: waits, in PH_NEW, for its
+				    * multi-lock's transaction */
 
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
@@ -106,8 +133,9 @@ struct zkl_lockreq {
 				   * of the lease directory was read ... */
 	unsigned acl_open : 1;    /* ... and lets another identity in */
 	unsigned peer_limit;      /* a peer lease: N as last read */
-	unsigned mutexes_leaving; /* a peer lease: its peer's locks let go
-				   * whose nodes are not deleted yet */
+	unsigned subs_leaving; /* sub-requests let go (a peer lease's locks, a
+			   * multi-lock's members) whose nodes are not
+			   * deleted yet */
 	int peer_limit_err;
 	int create_attempts;
 	enum zkl_mode mode;
@@ -227,6 +255,10 @@ int lr_start_with_locked(struct zkl_lockreq *lr,
 			 int (*first_step)(struct zkl_lockreq *lr));
 /* lockreq_release of a plain request, s->lock held. */
 void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* Release a sub-request of lr (a peer lease's lock, a multi-lock's
+ * member): lr's owner is told gone only once its node is gone too. */
+void lr_release_sub_locked(struct zkl_lockreq *lr, struct zkl_lockreq *sub,
+			   struct zkl_link *notify);
 /* After a lost create reply, a listing: is there a node with our tag? */
 void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify);
 
@@ -244,6 +276,13 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 		struct zkl_link *notify);
 const char *lr_lost_node(const struct zkl_member *m);
+
+/* A multi-lock (multilock.c; its note, ml_create.c). */
+int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify);
+void multilock_abandon_locked(struct zkl_lockreq *g, struct zkl_link *notify);
+int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
+			      size_t len, void (*cb)(int err, void *arg),
+			      void *arg);
 
 /* A lease in a peer's layout (peerlease.c). */
 extern const struct zkl_member_ops peerlease_member_ops;

@@ -120,7 +120,7 @@ void lr_free(struct zkl_lockreq *lr)
 	 * goes: a step in flight holds one until the node is gone. */
 	assert(!lr->gone_fn || lr->gone_told);
 	assert(!notice_posted(&lr->notice) && !list_linked(&lr->member.resume));
-	assert(!lr->mutex);
+	assert(!lr->mutex && !lr->members);
 	if (lr->q)
 		queue_put_locked(lr->q);
 	free(lr);
@@ -154,7 +154,7 @@ int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name)
 static int lr_hold_is_single(enum lr_hold h)
 {
 	return h != LR_HOLD_CALL && h != LR_HOLD_ENTRY &&
-	       h != LR_HOLD_MUTEX_GONE;
+	       h != LR_HOLD_SUB_GONE && h != LR_HOLD_MEMBER;
 }
 
 void lr_hold(struct zkl_lockreq *lr, enum lr_hold h)
@@ -209,7 +209,7 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 		return;
 	lr->outcome = err ? LR_FINISHED : LR_HELD;
 	lr->notify_err = err;
-	if (!err)
+	if (!err && !lr->group) /* a multi-lock counts as one */
 		session_count_grant_locked(lr->s);
 	lr_post_locked(lr, notify);
 }
@@ -224,7 +224,7 @@ void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	if (!lr->gone_fn || lr->gone_told)
 		return;
-	if ((lr->phase != PH_GONE || lr->mutexes_leaving > 0) &&
+	if ((lr->phase != PH_GONE || lr->subs_leaving > 0) &&
 	    session_is_connected_locked(lr->s))
 		return;
 	/* The owner's done is still to run, or running (it may release the
@@ -390,8 +390,9 @@ void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		lr->lost = 1;
 		/* A peer's lock held by a lease on its way is no lock of the
-		 * owner's: the lease queues again (peerlease.c). */
-		if (!lr->mutex_names)
+		 * owner's: the lease queues again (peerlease.c).  A member's
+		 * loss is its multi-lock's, reported once by it. */
+		if (!lr->mutex_names && !lr->group)
 			lr_report_lost(lr, lost);
 	}
 	lr->phase = PH_GONE;

@@ -25,6 +25,8 @@ int lr_queue_create(struct zkl_lockreq *lr)
 {
 	int rc;
 
+	if (lr->gops) /* a member: created by its multi-lock */
+		return lr->gops->create(lr);
 	lr_hold(lr, LR_HOLD_CALL);
 	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
 			  (int)lr->datalen, lr->s->acl,
@@ -114,6 +116,32 @@ void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 		lr_abandon_locked(lr);
 	}
 	lr_end_entry_locked(lr, notify);
+}
+
+/* The node of a sub-request is gone: its parent's owner may be told that
+ * the parent's is (lockreq_release_then) once every one is. */
+static void lr_sub_gone(void *arg)
+{
+	struct zkl_lockreq *lr = arg;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	lr_begin_entry_locked(lr, LR_HOLD_SUB_GONE);
+	assert(lr->subs_leaving > 0);
+	lr->subs_leaving--;
+	lr_end_entry_locked(lr, &notify);
+	session_leave(s, &notify);
+}
+
+void lr_release_sub_locked(struct zkl_lockreq *lr, struct zkl_lockreq *sub,
+			   struct zkl_link *notify)
+{
+	lr->subs_leaving++;
+	lr_hold(lr, LR_HOLD_SUB_GONE);
+	sub->gone_fn = lr_sub_gone;
+	sub->gone_arg = lr;
+	lr_release_locked(sub, notify);
 }
 
 static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)

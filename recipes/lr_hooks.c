@@ -146,9 +146,18 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 			"held: the lock is lost",
 			lr->node);
 		lr->phase = PH_GONE;
-		lr_lose_locked(lr,
-			       "its lock node was deleted by another client",
-			       notify);
+		if (lr->gops) {
+			lr->lost = 1;
+			lr->gops->lost(lr,
+				       "its lock node was deleted by another "
+				       "client",
+				       notify);
+		} else {
+			lr_lose_locked(lr,
+				       "its lock node was deleted by another "
+				       "client",
+				       notify);
+		}
 	} else if (ev == WATCH_UNKNOWN) {
 		/* No watch is set (the connection broke while setting it):
 		 * set it again once connected (lr_resume). */
@@ -175,7 +184,9 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 		lr_drop_locked(lr, LR_HOLD_LINE);
 	/* Replies still to come from the old handle find a phase that does
 	 * not expect them, and are dropped. */
-	if (lr->outcome == LR_PENDING && requeue) {
+	/* A member queues again only with its multi-lock's next
+	 * transaction (multilock.c): it ends here. */
+	if (lr->outcome == LR_PENDING && requeue && !lr->group) {
 		lr_requeue_locked(lr);
 	} else {
 		lr_end_with_session_locked(lr, lost);
@@ -199,7 +210,9 @@ int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 	if (lr->mutex_names)
 		return 0;
 	lr_hold(lr, LR_HOLD_ENTRY);
-	if (j->declared && lr->outcome == LR_HELD && !lr->lost) {
+	/* A member is declared lost by its multi-lock, which alone the
+	 * owner holds; its margin runs here as any node's. */
+	if (j->declared && lr->outcome == LR_HELD && !lr->lost && !lr->group) {
 		lr_lose_locked(lr,
 			       "ZooKeeper did not answer in time: the session "
 			       "may end before it does (jeopardy)",
@@ -236,8 +249,9 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 	int lease = lr->mode == ZKL_MODE_LEASE;
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	if (lr->mutex_names)
-		return; /* a peer lease's step, counted as that lease */
+	if (lr->mutex_names || lr->group)
+		return; /* a peer lease's or a multi-lock's step, counted as
+			 * that lease or multi-lock */
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		st->held++;
 		st->leases_held += lease;

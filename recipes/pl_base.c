@@ -32,25 +32,8 @@ int pl_call(struct zkl_lockreq *lr, int rc)
 	return 0;
 }
 
-/* The node of the peer's lock is gone: our owner may be told that ours
- * is (lockreq_release_then) only now. */
-static void pl_mutex_gone(void *arg)
-{
-	struct zkl_lockreq *lr = arg;
-	struct zkl_session *s = lr->s;
-	struct zkl_link notify;
-
-	session_enter(s, &notify);
-	lr_begin_entry_locked(lr, LR_HOLD_MUTEX_GONE);
-	assert(lr->mutexes_leaving > 0);
-	lr->mutexes_leaving--;
-	lr_end_entry_locked(lr, &notify);
-	session_leave(s, &notify);
-}
-
 /* Let the peer's lock go.  Its done comes (and drops the MUTEX hold on
- * lr) unless it was still pending; its node's deletion is told to
- * pl_mutex_gone. */
+ * lr) unless it was still pending. */
 void pl_release_mutex(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	struct zkl_lockreq *m = lr->mutex;
@@ -60,11 +43,7 @@ void pl_release_mutex(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr->mutex = NULL;
 	if (m->outcome == LR_PENDING)
 		lr_drop_locked(lr, LR_HOLD_MUTEX); /* the caller holds one */
-	lr->mutexes_leaving++;
-	lr_hold(lr, LR_HOLD_MUTEX_GONE);
-	m->gone_fn = pl_mutex_gone;
-	m->gone_arg = lr;
-	lr_release_locked(m, notify);
+	lr_release_sub_locked(lr, m, notify);
 }
 
 static void pl_on_deleted(int rc, const void *data)

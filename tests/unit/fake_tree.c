@@ -190,10 +190,11 @@ static int tree_create(const struct fake_call *c, char name[TREE_PATH],
 	p = tree_find(parent);
 	if (!p)
 		return ZNONODE;
-	if (c->mode & ZOO_SEQUENCE)
-		snprintf(name, TREE_PATH, "%s%010d", c->path, p->cversion);
-	else
-		snprintf(name, TREE_PATH, "%s", c->path);
+	if ((c->mode & ZOO_SEQUENCE
+		     ? snprintf(name, TREE_PATH, "%s%010d", c->path,
+				p->cversion)
+		     : snprintf(name, TREE_PATH, "%s", c->path)) >= TREE_PATH)
+		return ZBADARGUMENTS;
 	if (tree_find(name))
 		return ZNODEEXISTS;
 	n = tree_new(name, c->value, c->valuelen,
@@ -258,6 +259,50 @@ static int tree_children(const struct fake_call *c, struct String_vector *v,
 	return ZOK;
 }
 
+/* A transaction: its creates and sets, all or none (a failed create
+ * takes back the ones before it; the sets come from notes, which the
+ * scenarios write only on nodes that are there). */
+static int tree_multi(const struct fake_call *c)
+{
+	char made[64][TREE_PATH];
+	int nmade = 0, rc = ZOK;
+
+	cr_assert_leq(c->count, 64);
+	for (int i = 0; i < c->count && rc == ZOK; i++) {
+		const zoo_op_t *op = &c->ops[i];
+		struct fake_call one = { .op = FAKE_CREATE };
+		struct Stat st;
+		if (op->type == ZOO_CREATE_OP) {
+			snprintf(one.path, sizeof(one.path), "%s",
+				 op->create_op.path);
+			one.mode = op->create_op.flags;
+			fake_call_value_of(&one, op->create_op.data,
+					   op->create_op.datalen);
+			rc = tree_create(&one, made[nmade], &st);
+			if (rc == ZOK)
+				snprintf(op->create_op.buf,
+					 (size_t)op->create_op.buflen, "%s",
+					 made[nmade++]);
+		} else if (op->type == ZOO_SETDATA_OP) {
+			one.op = FAKE_SET;
+			one.version = op->set_op.version;
+			snprintf(one.path, sizeof(one.path), "%s",
+				 op->set_op.path);
+			fake_call_value_of(&one, op->set_op.data,
+					   op->set_op.datalen);
+			rc = tree_set(&one, &st);
+		} else {
+			rc = tree_delete(op->delete_op.path);
+		}
+	}
+	if (rc != ZOK)
+		while (nmade-- > 0)
+			tree_delete(made[nmade]);
+	for (int i = 0; i < c->count; i++)
+		c->results[i].err = rc;
+	return rc;
+}
+
 /* Is this reply the one to lose? */
 static int tree_lose_reply(void)
 {
@@ -302,6 +347,9 @@ static void tree_reply(const struct fake_call *c, int rc, const char *name,
 			((strings_completion_t)c->completion)(
 				rc, rc == ZOK ? v : NULL, c->data);
 		break;
+	case FAKE_MULTI:
+		((void_completion_t)c->completion)(rc, c->data);
+		break;
 	case FAKE_GET:
 	case FAKE_READ:
 		((data_completion_t)c->completion)(rc,
@@ -335,6 +383,9 @@ static void tree_answer(struct fake_call *c)
 	case FAKE_CHILDREN:
 	case FAKE_WCHILDREN:
 		rc = tree_children(c, &v, names, &st);
+		break;
+	case FAKE_MULTI:
+		rc = tree_multi(c);
 		break;
 	case FAKE_EXISTS:
 	case FAKE_GET:

@@ -21,7 +21,7 @@ int fake_zoo_state = 3; /* ZOO_CONNECTED_STATE */
 int fake_awget_fails_with = ZOK;
 
 /* Keep what a create or set stores (cut to the record's room). */
-static void fake_call_value(struct fake_call *c, const char *value, int len)
+void fake_call_value_of(struct fake_call *c, const char *value, int len)
 {
 	c->valuelen = value && len > 0 ? len : 0;
 	if ((size_t)c->valuelen > sizeof(c->value))
@@ -78,7 +78,7 @@ int zoo_acreate2(zhandle_t *zh, const char *path, const char *value,
 	(void)acl;
 	if (!c)
 		return fake_refused_rc;
-	fake_call_value(c, value, valuelen);
+	fake_call_value_of(c, value, valuelen);
 	c->mode = mode;
 	return ZOK;
 }
@@ -94,8 +94,29 @@ int zoo_acreate(zhandle_t *zh, const char *path, const char *value,
 	(void)acl;
 	if (!c)
 		return fake_refused_rc;
-	fake_call_value(c, value, valuelen);
+	fake_call_value_of(c, value, valuelen);
 	c->mode = mode;
+	return ZOK;
+}
+
+int zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops,
+	       zoo_op_result_t *results, void_completion_t completion,
+	       const void *data)
+{
+	const char *path =
+		count < 1                       ? ""
+		: ops[0].type == ZOO_CREATE_OP  ? ops[0].create_op.path
+		: ops[0].type == ZOO_SETDATA_OP ? ops[0].set_op.path
+						: ops[0].delete_op.path;
+	struct fake_call *c =
+		fake_push(FAKE_MULTI, path, (const void *)completion, data);
+
+	(void)zh;
+	if (!c)
+		return fake_refused_rc;
+	c->ops = ops;
+	c->results = results;
+	c->count = count;
 	return ZOK;
 }
 
@@ -201,7 +222,7 @@ int zoo_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen,
 	(void)zh;
 	if (!c)
 		return fake_refused_rc;
-	fake_call_value(c, buffer, buflen);
+	fake_call_value_of(c, buffer, buflen);
 	c->version = version;
 	return ZOK;
 }
@@ -305,6 +326,21 @@ void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid)
 	((string_stat_completion_t)c->completion)(
 		rc, rc == ZOK ? last_create_name : NULL, rc == ZOK ? &st : NULL,
 		c->data);
+}
+
+void fake_complete_multi(int rc, const char *const *suffixes)
+{
+	struct fake_call *c = fake_pop(FAKE_MULTI);
+
+	for (int i = 0; i < c->count; i++) {
+		const zoo_op_t *op = &c->ops[i];
+		c->results[i].err = rc;
+		if (rc == ZOK && op->type == ZOO_CREATE_OP)
+			snprintf(op->create_op.buf,
+				 (size_t)op->create_op.buflen, "%s%s",
+				 op->create_op.path, suffixes[i]);
+	}
+	((void_completion_t)c->completion)(rc, c->data);
 }
 
 int fake_has_next_cversion;

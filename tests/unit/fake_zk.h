@@ -20,8 +20,9 @@ enum fake_op {
 	FAKE_DELETE,
 	FAKE_SET,
 	FAKE_CREATE_PARENT,
-	FAKE_READ,     /* zoo_aget: no watch */
-	FAKE_WCHILDREN /* zoo_awget_children: a watch on the children */
+	FAKE_READ,      /* zoo_aget: no watch */
+	FAKE_WCHILDREN, /* zoo_awget_children: a watch on the children */
+	FAKE_MULTI      /* zoo_amulti: path is its first op's */
 };
 
 struct fake_call {
@@ -36,9 +37,14 @@ struct fake_call {
 	int mode;       /* of a create */
 	char value[64]; /* what a create or set stores */
 	int valuelen;
+	const zoo_op_t *ops; /* a multi's, kept by the caller until its end */
+	zoo_op_result_t *results;
+	int count;
 };
 
 extern int fake_zoo_state;
+/* Keep what a create or set stores in c (cut to the record's room). */
+void fake_call_value_of(struct fake_call *c, const char *value, int len);
 /* When not ZOK, the next zoo_awget() returns it and queues nothing, as the
  * client does when it cannot send (ZMARSHALLINGERROR, ZINVALIDSTATE). */
 extern int fake_awget_fails_with;
@@ -89,6 +95,9 @@ void fake_complete_read(int rc, const char *value, int64_t czxid,
 void fake_complete_void(enum fake_op op, int rc);
 /* A set's reply. */
 void fake_complete_set(int rc);
+/* A multi's reply: rc for the whole; on ZOK each create op's node is its
+ * path and suffixes[i] (NULL for a transaction of no create). */
+void fake_complete_multi(int rc, const char *const *suffixes);
 /* A zoo_awget_children's reply. */
 void fake_complete_wchildren(int rc, const char *const *names, int n);
 /* What the session does when ZooKeeper says the session expired; lost

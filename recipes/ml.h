@@ -1,0 +1,21 @@
+/*
+ * ml.h - what the files of a multi-lock share (multilock.c, the request
+ * and its members; ml_create.c, its transactions).  Nobody else includes
+ * it.
+ */
+#ifndef ZKL_ML_H
+#define ZKL_ML_H
+
+#include "lr.h"
+
+/* Send the transaction that creates every member asking for it
+ * (wants_create, in PH_NEW), once no member is still on its way to
+ * asking or finding its node.  Returns 0 (sent, or not due yet) or
+ * -errno (nothing sent).  s->lock held. */
+int ml_send_locked(struct zkl_lockreq *g);
+
+/* A member's create step (lr_group_ops.create): ask for the
+ * transaction. */
+int ml_member_create(struct zkl_lockreq *m);
+
+#endif
