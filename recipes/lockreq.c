@@ -145,13 +145,10 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 	if (!lr->multi && !(ctx = malloc(sizeof(*ctx))))
 		return -ENOMEM;
 	pthread_mutex_lock(&s->lock);
-	if (lr->lost)
-		err = -EIO;
-	else if (lr->outcome != LR_HELD)
-		err = -ENOENT;
-	else if (lr->multi)
+	err = lr_held_err_locked(lr);
+	if (err == 0 && lr->multi)
 		err = multilock_set_data_locked(lr, data, len, cb, arg);
-	else {
+	else if (err == 0) {
 		ctx->cb = cb;
 		ctx->arg = arg;
 		err = zkerr_errno(zoo_aset(s->zh, lr->node, data, (int)len, -1,
@@ -170,11 +167,8 @@ int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 	int err = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (lr->lost)
-		err = -EIO;
-	else if (lr->outcome != LR_HELD)
-		err = -ENOENT;
-	else {
+	err = lr_held_err_locked(lr);
+	if (err == 0) {
 		*token = lr->czxid;
 		*session = s->client_id;
 		if ((size_t)snprintf(path, pathlen, "%s", lr->node) >= pathlen)

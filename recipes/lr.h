@@ -171,6 +171,9 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 /* A fresh tag in the create path (same length), for a new session. */
 int lr_new_tag(struct zkl_lockreq *lr);
 void lr_free(struct zkl_lockreq *lr);
+/* What a holder's call gets: 0 while held, -EIO once lost, else
+ * -ENOENT (lockreq_describe's codes). */
+int lr_held_err_locked(const struct zkl_lockreq *lr);
 int lr_has_node(const struct zkl_lockreq *lr);
 const char *lr_node_name(const struct zkl_lockreq *lr);
 int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name);

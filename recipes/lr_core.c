@@ -126,6 +126,12 @@ void lr_free(struct zkl_lockreq *lr)
 	free(lr);
 }
 
+int lr_held_err_locked(const struct zkl_lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	return lr->lost ? -EIO : lr->outcome != LR_HELD ? -ENOENT : 0;
+}
+
 int lr_has_node(const struct zkl_lockreq *lr)
 {
 	return lr->node[0] != '\0';

@@ -331,13 +331,8 @@ int lockreq_member_token(struct zkl_lockreq *lr, size_t i, int64_t *token)
 	int err = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (lr->lost)
-		err = -EIO;
-	else if (lr->outcome != LR_HELD)
-		err = -ENOENT;
-	else if (!lr->multi)
-		err = i == 0 ? 0 : -ERANGE;
-	else if (i >= lr->nmembers)
+	err = lr_held_err_locked(lr);
+	if (err == 0 && i >= (lr->multi ? lr->nmembers : 1))
 		err = -ERANGE;
 	if (err == 0)
 		*token = lr->multi ? lr->members[i]->czxid : lr->czxid;

@@ -120,6 +120,19 @@ static void expect_both_deleted(void)
 	cr_assert_eq(seen, 3, "both members' nodes are deleted");
 }
 
+/* After the transaction's reply: both resources free, held, released,
+ * and nothing left. */
+static void holds_then_lets_go(struct zkl_lockreq *lr)
+{
+	token_and_listings(NULL);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0);
+	held_watches(2);
+	lockreq_release(lr);
+	expect_both_deleted();
+	cr_assert_eq(fake_pending(), 0);
+}
+
 Test(multilock, held_once_every_member_holds_with_one_token_each)
 {
 	struct zkl_lockreq *lr = start(0);
@@ -227,12 +240,7 @@ Test(multilock, a_lost_reply_is_recovered_by_tag_and_asked_again_as_one)
 	fake_complete_children(ZOK, none, 1);
 	cr_assert_eq(fake_pending(), 1, "one transaction again");
 	created(9);
-	token_and_listings(NULL);
-	cr_assert_eq(fake_done_calls, 1);
-	cr_assert_eq(fake_done_err, 0);
-	held_watches(2);
-	lockreq_release(lr);
-	expect_both_deleted();
+	holds_then_lets_go(lr);
 }
 
 Test(multilock, a_lost_reply_of_a_transaction_that_happened_adopts_its_nodes)
@@ -283,12 +291,7 @@ Test(multilock, after_an_expiry_it_queues_again_with_one_new_transaction)
 	fake_resume_all(s);
 	cr_assert_eq(fake_pending(), 1, "one new transaction, no create each");
 	created(20);
-	token_and_listings(NULL);
-	cr_assert_eq(fake_done_calls, 1);
-	cr_assert_eq(fake_done_err, 0);
-	held_watches(2);
-	lockreq_release(lr);
-	expect_both_deleted();
+	holds_then_lets_go(lr);
 }
 
 static int lost_calls;
