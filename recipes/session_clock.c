@@ -208,7 +208,12 @@ static void *clock_run(void *arg)
 					  : now + CLOCK_MAX_NAP_MS;
 		if (s->jeopardy_pending && due > now + CLOCK_PENDING_NAP_MS)
 			due = now + CLOCK_PENDING_NAP_MS;
-		if (s->hb_sent_ms == 0 && next_hb < due)
+		/* A heartbeat due is a reason to wake only if it can be
+		 * sent: while disconnected its time is past, and waking for
+		 * it spun the thread every millisecond of an outage.  The
+		 * connection's return wakes us (clock_changed). */
+		if (s->hb_sent_ms == 0 && next_hb < due &&
+		    session_is_connected_locked(s))
 			due = next_hb;
 		clock_nap_locked(s, now, due);
 	}
@@ -279,7 +284,11 @@ void session_clock_destroy(struct zkl_session *s)
 
 int session_clock_start(struct zkl_session *s)
 {
-	return -pthread_create(&s->clock, NULL, clock_run, s);
+	int err = pthread_create(&s->clock, NULL, clock_run, s);
+
+	if (err == 0) /* for top -H, and the tests that watch it */
+		pthread_setname_np(s->clock, "zkl-clock");
+	return -err;
 }
 
 void session_clock_stop(struct zkl_session *s)

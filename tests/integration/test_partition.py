@@ -100,6 +100,20 @@ def take(kind, mount, trap=True):
     return Locker(holder_path(kind, mount), "rw", extra=extra)
 
 
+def clock_wakeups(mount):
+    """How often the daemon's jeopardy clock thread has slept and woken."""
+    for task in os.listdir(f"/proc/{mount.proc.pid}/task"):
+        base = f"/proc/{mount.proc.pid}/task/{task}"
+        with open(base + "/comm") as f:
+            if f.read().strip() != "zkl-clock":
+                continue
+        with open(base + "/status") as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    raise AssertionError("no zkl-clock thread in the daemon")
+
+
 @pytest.mark.parametrize("kind,phase", TOLD_CASES)
 def test_a_cut_off_holder_is_told_before_another_host_is_granted(
         kind, phase, pmounts, pclient, pbase, cut_host):
@@ -125,6 +139,12 @@ def test_a_cut_off_holder_is_told_before_another_host_is_granted(
         f"granted {granted - cut_at:.2f} s after it: less than the "
         f"{margin} s margin apart")
     assert holder.command("read") == "err EIO"
+    # Still cut off, and by now disconnected: the clock has nothing to do
+    # but wait for the connection (it once woke every millisecond).
+    wakes_before = clock_wakeups(a)
+    time.sleep(0.5)  # a length to measure over, not a wait for an event
+    woke = clock_wakeups(a) - wakes_before
+    assert woke < 50, f"the clock thread woke {woke} times in 0.5 s"
     st = status(a)
     assert st["state"] == "jeopardy" and st["jeopardies"] == "1", st
     assert st["last_jeopardy"] != "-"
