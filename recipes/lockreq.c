@@ -53,6 +53,16 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 
 /* ---- the owner's calls ------------------------------------------------ */
 
+enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr)
+{
+	return lr->mode;
+}
+
+const char *lockreq_guid(const struct zkl_lockreq *lr)
+{
+	return lr->guid;
+}
+
 int lockreq_start(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;

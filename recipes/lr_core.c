@@ -16,16 +16,6 @@
 
 #include "log.h"
 
-enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr)
-{
-	return lr->mode;
-}
-
-const char *lockreq_guid(const struct zkl_lockreq *lr)
-{
-	return lr->guid;
-}
-
 /* The create-path prefix of lr's node for tag into buf. */
 static int lr_format_prefix(const struct zkl_session *s, enum zkl_mode mode,
 			    int mutex_names, const char *tag, char *buf,
