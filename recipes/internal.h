@@ -12,6 +12,7 @@
 #include "list.h"
 #include "notice.h"
 #include "queue.h"
+#include "heartbeat.h"
 #include "session.h"
 #include "strtab.h"
 #include "watchtab.h"
@@ -54,15 +55,14 @@ struct zkl_session {
 	 * session for sure.  Times are CLOCK_BOOTTIME milliseconds. */
 	pthread_t clock;
 	pthread_cond_t clock_changed; /* waited on with CLOCK_MONOTONIC */
-	int margin_ms;                /* jeopardy this long before the expiry */
+	int margin_ms;      /* asked (0: the default, heartbeat_margin) */
 	int64_t hb_sent_ms; /* the heartbeat in flight: its send time */
 	int64_t hb_next_ms; /* when the next one is due */
 	int hb_slot;        /* its context (hb[]), switched per handle */
 	struct zkl_heartbeat {
 		struct zkl_session *s;
 	} hb[2];
-	int64_t answered_ms[2];   /* send times of the last two heartbeats
-				 * answered, newest first */
+	struct heartbeat_proof proof; /* what answered heartbeats prove */
 	int64_t jeopardy_ms;      /* when declared, 0 when not in jeopardy */
 	int64_t jeopardy_wall_ms; /* the same, CLOCK_REALTIME, kept after */
 	int jeopardy_pending;     /* lost nodes waiting for the margin */
@@ -205,7 +205,7 @@ int session_watch_children_armed_locked(struct zkl_session *s, const char *path,
  * freed; its thread started (once connected: 0 or -errno) and stopped
  * (`closing` set, before the handle is closed).  A new handle is about
  * to be made (its session's time starts now); the handle connected (a
- * heartbeat goes at once); a grant (counted; lost at once in jeopardy). */
+ * heartbeat goes at once); a grant told (counted). */
 void session_clock_init(struct zkl_session *s, int margin_ms);
 void session_clock_destroy(struct zkl_session *s);
 int session_clock_start(struct zkl_session *s);

@@ -122,8 +122,11 @@ struct zkl_lockreq {
 	unsigned peer : 1;          /* a lease in Curator's or kazoo's layout */
 	unsigned jeopardy_wait : 1; /* lost in jeopardy at lost_ms: its node
 				     * stays for the margin (lr_jeopardy) */
-	unsigned multi : 1;         /* a multi-lock (members) */
-	unsigned wants_create : 1;  /* a member: waits, in PH_NEW, for its
+	unsigned grant_deferred : 1; /* granted in a jeopardy: told once it
+				      * ends (lr_tell_locked), unless the
+				      * session does first */
+	unsigned multi : 1;          /* a multi-lock (members) */
+	unsigned wants_create : 1;   /* a member: waits, in PH_NEW, for its
 				    * multi-lock's transaction */
 
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
@@ -188,7 +191,12 @@ void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h);
 /* Hand the hold `from` over as `to` (a fired watch of the ahead array
  * runs as the request's own watch). */
 void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from, enum lr_hold to);
+/* Tell the owner err (0: granted) once.  A grant during a jeopardy is
+ * held back until it ends (lr_tell_deferred_locked): told then, its
+ * holder would hear of a lock the server may already have given away. */
 void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
+/* The jeopardy is over: a grant held back is told now. */
+void lr_tell_deferred_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* The start of every entry point but a completion (a hook, a fired
  * watch, a listing, the owner's release): the hold `h` that brought it

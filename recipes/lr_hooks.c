@@ -138,8 +138,16 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 
 	lr_begin_entry_locked(lr, LR_HOLD_HELD);
 	(void)path;
-	if (lr->outcome != LR_HELD || lr->lost || lr->phase != PH_IDLE) {
+	if ((lr->outcome != LR_HELD && !lr->grant_deferred) || lr->lost ||
+	    lr->phase != PH_IDLE) {
 		/* released, or lost already */
+	} else if (ev == WATCH_GONE && lr->grant_deferred) {
+		log_msg(LOG_WARNING,
+			"lock node %s was deleted by another client before "
+			"its grant could be told: the request fails",
+			lr->node);
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, -EIO, notify);
 	} else if (ev == WATCH_GONE) {
 		log_msg(LOG_WARNING,
 			"lock node %s was deleted by another client while "
@@ -205,14 +213,15 @@ int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
 
-	/* A peer's lock taken by a lease on its way is no lock of the
-	 * owner's: if the session lives, the lease goes on. */
-	if (lr->mutex_names)
-		return 0;
 	lr_hold(lr, LR_HOLD_ENTRY);
-	/* A member is declared lost by its multi-lock, which alone the
-	 * owner holds; its margin runs here as any node's. */
-	if (j->declared && lr->outcome == LR_HELD && !lr->lost && !lr->group) {
+	if (!j->declared)
+		lr_tell_deferred_locked(lr, notify);
+	/* A peer's lock taken by a lease on its way is no lock of the
+	 * owner's: if the session lives, the lease goes on.  A member is
+	 * declared lost by its multi-lock, which alone the owner holds; its
+	 * margin runs here as any node's. */
+	if (j->declared && lr->outcome == LR_HELD && !lr->lost && !lr->group &&
+	    !lr->mutex_names) {
 		lr_lose_locked(lr,
 			       "ZooKeeper did not answer in time: the session "
 			       "may end before it does (jeopardy)",

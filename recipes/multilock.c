@@ -266,6 +266,8 @@ static int ml_jeopardy(struct zkl_member *mem, const struct zkl_jeopardy *j,
 	struct zkl_lockreq *g =
 		ZKL_CONTAINER_OF(mem, struct zkl_lockreq, member);
 
+	if (!j->declared)
+		lr_tell_deferred_locked(g, notify);
 	if (!j->declared || g->outcome != LR_HELD || g->lost)
 		return 0;
 	lr_lose_locked(g,

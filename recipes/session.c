@@ -254,17 +254,6 @@ static int session_start_threads(struct zkl_session *s)
 	return rc;
 }
 
-/* The margin asked for, or the default: a tenth of the timeout, and half
- * a second at least (a signal handler's time to act, with room). */
-static int session_margin_ms(const struct zkl_session_opts *opts)
-{
-	int tenth = opts->session_timeout_ms / 10;
-
-	if (opts->jeopardy_margin_ms > 0)
-		return opts->jeopardy_margin_ms;
-	return tenth > SESSION_MIN_MARGIN_MS ? tenth : SESSION_MIN_MARGIN_MS;
-}
-
 static int session_wait_connected(struct zkl_session *s, int timeout_ms)
 {
 	struct timespec deadline = deadline_after_ms(timeout_ms);
@@ -301,7 +290,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	}
 	s->session_timeout_ms = opts->session_timeout_ms;
 	s->dialect = opts->dialect;
-	session_clock_init(s, session_margin_ms(opts));
+	session_clock_init(s, opts->jeopardy_margin_ms);
 	s->acl = &ZOO_OPEN_ACL_UNSAFE;
 	if (opts->digest_auth) {
 		s->auth = strdup(opts->digest_auth);

@@ -31,12 +31,11 @@ struct zkl_session_opts {
 	enum zkl_style dialect;
 	/* Every held lock is declared lost this long before the server may
 	 * end the session, if it has not answered by then (jeopardy,
-	 * session_clock.c).  0: a tenth of the timeout, and at least
-	 * SESSION_MIN_MARGIN_MS.  Kept under a quarter of the timeout. */
+	 * session_clock.c).  0: a tenth of the timeout the server granted,
+	 * and at least half a second (heartbeat.h).  Kept under a quarter
+	 * of that timeout. */
 	int jeopardy_margin_ms;
 };
-
-#define SESSION_MIN_MARGIN_MS 500
 
 enum zkl_conn_state {
 	ZKL_CONN_CONNECTING, /* no server yet, or the connection broke */

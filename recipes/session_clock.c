@@ -12,15 +12,23 @@
  * but cannot answer a sync.
  *
  * In an ensemble the leader ends sessions, and the server we talk to
- * passes on what it heard from us with its pings to the leader, every
- * half tick.  The last heartbeat answered may not have been passed on
- * yet; the one before it was, since a server that answers a sync is in
- * touch with its leader, and a quarter of the timeout is at least half a
- * tick (ZooKeeper grants no timeout under two ticks).  So the session is
- * kept at least until the send time of the heartbeat before the last one
- * answered, plus the timeout.  A margin before that (the signal handlers'
- * time, and the clocks' drift) every held lock is declared lost: the
- * holder hears it before the server can give its lock to anyone.
+ * passes on what it heard from us with its answers to the leader's pings,
+ * every half tick.  The last heartbeat answered may not have been passed
+ * on yet; the one before it was: the next heartbeat is sent a quarter of
+ * the timeout after the previous one's answer, so the server receives the
+ * two at least that far apart, which is at least half a tick (the server's
+ * default minSessionTimeout is two ticks: an assumption), and a leader's
+ * ping came between them; the answered sync of the later one went through
+ * the leader after that ping's answer.  So the session is kept at least
+ * until the send time of the heartbeat before the last one answered, plus
+ * the timeout.  Connecting, the server creates or revalidates the session
+ * through the leader, after we sent the connection request and before
+ * the first heartbeat on it: that heartbeat, answered, counts for both
+ * (heartbeat.c), overstating by the handshake's round trip, which the
+ * margin covers.  A margin before that (the signal handlers' time, the
+ * clocks' drift) every held lock is declared lost: the holder hears it
+ * before the server can give its lock to anyone.  A grant that comes
+ * meanwhile is told only once the jeopardy ends (lr_tell_locked).
  *
  * Times are CLOCK_BOOTTIME: a suspended host's time passes on the server
  * too.  The thread's waits are on CLOCK_MONOTONIC (all a condition
@@ -66,38 +74,39 @@ static int64_t clock_heartbeat_every(const struct zkl_session *s)
 	return clock_timeout_locked(s) / 4;
 }
 
-/* The margin, kept under a quarter of the timeout the server granted
- * (which may be shorter than the one asked), so that heartbeats answered
- * on time never reach it: the older of the two is at most half a timeout
- * old then. */
 static int64_t clock_margin_locked(const struct zkl_session *s)
 {
-	int64_t quarter = clock_timeout_locked(s) / 4;
-
-	return s->margin_ms < quarter ? s->margin_ms : quarter;
+	return heartbeat_margin(s->margin_ms, clock_timeout_locked(s));
 }
 
 /* When the server may end the session, less the margin. */
 static int64_t clock_jeopardy_due_locked(const struct zkl_session *s)
 {
-	return s->answered_ms[1] + clock_timeout_locked(s) -
-	       clock_margin_locked(s);
+	return heartbeat_jeopardy_due(&s->proof, clock_timeout_locked(s),
+				      clock_margin_locked(s));
 }
+
+static void clock_sweep_locked(struct zkl_session *s, int64_t now,
+			       struct zkl_link *notify);
 
 static void clock_on_heartbeat(int rc, const char *value, const void *data)
 {
 	const struct zkl_heartbeat *hb = data;
 	struct zkl_session *s = hb->s;
+	struct zkl_link notify;
 
 	(void)value;
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	/* A reply of a handle closed since is not this session's proof. */
 	if (hb == &s->hb[s->hb_slot] && s->hb_sent_ms != 0) {
 		if (rc == ZOK) {
-			s->hb_next_ms =
-				s->hb_sent_ms + clock_heartbeat_every(s);
-			s->answered_ms[1] = s->answered_ms[0];
-			s->answered_ms[0] = s->hb_sent_ms;
+			int64_t now = clock_now();
+			/* The next one a period after this answer, not after
+			 * this send: two heartbeats then reach the server a
+			 * period apart at least, with a leader's ping between
+			 * them (the argument above needs it). */
+			s->hb_next_ms = now + clock_heartbeat_every(s);
+			heartbeat_answered(&s->proof, s->hb_sent_ms);
 			if (s->jeopardy_ms != 0 &&
 			    s->hb_sent_ms > s->jeopardy_ms) {
 				s->jeopardy_ms = 0;
@@ -107,12 +116,14 @@ static void clock_on_heartbeat(int rc, const char *value, const void *data)
 					"declared lost stay lost (their nodes "
 					"are being deleted)",
 					(uint64_t)s->client_id);
+				/* Grants held back meanwhile are told now. */
+				clock_sweep_locked(s, now, &notify);
 			}
 		}
 		s->hb_sent_ms = 0;
 		pthread_cond_broadcast(&s->clock_changed);
 	}
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 static void clock_send_heartbeat_locked(struct zkl_session *s, int64_t now)
@@ -154,8 +165,8 @@ static void clock_declare_locked(struct zkl_session *s, int64_t now,
 		"%" PRId64 " ms: session 0x%" PRIx64 " may end in %" PRId64
 		" ms, so every lock held here is treated as lost now "
 		"(jeopardy); waiters keep their place",
-		now - s->answered_ms[0], (uint64_t)s->client_id,
-		s->answered_ms[1] + clock_timeout_locked(s) - now);
+		now - s->proof.answered[0], (uint64_t)s->client_id,
+		s->proof.answered[1] + clock_timeout_locked(s) - now);
 	clock_sweep_locked(s, now, notify);
 }
 
@@ -229,7 +240,7 @@ void session_clock_new_handle_locked(struct zkl_session *s)
 	/* Called before the handle is made: its session is created after
 	 * now, and lasts a timeout from then at least.  A heartbeat of the
 	 * old handle proves nothing of it. */
-	s->answered_ms[0] = s->answered_ms[1] = now;
+	heartbeat_new_handle(&s->proof, now);
 	s->hb_sent_ms = 0;
 	s->hb_next_ms = 0;
 	s->hb_slot ^= 1;
@@ -243,6 +254,7 @@ void session_clock_connected_locked(struct zkl_session *s)
 	ZKL_ASSERT_HELD(&s->lock);
 	/* A heartbeat at once (if none is in flight): after a reconnection
 	 * its answer is the proof that the session lives. */
+	heartbeat_connected(&s->proof, clock_now());
 	s->hb_next_ms = 0;
 	pthread_cond_broadcast(&s->clock_changed);
 }
@@ -250,9 +262,9 @@ void session_clock_connected_locked(struct zkl_session *s)
 void session_count_grant_locked(struct zkl_session *s)
 {
 	ZKL_ASSERT_HELD(&s->lock);
+	/* Never in a jeopardy: grants are held back then (lr_tell_locked). */
+	assert(s->jeopardy_ms == 0);
 	s->grants++;
-	if (s->jeopardy_ms != 0) /* the sweep loses it */
-		pthread_cond_broadcast(&s->clock_changed);
 }
 
 void session_clock_stats_locked(const struct zkl_session *s,
@@ -262,7 +274,7 @@ void session_clock_stats_locked(const struct zkl_session *s,
 	st->jeopardies = s->jeopardies;
 	st->jeopardy_wall_ms = s->jeopardy_wall_ms;
 	st->margin_ms = (int)clock_margin_locked(s);
-	st->heartbeat_age_ms = clock_now() - s->answered_ms[0];
+	st->heartbeat_age_ms = clock_now() - s->proof.answered[0];
 }
 
 void session_clock_init(struct zkl_session *s, int margin_ms)

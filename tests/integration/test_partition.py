@@ -5,6 +5,7 @@ cut off is told its lock is lost before ZooKeeper can give it to another
 host, by at least the jeopardy margin; a blip changes nothing; a lock
 declared lost stays lost even if the session lives."""
 import os
+import select
 import time
 import uuid
 
@@ -227,16 +228,25 @@ def test_a_cut_healed_before_expiry_keeps_the_session_but_not_the_lock(
     waiter.close()
 
 
-def test_a_cut_off_waiter_keeps_its_place(pmounts, pclient, pbase,
-                                          cut_host):
-    a = pmounts.new("-o", "on_lost=signal:USR1", "-o", "session_timeout=10",
-                    prefix=cut_host.prefix)
+def held_elsewhere_waited_for_here(pmounts, pclient, pbase, cut_host,
+                                   timeout):
+    """A mount on the host to cut (session timeout `timeout` s) whose
+    waiter queues behind a holder on another mount."""
+    a = pmounts.new("-o", "on_lost=signal:USR1", "-o",
+                    f"session_timeout={timeout}", prefix=cut_host.prefix)
     b = pmounts.new()
     holder = take("write", b, trap=False)
     holder.granted()
     waiter = take("write", a)
     wait_until(lambda: len(lock_nodes(pclient, pbase)) == 2, 10,
                "the cut-off host's waiter to queue")
+    return a, holder, waiter
+
+
+def test_a_cut_off_waiter_keeps_its_place(pmounts, pclient, pbase,
+                                          cut_host):
+    a, holder, waiter = held_elsewhere_waited_for_here(
+        pmounts, pclient, pbase, cut_host, 10)
     before = lock_nodes(pclient, pbase)
     cut_host.cut()
     wait_until(lambda: status(a)["state"] == "jeopardy", 15,
@@ -249,4 +259,36 @@ def test_a_cut_off_waiter_keeps_its_place(pmounts, pclient, pbase,
     holder.close()
     waiter.granted(10)
     assert status(a)["losses"] == "0"
+    waiter.close()
+
+
+def test_a_cut_off_waiter_whose_turn_comes_during_the_cut_keeps_the_lock(
+        pmounts, pclient, pbase, cut_host):
+    """The review's case: the holder on the other host lets go while the
+    waiter's host is cut off and in jeopardy; healed before the session
+    can end, the waiter is granted (its watch fires on reconnection) and
+    keeps the lock: no loss, no signal, no second jeopardy.  Before, the
+    grant came while the jeopardy was still declared and was lost at once,
+    and a second jeopardy came a period after the heal."""
+    a, holder, waiter = held_elsewhere_waited_for_here(
+        pmounts, pclient, pbase, cut_host, 20)
+    period = int(status(a)["session_timeout_ms"]) / 4000
+    cut_host.cut()
+    wait_until(lambda: status(a)["state"] == "jeopardy", 20,
+               "the cut-off mount's jeopardy")
+    wait_until(lambda: "ZooKeeper connection lost" in a.log(), 15,
+               "the client to notice the cut")
+    holder.close()  # the waiter's turn, while it is cut off
+    cut_host.heal()
+    waiter.granted(15)
+    wait_until(lambda: status(a)["state"] == "connected", 15,
+               "the jeopardy to end")
+    # Two heartbeat periods on: still held, told nothing, one jeopardy.
+    time.sleep(2 * period)  # a length to watch over, not an event
+    assert waiter.command("read").split("|")[0].isdigit(), "not held"
+    st = status(a)
+    assert st["jeopardies"] == "1" and st["losses"] == "0", st
+    assert st["expirations"] == "0", st
+    told, _, _ = select.select([waiter.proc.stdout], [], [], 0)
+    assert not told, "the waiter was told: " + waiter.proc.stdout.readline()
     waiter.close()

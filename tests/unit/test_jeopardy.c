@@ -278,6 +278,87 @@ Test(jeopardy, a_waiter_keeps_its_place)
 	cr_assert_eq(fake_pending(), 0);
 }
 
+static void set_jeopardy(int64_t since)
+{
+	pthread_mutex_lock(&s->lock);
+	s->jeopardy_ms = since;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* A holder lost in a jeopardy, and the waiter behind it granted by the
+ * holder's node going while the jeopardy is still declared (the watch
+ * fires on reconnection, before the heartbeat's answer ends it). */
+static struct zkl_lockreq *granted_in_jeopardy(struct zkl_lockreq **holder)
+{
+	struct zkl_lockreq *waiter;
+	char held[256], full[300];
+
+	*holder = queued(1, NULL);
+	strcpy(held, my_name);
+	fake_complete_held_watch(held);
+	waiter = queued(2, held);
+	disconnect();
+	declare_jeopardy();
+	set_jeopardy(1000);
+	reconnect();
+	expect_delete_of(held);
+	snprintf(full, sizeof(full), "/b/r/%s", held);
+	fake_fire_watch(full);
+	fake_complete_held_watch(my_name);
+	return waiter;
+}
+
+Test(jeopardy, a_grant_while_declared_is_told_when_it_ends_not_lost)
+{
+	struct zkl_lockreq *holder;
+	struct zkl_lockreq *waiter = granted_in_jeopardy(&holder);
+
+	cr_assert_eq(fake_done_calls, 1, "held back: nothing told yet");
+	cr_assert_eq(lockreq_holds(waiter), 0);
+	cr_assert_eq(sweep(1, 1600), 0, "declared still: nothing changes");
+	cr_assert_eq(fake_done_calls, 1);
+	set_jeopardy(0); /* a heartbeat sent after it was answered */
+	sweep(0, 2000);
+	cr_assert_eq(fake_done_calls, 2);
+	cr_assert_eq(fake_done_err, 0);
+	cr_assert_eq(lockreq_holds(waiter), 1);
+	cr_assert_eq(lost_calls, 1, "the holder only: the waiter kept it");
+	lockreq_release(holder);
+	lockreq_release(waiter);
+	expect_delete_of(my_name);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(jeopardy, a_grant_held_back_is_never_told_if_the_session_ends)
+{
+	struct zkl_lockreq *holder;
+	struct zkl_lockreq *waiter = granted_in_jeopardy(&holder);
+	struct zkl_link lost;
+	char suffix[16];
+	const char *names[1];
+
+	fake_expire(s, 1, &lost);
+	cr_assert(list_empty(&lost), "the holder was reported already");
+	fake_free_lost(&lost);
+	cr_assert_eq(fake_done_calls, 1, "the waiter is told nothing");
+	set_jeopardy(0); /* a new handle */
+	reconnect();
+	/* It queues again on the new session, and holds there. */
+	snprintf(suffix, sizeof(suffix), "%010d", 7);
+	snprintf(my_name, sizeof(my_name), "%s%s",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1, suffix);
+	fake_complete_create(ZOK, suffix, 2007);
+	names[0] = my_name;
+	fake_complete_children(ZOK, names, 1);
+	cr_assert_eq(fake_done_calls, 2);
+	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(my_name);
+	lockreq_release(holder);
+	lockreq_release(waiter);
+	expect_delete_of(my_name);
+	cr_assert_eq(fake_pending(), 0);
+}
+
 Test(jeopardy, an_expiry_after_it_reports_nothing_twice)
 {
 	struct zkl_lockreq *lr = queued(1, NULL);
