@@ -159,6 +159,14 @@ struct zkl_lockreq {
 	char create_path[]; /* dir + "/_c_<guid>-<mode>-" */
 };
 
+/* Its node holds: the owner was told so, or will be once the jeopardy
+ * ends (grant_deferred).  What keeps a held node right (its watch, a
+ * lease's mark) applies to both. */
+static inline int lr_node_holds(const struct zkl_lockreq *lr)
+{
+	return lr->outcome == LR_HELD || lr->grant_deferred;
+}
+
 /* The room a node path needs beyond the create path: the sequence
  * ZooKeeper appends ("%010d" of an int32, sign included) and a NUL. */
 #define LR_SEQ_ROOM 12

@@ -60,7 +60,7 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 				lr_delete(lr);
 			break;
 		}
-		if (lr->mode == ZKL_MODE_LEASE && lr->outcome == LR_HELD &&
+		if (lr->mode == ZKL_MODE_LEASE && lr_node_holds(lr) &&
 		    !lr->marked)
 			lr_mark(lr); /* its reply was lost with the connection */
 		lr_watch_held(lr);   /* if it could not be set */
@@ -138,16 +138,19 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 
 	lr_begin_entry_locked(lr, LR_HOLD_HELD);
 	(void)path;
-	if ((lr->outcome != LR_HELD && !lr->grant_deferred) || lr->lost ||
-	    lr->phase != PH_IDLE) {
+	if (!lr_node_holds(lr) || lr->lost || lr->phase != PH_IDLE) {
 		/* released, or lost already */
 	} else if (ev == WATCH_GONE && lr->grant_deferred) {
 		log_msg(LOG_WARNING,
 			"lock node %s was deleted by another client before "
 			"its grant could be told: the request fails",
 			lr->node);
+		/* Nothing of it is left to delete or let go (a peer lease
+		 * let its tool's lock go at the grant). */
 		lr->phase = PH_GONE;
-		lr_finish_locked(lr, -EIO, notify);
+		lr_unwatch_all(lr);
+		lr_tell_locked(lr, -EIO, notify);
+		lr->outcome = LR_FINISHED;
 	} else if (ev == WATCH_GONE) {
 		log_msg(LOG_WARNING,
 			"lock node %s was deleted by another client while "

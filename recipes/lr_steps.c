@@ -135,7 +135,7 @@ static void lr_on_marked(int rc, const struct Stat *st, const void *data)
 		/* ZBADVERSION: a note was stored first; that is a mark too. */
 		lr->marked = 1;
 	} else if (lr_is_connection_loss(rc)) {
-		if (lr->outcome == LR_HELD && lr->phase == PH_IDLE)
+		if (lr_node_holds(lr) && lr->phase == PH_IDLE)
 			lr_defer(lr, &notify); /* lr_resume marks again */
 	} else if (rc != ZNONODE) {            /* ZNONODE: returned already */
 		log_msg(LOG_WARNING,

@@ -127,8 +127,8 @@ void lr_watch_held(struct zkl_lockreq *lr)
 	int err;
 
 	/* A peer's lock taken on a lease's way is let go at once. */
-	if ((lr->outcome != LR_HELD && !lr->grant_deferred) || lr->lost ||
-	    lr->mutex_names || lr->held_watch.entry)
+	if (!lr_node_holds(lr) || lr->lost || lr->mutex_names ||
+	    lr->held_watch.entry)
 		return;
 	err = session_watch_locked(lr->s, lr->node, &lr->held_watch);
 	if (err == 0) {

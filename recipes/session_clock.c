@@ -24,8 +24,10 @@
  * the timeout.  Connecting, the server creates or revalidates the session
  * through the leader, after we sent the connection request and before
  * the first heartbeat on it: that heartbeat, answered, counts for both
- * (heartbeat.c), overstating by the handshake's round trip, which the
- * margin covers.  A margin before that (the signal handlers' time, the
+ * (heartbeat.c), overstating by the time from the connection request to
+ * that send: the handshake's round trip and the delivery of the connected
+ * event to us (milliseconds, on a daemon that runs), which the margin
+ * covers.  A margin before that (the signal handlers' time, the
  * clocks' drift) every held lock is declared lost: the holder hears it
  * before the server can give its lock to anyone.  A grant that comes
  * meanwhile is told only once the jeopardy ends (lr_tell_locked).

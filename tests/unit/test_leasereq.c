@@ -280,3 +280,47 @@ Test(leasereq, a_limit_lost_with_the_connection_fails_no_other_waiter)
 	cr_assert_eq(fake_pending(), 0);
 	cr_assert_eq(fake_done_calls, 1, "a cancelled b is never answered");
 }
+
+static void set_jeopardy(int64_t since)
+{
+	pthread_mutex_lock(&s->lock);
+	s->jeopardy_ms = since;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Held back by a jeopardy, its mark and watch lost with the connection:
+ * once connected it marks again, though its owner is not told yet (the
+ * next waiter of another host must see it granted), and the owner is told
+ * when the jeopardy ends. */
+Test(leasereq, a_grant_held_back_in_a_jeopardy_is_marked_again_once_connected)
+{
+	struct zkl_lockreq *lr = start(0);
+	struct zkl_jeopardy over = { 0, 2000, 500 };
+	struct zkl_link notify;
+
+	set_jeopardy(1000);
+	created();
+	listed("2", NULL, 0);
+	cr_assert_eq(fake_done_calls, 0, "held back");
+	pthread_mutex_lock(&s->lock);
+	s->state = ZKL_CONN_CONNECTING;
+	pthread_mutex_unlock(&s->lock);
+	fake_complete_set(ZCONNECTIONLOSS); /* the mark */
+	fake_complete_get(ZCONNECTIONLOSS); /* the watch on its own node */
+	pthread_mutex_lock(&s->lock);
+	s->state = ZKL_CONN_CONNECTED;
+	pthread_mutex_unlock(&s->lock);
+	fake_resume_all(s);
+	expect_mark();
+	fake_complete_held_watch(my_name);
+	cr_assert_eq(fake_done_calls, 0, "still held back");
+	set_jeopardy(0); /* and the clock's sweep that follows */
+	session_enter(s, &notify);
+	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next)
+		member_of_live(l)->ops->jeopardy_locked(member_of_live(l),
+							&over, &notify);
+	session_leave(s, &notify);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0);
+	release(lr);
+}

@@ -396,3 +396,26 @@ Test(peerlease, a_failed_kazoo_try_is_gone_with_the_tools_lock)
 {
 	failed_try_gone_with_the_tools_lock(ZKL_STYLE_KAZOO);
 }
+
+/* Granted while a jeopardy is declared (held back), then its lease node
+ * is deleted by another client before the grant could be told: the
+ * request fails EIO, and nothing is left to delete (the review found it
+ * aborted the daemon on a plain request's assertion). */
+Test(peerlease, a_held_back_lease_whose_node_goes_fails_once)
+{
+	struct zkl_lockreq *lr = start(ZKL_STYLE_CURATOR, 0);
+
+	pthread_mutex_lock(&s->lock);
+	s->jeopardy_ms = 1000; /* declared once the tool's lock was had */
+	pthread_mutex_unlock(&s->lock);
+	lease_created(ZOK, "/b/r/leases");
+	counted("2", "/b/r/leases", 1, 1);
+	cr_assert_eq(fake_done_calls, 0, "held back");
+	mutex_deleted();
+	held_watch();
+	fake_fire_watch(lease_path);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -EIO);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "nothing left to delete");
+}
