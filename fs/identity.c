@@ -58,6 +58,14 @@ size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 	return (size_t)n;
 }
 
+size_t identity_add_multi(char *buf, size_t len, size_t size, const char *list)
+{
+	int n = snprintf(buf + len, size - len, "multi %.255s\n", list);
+
+	assert(n > 0 && (size_t)n < size - len); /* IDENTITY_MAX's room */
+	return len + (size_t)n;
+}
+
 int identity_get(const char *data, size_t len, const char *key, char *out,
 		 size_t outlen)
 {

@@ -1,7 +1,7 @@
 /*
  * identity.h - who asked for a lock, as stored in its node's data: one
- * "key value" line each for host, pid, uid, cmd and time, and optionally
- * a "note" line.  Other mounts read it back (F_GETLK, holders).
+ * "key value" line each for host, pid, uid, cmd and time, for a
+ * multi-lock a "multi" line (its list), and optionally a "note" line.  Other mounts read it back (F_GETLK, holders).
  */
 #ifndef ZKL_IDENTITY_H
 #define ZKL_IDENTITY_H
@@ -11,9 +11,10 @@
 
 /* Room for an identity without its note: host (at most 255 bytes, as
  * gethostname gives), command (15 in Linux, at most 63 read), three
- * numbers and the keys fit with room to spare. */
+ * numbers, a multi-lock's list (a file name: at most 255 bytes) and the
+ * keys fit with room to spare. */
 #define IDENTITY_HOST_MAX 255
-#define IDENTITY_MAX 512
+#define IDENTITY_MAX 800
 /* Largest note a holder may store with write(). */
 #define IDENTITY_NOTE_MAX 1024
 
@@ -23,6 +24,10 @@
  * IDENTITY_MAX bytes always hold the whole text. */
 size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 		       uid_t uid);
+
+/* Add a "multi" line naming a multi-lock's list (its directory's name)
+ * to the identity buf[0..len) of `size` bytes.  Returns the new length. */
+size_t identity_add_multi(char *buf, size_t len, size_t size, const char *list);
 
 /* Copy the value of `key` in the identity text data[0..len) into out
  * (NUL-terminated, truncated to outlen - 1).  Returns its length (a note

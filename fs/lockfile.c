@@ -5,6 +5,7 @@
 #include "lockfile.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 
 void lockfile_get(struct lockfile *lf)
@@ -50,6 +51,49 @@ void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,
 
 	assert(rc > 0); /* tree_lookup checked its length */
 	(void)rc;
+}
+
+int lockfile_zpaths(struct zkl_fs *fs, fuse_ino_t ino, char *buf, size_t size,
+		    const char *paths[MULTINAME_MAX_ITEMS])
+{
+	const struct tree_res *res = tree_res_of(&fs->tree, ino);
+	int n;
+
+	if (res->role != TREE_ROLE_MULTI) {
+		assert(size >= NAMES_MAX_NODE_PATH + 1);
+		lockfile_zpath(fs, ino, buf);
+		paths[0] = buf;
+		return 1;
+	}
+	n = tree_multi_zpaths(fs->tree.root.name, res->name, buf, size, paths);
+	assert(n > 0); /* tree_lookup checked it */
+	return n;
+}
+
+int lockfile_new_request(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+			 unsigned flags, const void *data, size_t len,
+			 lockreq_done_fn done, void *arg,
+			 struct zkl_lockreq **out)
+{
+	const char *paths[MULTINAME_MAX_ITEMS];
+	char zpath[NAMES_MAX_NODE_PATH + 1], *buf;
+	int n;
+
+	if (tree_role_of(&fs->tree, ino) != TREE_ROLE_MULTI) {
+		lockfile_zpath(fs, ino, zpath);
+		return lockreq_new(fs->session, zpath, mode, flags, data, len,
+				   done, arg, out);
+	}
+	if (mode == ZKL_MODE_LEASE)
+		return -EINVAL; /* a list directory has no lease file */
+	buf = malloc(TREE_MULTI_BUF);
+	if (!buf)
+		return -ENOMEM;
+	n = lockfile_zpaths(fs, ino, buf, TREE_MULTI_BUF, paths);
+	n = lockreq_new_multi(fs->session, paths, (size_t)n, mode, flags, data,
+			      len, done, arg, out);
+	free(buf);
+	return n;
 }
 
 /* ---- the table of fcntl locks ------------------------------------------ */

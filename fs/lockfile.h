@@ -97,6 +97,27 @@ int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);
  * every lock is a lease, whichever was asked. */
 enum zkl_mode lockfile_mode(fuse_ino_t ino, enum zkl_mode asked);
 
+/* The resource znode path of lock file ino, or of each resource of a
+ * list directory's, into buf (TREE_MULTI_BUF bytes are enough), with
+ * paths[i] pointing at each.  Returns how many. */
+int lockfile_zpaths(struct zkl_fs *fs, fuse_ino_t ino, char *buf, size_t size,
+		    const char *paths[MULTINAME_MAX_ITEMS]);
+
+/* A lock request for `mode` on the resource of lock file ino, or on
+ * every resource of a list directory's (lockreq_new, lockreq_new_multi;
+ * their arguments and returns). */
+int lockfile_new_request(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+			 unsigned flags, const void *data, size_t len,
+			 lockreq_done_fn done, void *arg,
+			 struct zkl_lockreq **out);
+
+/* What read() gives for lr, held through lock file ino, into a new
+ * *text of *len bytes (the caller frees it).  Returns 0, or
+ * lockreq_describe's -ENOENT (holds nothing) and -EIO (lost), or
+ * -ENOMEM. */
+int lockfile_text(struct zkl_fs *fs, fuse_ino_t ino, struct zkl_lockreq *lr,
+		  char **text, size_t *len);
+
 /* The resource znode path of a lock file's inode into out.  It always
  * fits: a resource whose path would not was never looked up. */
 void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,

@@ -82,10 +82,15 @@ static int dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 
 	err |= dir_add(d, req, ".", ino, S_IFDIR, &cap);
 	err |= dir_add(d, req, "..", FUSE_ROOT_ID, S_IFDIR, &cap);
-	for (int k = TREE_WRITE; !is_root && k <= TREE_LAST_FILE; k++)
-		err |= dir_add(d, req, tree_kind_name((enum tree_kind)k),
-			       tree_ino(&fs->tree, res, (enum tree_kind)k),
-			       S_IFREG, &cap);
+	/* .all lists nothing: any list of resources is in it. */
+	for (int k = TREE_WRITE;
+	     !is_root && res->role != TREE_ROLE_ALL && k <= TREE_LAST_FILE; k++)
+		if (res->role == TREE_ROLE_RESOURCE ||
+		    tree_kind_in_multi((enum tree_kind)k))
+			err |= dir_add(
+				d, req, tree_kind_name((enum tree_kind)k),
+				tree_ino(&fs->tree, res, (enum tree_kind)k),
+				S_IFREG, &cap);
 	if (is_root)
 		err |= dir_add(d, req, tree_kind_name(TREE_STATUS),
 			       tree_ino(&fs->tree, res, TREE_STATUS), S_IFREG,
@@ -141,8 +146,6 @@ void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (tree_kind_of(ino) != TREE_DIR)
 		return fs_reply_err(req, ENOTDIR);
-	err = tree_zpath(tree_res_of(&fs->tree, ino), zpath, sizeof(zpath));
-	assert(err > 0); /* tree_lookup checked its length */
 	ctx = malloc(sizeof(*ctx));
 	if (!ctx)
 		return fs_reply_err(req, ENOMEM);
@@ -150,6 +153,11 @@ void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	ctx->fs = fs;
 	ctx->ino = ino;
 	ctx->fi = *fi;
+	/* .all and its list directories are no znodes: nothing to list. */
+	if (tree_role_of(&fs->tree, ino) != TREE_ROLE_RESOURCE)
+		return dir_opendir_listed(0, NULL, 0, 0, ctx);
+	err = tree_zpath(tree_res_of(&fs->tree, ino), zpath, sizeof(zpath));
+	assert(err > 0); /* tree_lookup checked its length */
 	err = resource_list(fs->session, zpath, dir_opendir_listed, ctx);
 	if (err < 0) {
 		free(ctx);
@@ -218,10 +226,15 @@ void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	(void)mode;
 	if (tree_kind_of(parent) != TREE_DIR)
 		return fs_reply_err(req, ENOTDIR);
+	/* Every valid name in .all or a list directory exists already:
+	 * what reaches us is invalid. */
+	if (dir->role != TREE_ROLE_RESOURCE)
+		return fs_reply_err(req, EINVAL);
 	switch (tree_classify(name, dir == &fs->tree.root, &kind)) {
 	case TREE_NAME_INVALID:
 		return fs_reply_err(req, EINVAL);
 	case TREE_NAME_FILE:
+	case TREE_NAME_ALL:
 		return fs_reply_err(req, EEXIST);
 	case TREE_NAME_RESOURCE:
 		break;
@@ -270,11 +283,16 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct dir_rmdir_ctx *ctx;
 	int err;
 
+	/* .all and its list directories hold no znode to remove. */
+	if (dir->role != TREE_ROLE_RESOURCE)
+		return fs_reply_err(req, EPERM);
 	switch (tree_classify(name, dir == &fs->tree.root, &kind)) {
 	case TREE_NAME_INVALID:
 		return fs_reply_err(req, ENOENT);
 	case TREE_NAME_FILE:
 		return fs_reply_err(req, ENOTDIR);
+	case TREE_NAME_ALL:
+		return fs_reply_err(req, EPERM);
 	case TREE_NAME_RESOURCE:
 		break;
 	}
@@ -309,11 +327,16 @@ void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	switch (tree_classify(name, dir == &fs->tree.root, &kind)) {
 	case TREE_NAME_INVALID:
 		return fs_reply_err(req, EINVAL);
+	case TREE_NAME_ALL:
+		return fs_reply_err(req, EISDIR);
 	case TREE_NAME_RESOURCE:
 		return fs_reply_err(req, EPERM);
 	case TREE_NAME_FILE:
 		break;
 	}
+	if (dir->role == TREE_ROLE_ALL ||
+	    (dir->role == TREE_ROLE_MULTI && !tree_kind_in_multi(kind)))
+		return fs_reply_err(req, EPERM);
 	if (fi->flags & O_EXCL)
 		return fs_reply_err(req, EEXIST);
 	err = fs_entry(fs, parent, name, &e);

@@ -212,11 +212,31 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 			      sleep ? 0 : LOCKREQ_TRY, fi->lock_owner);
 }
 
+/* An F_GETLK in flight: the resources to ask about, one after the other
+ * (several for a list directory's lock file, where the first resource
+ * that blocks answers), and the tags to skip. */
 struct getlk_query {
 	fuse_req_t req;
 	struct zkl_fs *fs;
 	struct flock lock;
+	enum zkl_mode mode;
+	const char *skip[LOCKQUERY_MAX_SKIP];
+	size_t nskip;
+	char guids[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
+	const char *paths[MULTINAME_MAX_ITEMS];
+	int n, next;
+	char buf[]; /* the paths */
 };
+
+static void getlk_answered(int err, const struct lockquery_answer *a,
+			   void *arg);
+
+/* Ask about the next resource.  Returns 0 (the answer comes) or -errno. */
+static int getlk_ask_next(struct getlk_query *q)
+{
+	return lockquery_start(q->fs->session, q->paths[q->next++], q->mode,
+			       q->skip, q->nskip, getlk_answered, q);
+}
 
 /* F_GETLK's l_pid: the blocking holder's pid if it is on this host (the
  * kernel maps it into the caller's namespace), else 0. */
@@ -235,6 +255,11 @@ static void getlk_answered(int err, const struct lockquery_answer *a, void *arg)
 {
 	struct getlk_query *q = arg;
 
+	if (err == 0 && !a->blocked && q->next < q->n) {
+		err = getlk_ask_next(q);
+		if (err == 0)
+			return;
+	}
 	if (err < 0) {
 		fs_reply_err(q->req, -err);
 	} else {
@@ -258,17 +283,22 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
 	enum zkl_mode mode = lockfile_mode(ino, mode_of_type(lock->l_type));
-	char guids[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
-	const char *skip[LOCKQUERY_MAX_SKIP];
 	struct zkl_lockreq *mine[LOCKQUERY_MAX_SKIP];
-	char zpath[NAMES_MAX_NODE_PATH + 1];
 	struct getlk_query *q;
 	struct posixlock *p;
-	size_t nskip = 0;
 	int covered, err;
 
 	if (!whole_file(lock))
 		return fs_reply_err(req, EINVAL);
+	q = malloc(sizeof(*q) + TREE_MULTI_BUF);
+	if (!q)
+		return fs_reply_err(req, ENOMEM);
+	q->req = req;
+	q->fs = fs;
+	q->lock = *lock;
+	q->mode = mode;
+	q->nskip = 0;
+	q->next = 0;
 	/* Our own locks never conflict with our own test. */
 	pthread_mutex_lock(&fs->lock);
 	p = posix_find_locked(fs, ino, fi->lock_owner);
@@ -279,24 +309,19 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	for (size_t k = 0; k < LOCKQUERY_MAX_SKIP; k++) {
 		if (!mine[k])
 			continue;
-		memcpy(guids[nskip], lockreq_guid(mine[k]), sizeof(guids[0]));
-		skip[nskip] = guids[nskip];
-		nskip++;
+		memcpy(q->guids[q->nskip], lockreq_guid(mine[k]),
+		       sizeof(q->guids[0]));
+		q->skip[q->nskip] = q->guids[q->nskip];
+		q->nskip++;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (covered) {
+		free(q);
 		lock->l_type = F_UNLCK;
 		return (void)fuse_reply_lock(req, lock);
 	}
-	q = malloc(sizeof(*q));
-	if (!q)
-		return fs_reply_err(req, ENOMEM);
-	q->req = req;
-	q->fs = fs;
-	q->lock = *lock;
-	lockfile_zpath(fs, ino, zpath);
-	err = lockquery_start(fs->session, zpath, mode, skip, nskip,
-			      getlk_answered, q);
+	q->n = lockfile_zpaths(fs, ino, q->buf, TREE_MULTI_BUF, q->paths);
+	err = getlk_ask_next(q);
 	if (err < 0) {
 		free(q);
 		fs_reply_err(req, -err);

@@ -148,6 +148,22 @@ static const char *const info_holder_states[] = {
 	[HOLDERS_WAITING] = "waiting",
 };
 
+/* A multi-lock's node: its tool field goes on ":multi=<its list>", the
+ * resources locked with it. */
+static void info_multi_mark(FILE *out, const struct holders_node *n)
+{
+	char list[256];
+	int len;
+
+	if (!info_has_identity(n))
+		return;
+	len = identity_get(n->data, n->len, "multi", list, sizeof(list));
+	if (len <= 0)
+		return;
+	fputs(":multi=", out);
+	info_field(out, list, (size_t)len, 0);
+}
+
 /* state mode token host pid uid cmd age node tool note */
 static void info_holder_line(FILE *out, const struct holders_node *n,
 			     int64_t now_ms)
@@ -175,6 +191,7 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 	fprintf(out, " %s",
 		names_style_str(info_has_identity(n) ? ZKL_STYLE_ZKLOCKFS
 						     : n->style));
+	info_multi_mark(out, n);
 	info_identity_field(out, n, "note", 1);
 	fputc('\n', out);
 }

@@ -198,44 +198,33 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
-	/* The token, the node's path and the fixed words around them. */
-	char text[NAMES_MAX_NODE_PATH + 160], path[NAMES_MAX_NODE_PATH + 1];
 	struct zkl_lockreq *lr;
-	int64_t token, session;
-	enum zkl_mode mode = ZKL_MODE_READ;
+	char *text = NULL;
+	size_t n = 0;
 	off_t base;
-	int err = -ENOENT, n = 0;
+	int err = -ENOENT;
 
-	(void)ino;
 	pthread_mutex_lock(&fs->lock);
 	base = off >= lf->read_base ? lf->read_base : off;
 	lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
-	if (lr) {
-		err = lockreq_describe(lr, &token, path, sizeof(path),
-				       &session);
-		mode = lockreq_mode(lr);
-	}
-	if (err == 0) {
-		n = snprintf(text, sizeof(text),
-			     "%" PRId64 "\nnode %s\nsession 0x%" PRIx64
-			     "\nmode %s\n",
-			     token, path, (uint64_t)session,
-			     names_mode_str(mode));
-		assert(n > 0 && (size_t)n < sizeof(text)); /* sized so */
-	}
-	if (err == -ENOENT || (err == 0 && off - base >= n))
+	if (lr)
+		err = lockfile_text(fs, ino, lr, &text, &n);
+	if (err == -ENOENT || (err == 0 && off - base >= (off_t)n))
 		lf->read_base =
 			off; /* end of file: the next read starts over */
 	pthread_mutex_unlock(&fs->lock);
 	if (err == -ENOENT) /* holds nothing (lock file, LOCK_UN): empty */
-		return (void)fuse_reply_buf(req, NULL, 0);
-	if (err < 0)
-		return fs_reply_err(req, -err);
-	if (n < 0 || off - base >= n)
-		return (void)fuse_reply_buf(req, NULL, 0);
-	if ((size_t)(n - (off - base)) < size)
-		size = (size_t)(n - (off - base));
-	fuse_reply_buf(req, text + (off - base), size);
+		fuse_reply_buf(req, NULL, 0);
+	else if (err < 0)
+		fs_reply_err(req, -err);
+	else if (off - base >= (off_t)n)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, text + (off - base),
+			       n - (size_t)(off - base) < size
+				       ? n - (size_t)(off - base)
+				       : size);
+	free(text);
 }
 
 struct lockfile_write_ctx {

@@ -16,47 +16,6 @@
 #include "names.h"
 #include "znodename.h"
 
-static const char *const tree_file_names[] = {
-	[TREE_WRITE] = "write",     [TREE_READ] = "read",
-	[TREE_LEASE] = "lease",     [TREE_LOCK] = "lock",
-	[TREE_HOLDERS] = "holders", [TREE_LIMIT] = "limit",
-	[TREE_STATUS] = ".status",
-};
-
-#define TREE_NFILES (sizeof(tree_file_names) / sizeof(tree_file_names[0]))
-
-const char *tree_kind_name(enum tree_kind kind)
-{
-	return (size_t)kind < TREE_NFILES ? tree_file_names[kind] : NULL;
-}
-
-enum tree_name_class tree_classify(const char *name, int is_root,
-				   enum tree_kind *kind)
-{
-	size_t len = strnlen(name, 256);
-	struct zkl_node node;
-
-	if (is_root && strcmp(name, tree_file_names[TREE_STATUS]) == 0) {
-		*kind = TREE_STATUS;
-		return TREE_NAME_FILE;
-	}
-	if (len == 0 || len > 255 || name[0] == '.')
-		return TREE_NAME_INVALID;
-	if (memchr(name, '/', len))
-		return TREE_NAME_INVALID;
-	for (size_t k = 1; k <= TREE_LAST_FILE; k++) {
-		if (strcmp(name, tree_file_names[k]) == 0) {
-			if (is_root)
-				return TREE_NAME_INVALID;
-			*kind = (enum tree_kind)k;
-			return TREE_NAME_FILE;
-		}
-	}
-	if (names_parse(name, &node) == 0)
-		return TREE_NAME_INVALID;
-	return TREE_NAME_RESOURCE;
-}
-
 /* The table key of `name` under parent, into key (TREE_KEY_MAX bytes). */
 #define TREE_KEY_MAX (2 * sizeof(uintptr_t) + 1 + ZNODENAME_MAX + 1)
 
@@ -140,7 +99,8 @@ static struct tree_res *tree_find_locked(struct tree *t,
 }
 
 static int tree_get_res_locked(struct tree *t, struct tree_res *parent,
-			       const char *name, struct tree_res **out)
+			       const char *name, enum tree_role role,
+			       struct tree_res **out)
 {
 	struct tree_res *r = tree_find_locked(t, parent, name);
 
@@ -161,6 +121,7 @@ static int tree_get_res_locked(struct tree *t, struct tree_res *parent,
 		r->item.key = k;
 		r->name = strchr(k, '/') + 1;
 		r->parent = parent;
+		r->role = role;
 		parent->children++;
 		strtab_insert(&t->table, &r->item);
 	}
@@ -222,39 +183,92 @@ int tree_child_zpath(const struct tree_res *dir, const char *name, char *out,
 	return 0;
 }
 
-int tree_lookup(struct tree *t, uint64_t parent, const char *name,
-		uint64_t *ino)
+enum tree_role tree_role_of(struct tree *t, uint64_t ino)
 {
-	struct tree_res *dir = tree_res_of(t, parent);
-	char z[ZNODENAME_MAX + 1], dpath[NAMES_MAX_RESOURCE_PATH + 1];
-	enum tree_kind kind = TREE_DIR;
-	struct tree_res *r;
-	int err = 0;
+	return tree_res_of(t, ino)->role;
+}
 
-	if (tree_kind_of(parent) != TREE_DIR)
-		return -ENOTDIR;
-	switch (tree_classify(name, dir == &t->root, &kind)) {
-	case TREE_NAME_INVALID:
-		return -ENOENT;
-	case TREE_NAME_FILE:
-		pthread_mutex_lock(&t->lock);
-		dir->nlookup++;
-		pthread_mutex_unlock(&t->lock);
-		*ino = tree_ino(t, dir, kind);
-		return 0;
-	case TREE_NAME_RESOURCE:
-		break;
-	}
-	if (tree_child_znode(dir, name, z, dpath) < 0)
+/* Is `name` a list directory's name (a child of .all)?  0, -ENOENT or
+ * -ENAMETOOLONG (also when its own path, which the log shows, would not
+ * fit a node path). */
+static int tree_check_multi(struct tree *t, const char *name)
+{
+	const char *paths[MULTINAME_MAX_ITEMS];
+	char *buf;
+	int n;
+
+	if (strlen(t->root.name) + sizeof(TREE_ALL_NAME) + strnlen(name, 256) >
+	    NAMES_MAX_NODE_PATH)
 		return -ENAMETOOLONG;
+	buf = malloc(TREE_MULTI_BUF);
+	if (!buf)
+		return -ENOMEM;
+	n = tree_multi_zpaths(t->root.name, name, buf, TREE_MULTI_BUF, paths);
+	free(buf);
+	return n < 0 ? n : 0;
+}
+
+/* The entry `key` of dir, counted. */
+static int tree_enter(struct tree *t, struct tree_res *dir, const char *key,
+		      enum tree_role role, uint64_t *ino)
+{
+	struct tree_res *r;
+	int err;
+
 	pthread_mutex_lock(&t->lock);
-	err = tree_get_res_locked(t, dir, z, &r);
+	err = tree_get_res_locked(t, dir, key, role, &r);
 	if (err == 0) {
 		r->nlookup++;
 		*ino = tree_ino(t, r, TREE_DIR);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return err;
+}
+
+static int tree_enter_file(struct tree *t, struct tree_res *dir,
+			   enum tree_kind kind, uint64_t *ino)
+{
+	pthread_mutex_lock(&t->lock);
+	dir->nlookup++;
+	pthread_mutex_unlock(&t->lock);
+	*ino = tree_ino(t, dir, kind);
+	return 0;
+}
+
+int tree_lookup(struct tree *t, uint64_t parent, const char *name,
+		uint64_t *ino)
+{
+	struct tree_res *dir = tree_res_of(t, parent);
+	char z[ZNODENAME_MAX + 1], dpath[NAMES_MAX_RESOURCE_PATH + 1];
+	enum tree_kind kind = TREE_DIR;
+	enum tree_name_class class;
+	int err;
+
+	if (tree_kind_of(parent) != TREE_DIR)
+		return -ENOTDIR;
+	if (dir->role == TREE_ROLE_ALL) {
+		err = tree_check_multi(t, name);
+		return err < 0 ? err
+			       : tree_enter(t, dir, name, TREE_ROLE_MULTI, ino);
+	}
+	class = tree_classify(name, dir == &t->root, &kind);
+	if (dir->role == TREE_ROLE_MULTI)
+		return class == TREE_NAME_FILE && tree_kind_in_multi(kind)
+			       ? tree_enter_file(t, dir, kind, ino)
+			       : -ENOENT;
+	switch (class) {
+	case TREE_NAME_INVALID:
+		return -ENOENT;
+	case TREE_NAME_FILE:
+		return tree_enter_file(t, dir, kind, ino);
+	case TREE_NAME_ALL:
+		return tree_enter(t, dir, TREE_ALL_NAME, TREE_ROLE_ALL, ino);
+	case TREE_NAME_RESOURCE:
+		break;
+	}
+	if (tree_child_znode(dir, name, z, dpath) < 0)
+		return -ENAMETOOLONG;
+	return tree_enter(t, dir, z, TREE_ROLE_RESOURCE, ino);
 }
 
 /* Free r and then any parent it kept alive alone. */

@@ -16,6 +16,8 @@
 #include <stdint.h>
 
 #include "list.h"
+#include "multiname.h"
+#include "names.h"
 #include "strtab.h"
 
 enum tree_kind {
@@ -51,10 +53,24 @@ static inline int tree_kind_is_lock(enum tree_kind kind)
 	       kind == TREE_LOCK;
 }
 
+/* What a directory is: a resource, or MOUNT/.all, or one of its list
+ * directories (MOUNT/.all/<r1>,<r2>: a multi-lock, multiname.h), which
+ * hold only write, read and lock and are no znode. */
+enum tree_role {
+	TREE_ROLE_RESOURCE,
+	TREE_ROLE_ALL,
+	TREE_ROLE_MULTI,
+};
+
+/* MOUNT/.all's name. */
+#define TREE_ALL_NAME ".all"
+
 /* An entry holds its own znode name, not its path, so that its size does
- * not grow with its depth: tree_zpath walks the parents. */
+ * not grow with its depth: tree_zpath walks the parents.  A list
+ * directory's name is its file name, the list (multiname.h). */
 struct tree_res {
 	struct tree_res *parent; /* NULL for the root */
+	enum tree_role role;
 	/* In tree.table; key "<parent's address in hex>/<znode name>", in
 	 * the same allocation. */
 	struct strtab_item item;
@@ -81,6 +97,7 @@ enum tree_name_class {
 	TREE_NAME_INVALID,  /* can never exist */
 	TREE_NAME_FILE,     /* one of the fixed lock file names */
 	TREE_NAME_RESOURCE, /* a (sub-)resource */
+	TREE_NAME_ALL,      /* MOUNT/.all (root only) */
 };
 
 /* Classify `name` as a child of a resource (is_root = 0) or of the root
@@ -93,6 +110,25 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 
 /* The file name of a kind ("write", ..., ".status"), or NULL. */
 const char *tree_kind_name(enum tree_kind kind);
+
+/* The files of a list directory: write, read and lock. */
+static inline int tree_kind_in_multi(enum tree_kind kind)
+{
+	return kind == TREE_WRITE || kind == TREE_READ || kind == TREE_LOCK;
+}
+
+/* The role of the directory of inode ino (of a file: of its directory). */
+enum tree_role tree_role_of(struct tree *t, uint64_t ino);
+
+/* The resources of the list directory named `list` (tree_multi.c): their
+ * znode paths under the base path `base`, written to buf (one after the
+ * other), paths[i] pointing at each.  TREE_MULTI_BUF bytes of buf are
+ * always enough.  Returns how many, -ENOENT if the list or one of its
+ * names is invalid (as a lookup of that name would say), or
+ * -ENAMETOOLONG. */
+#define TREE_MULTI_BUF (MULTINAME_MAX_ITEMS * (NAMES_MAX_RESOURCE_PATH + 1))
+int tree_multi_zpaths(const char *base, const char *list, char *buf,
+		      size_t bufsize, const char *paths[MULTINAME_MAX_ITEMS]);
 
 int tree_init(struct tree *t, const char *base);
 void tree_destroy(struct tree *t);

@@ -249,6 +249,10 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	lockfile_get(lf);
 	w->identity_len = identity_format(w->identity, sizeof(w->identity),
 					  fs->hostname, ctx->pid, ctx->uid);
+	if (tree_role_of(&fs->tree, lf->ino) == TREE_ROLE_MULTI)
+		w->identity_len = identity_add_multi(
+			w->identity, w->identity_len, sizeof(w->identity),
+			tree_res_of(&fs->tree, lf->ino)->name);
 	log_msg(LOG_DEBUG, "pid %d asks a %s lock on %s (%s%s)", (int)w->tid,
 		names_mode_str(mode), zpath, ops->what,
 		flags & LOCKREQ_TRY ? ", try" : "");
@@ -257,8 +261,8 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	pthread_mutex_unlock(&fs->lock);
 	if (kept)
 		return waiter_adopt(kept, w);
-	err = lockreq_new(fs->session, zpath, mode, flags, w->identity,
-			  w->identity_len, waiter_done, w, &w->lr);
+	err = lockfile_new_request(fs, lf->ino, mode, flags, w->identity,
+				   w->identity_len, waiter_done, w, &w->lr);
 	if (err < 0) {
 		w->lr = NULL;
 		waiter_fail(w, -err);

@@ -197,6 +197,24 @@ def test_the_semaphore_example(tmp_path, m1, m2):
     assert open(m2.path("jobs", "limit")).read().strip() == "3"
 
 
+def test_the_several_resources_example_holds_both(tmp_path, m1, m2):
+    block = readme_block("exec 9<>/mnt/zklock/.all/db,cache/write || exit 1  # waits until it holds both")
+    stub(tmp_path, "deploy.sh", m2, "cache")
+    stub(tmp_path, "reindex.sh", m2, "db")
+    res = bash(as_test(block.text, m1.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ran(tmp_path) == ["deploy.sh held write", "reindex.sh held write"]
+    assert "busy" not in res.stdout
+    # While another host holds the cache, the try skips reindex.sh.
+    (tmp_path / "ran.log").unlink()
+    other = Locker(m2.path("cache", "write"))
+    other.granted()
+    res = bash(as_test(block.text, m1.mountpoint).split("\n", 3)[3],
+               tmp_path)
+    other.close()
+    assert ran(tmp_path) == [] and "busy" in res.stdout, (res, ran(tmp_path))
+
+
 @pytest.fixture
 def helper_env(tmp_path, zookeeper, base):
     """Our build where mount.fuse3 looks for `zklockfs` (its shell's
