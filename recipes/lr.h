@@ -257,6 +257,12 @@ void lr_unwatch_all(struct zkl_lockreq *lr);
 int lr_line_up(struct zkl_lockreq *lr);
 void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_delete(struct zkl_lockreq *lr);
+/* lr_delete in parts, for a delete sent in a transaction: the phase, the
+ * queue's 'leaving' entry and the CALL hold; the call could not be sent;
+ * its answer (rc), before the completion's end. */
+void lr_delete_begin_locked(struct zkl_lockreq *lr);
+void lr_delete_unsent_locked(struct zkl_lockreq *lr);
+void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify);
 /* Wait for the connection to come back, then resume (member ops). */
 void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
 int lr_is_connection_loss(int rc);

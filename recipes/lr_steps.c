@@ -56,16 +56,37 @@ void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
 	}
 }
 
-void lr_delete(struct zkl_lockreq *lr)
+void lr_delete_begin_locked(struct zkl_lockreq *lr)
 {
 	lr->phase = PH_DELETING;
 	lr->leaving.name = lr_node_name(lr);
 	queue_leaving_add(lr->q, &lr->leaving);
 	lr_hold(lr, LR_HOLD_CALL);
-	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK) {
-		/* Only a dead handle refuses; its nodes die with it. */
-		lr_drop_locked(lr, LR_HOLD_CALL);
+}
+
+void lr_delete_unsent_locked(struct zkl_lockreq *lr)
+{
+	/* Only a dead handle refuses; its nodes die with it. */
+	lr_drop_locked(lr, LR_HOLD_CALL);
+	lr->phase = PH_GONE;
+}
+
+void lr_delete(struct zkl_lockreq *lr)
+{
+	lr_delete_begin_locked(lr);
+	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK)
+		lr_delete_unsent_locked(lr);
+}
+
+void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
+{
+	if (lr->phase != PH_DELETING)
+		return;
+	if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, notify); /* must not leave it behind */
+	} else {
 		lr->phase = PH_GONE;
+		queue_leaving_done(&lr->leaving);
 	}
 }
 
@@ -166,13 +187,6 @@ static void lr_on_deleted(int rc, const void *data)
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
-	if (lr->phase == PH_DELETING) {
-		if (lr_is_connection_loss(rc)) {
-			lr_defer(lr, &notify); /* must not leave it behind */
-		} else {
-			lr->phase = PH_GONE;
-			queue_leaving_done(&lr->leaving);
-		}
-	}
+	lr_deleted_locked(lr, rc, &notify);
 	lr_end_completion(lr, &notify);
 }

@@ -18,4 +18,9 @@ int ml_send_locked(struct zkl_lockreq *g);
  * transaction. */
 int ml_member_create(struct zkl_lockreq *m);
 
+/* Delete the nodes of every member that has one to delete now in one
+ * transaction (nothing if fewer than two: each member deletes its own
+ * when it is let go).  s->lock held. */
+void ml_delete_together_locked(struct zkl_lockreq *g);
+
 #endif

@@ -90,6 +90,7 @@ static void ml_let_go(struct zkl_lockreq *g, struct zkl_link *notify)
 	struct zkl_lockreq **members = g->members;
 	unsigned n = g->nmembers;
 
+	ml_delete_together_locked(g); /* what each would delete anyway */
 	g->members = NULL;
 	g->nmembers = 0;
 	g->members_granted = 0;

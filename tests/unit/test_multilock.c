@@ -105,7 +105,22 @@ static void held_watches(int n)
 		fake_complete_held_watch(mine[i]);
 }
 
-/* Both nodes deleted, in either order. */
+/* Both nodes deleted in one transaction, answered rc. */
+static void expect_deleted_together(int rc)
+{
+	struct fake_call *c = fake_peek(FAKE_MULTI);
+
+	cr_assert_eq(c->count, 2);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(c->ops[i].type, ZOO_DELETE_OP);
+		cr_assert(strstr(c->ops[i].delete_op.path, mine[i]),
+			  "deletes %s, expected %s", c->ops[i].delete_op.path,
+			  mine[i]);
+	}
+	fake_complete_multi(rc, NULL);
+}
+
+/* Both nodes deleted one by one, in either order. */
 static void expect_both_deleted(void)
 {
 	int seen = 0;
@@ -129,7 +144,7 @@ static void holds_then_lets_go(struct zkl_lockreq *lr)
 	cr_assert_eq(fake_done_err, 0);
 	held_watches(2);
 	lockreq_release(lr);
-	expect_both_deleted();
+	expect_deleted_together(ZOK);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -153,7 +168,7 @@ Test(multilock, held_once_every_member_holds_with_one_token_each)
 	cr_assert_eq(lockreq_member_token(lr, 2, &token), -ERANGE);
 	held_watches(2);
 	lockreq_release(lr);
-	expect_both_deleted();
+	expect_deleted_together(ZOK);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -173,7 +188,7 @@ Test(multilock, waits_for_the_busy_resource_and_holds_when_it_frees)
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_held_watch(mine[1]);
 	lockreq_release(lr);
-	expect_both_deleted();
+	expect_deleted_together(ZOK);
 }
 
 static int gone_calls;
@@ -209,7 +224,7 @@ Test(multilock, a_cancel_while_waiting_deletes_both_and_never_answers)
 	held_watches(1);
 	fake_complete_get(ZOK);
 	cr_assert_eq(lockreq_cancel(lr), 0);
-	expect_both_deleted();
+	expect_deleted_together(ZOK);
 	lockreq_release(lr);
 	cr_assert_eq(fake_done_calls, 0);
 	cr_assert_eq(fake_pending(), 0);
@@ -271,7 +286,7 @@ Test(multilock, a_lost_reply_of_a_transaction_that_happened_adopts_its_nodes)
 	cr_assert_eq(fake_done_err, 0);
 	held_watches(2);
 	lockreq_release(lr);
-	expect_both_deleted();
+	expect_deleted_together(ZOK);
 }
 
 Test(multilock, after_an_expiry_it_queues_again_with_one_new_transaction)
@@ -360,4 +375,41 @@ Test(multilock, refuses_leases_and_bad_counts)
 				       ZKL_MODE_WRITE, 0, "", 0, fake_on_done,
 				       NULL, &lr),
 		     -EINVAL);
+}
+
+Test(multilock,
+     a_release_whose_transaction_finds_a_node_gone_deletes_one_by_one)
+{
+	struct zkl_lockreq *lr = start(0);
+
+	created(5);
+	token_and_listings(NULL);
+	held_watches(2);
+	lockreq_release(lr);
+	/* Someone deleted one of them meanwhile: the transaction fails
+	 * whole, and each member deletes its own. */
+	expect_deleted_together(ZNONODE);
+	expect_both_deleted();
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(multilock, a_release_lost_with_the_connection_is_sent_again)
+{
+	struct zkl_lockreq *lr = start(0);
+
+	created(5);
+	token_and_listings(NULL);
+	held_watches(2);
+	lockreq_release(lr);
+	pthread_mutex_lock(&s->lock);
+	s->state = ZKL_CONN_CONNECTING;
+	pthread_mutex_unlock(&s->lock);
+	expect_deleted_together(ZCONNECTIONLOSS);
+	cr_assert_eq(fake_pending(), 0, "nothing until connected");
+	pthread_mutex_lock(&s->lock);
+	s->state = ZKL_CONN_CONNECTED;
+	pthread_mutex_unlock(&s->lock);
+	fake_resume_all(s);
+	expect_both_deleted();
+	cr_assert_eq(fake_pending(), 0);
 }
