@@ -6,6 +6,7 @@ beside them, on two mounts, never deadlock and never overlap."""
 import errno
 import fcntl
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -210,3 +211,17 @@ def test_getlk_on_the_lists_lock_file_names_the_first_blocker(m1, m2):
                           all_path(m1, "a,b", "lock")],
                          capture_output=True, text=True, timeout=30)
     assert int(out.stdout) == fcntl.F_UNLCK, out.stdout
+
+
+def test_a_member_node_deleted_by_another_client_loses_the_whole_lock_once(
+        zk, base, mounts):
+    m = mounts.new("-o", "on_lost=signal:USR1")
+    holder = Locker(all_path(m, "a,b"), "rw", extra=["--trap", "SIGUSR1"])
+    holder.granted()
+    zk.delete(lock_nodes(zk, base + "/b")[0])
+    assert holder.next_line(5, "the on_lost signal") == "signal SIGUSR1"
+    assert holder.command("read") == "err EIO"
+    # One report for the one lock: no second signal.
+    told, _, _ = select.select([holder.proc.stdout], [], [], 0.3)
+    assert not told, holder.proc.stdout.readline()
+    holder.close()

@@ -213,3 +213,30 @@ def test_a_default_mount_waits_behind_the_service(zk, base, service, m1,
     service.release(lock)
     waiter.granted()
     waiter.close()
+
+
+def test_a_multi_lock_of_the_dialect_excludes_the_service_on_each_resource(
+        zk, base, tool, service, two):
+    """MOUNT/.all/a,b/write in the tool's dialect: both nodes are the
+    tool's writer names, so the service waits on either resource; and
+    while the service holds one, the multi-lock takes neither."""
+    m1, _ = two
+    fd = os.open(m1.path(".all", "a,b", "write"), os.O_RDWR)
+    try:
+        for res in ("a", "b"):
+            names = zk.get_children(f"{base}/{res}")
+            assert len(names) == 1 and re.fullmatch(WRITER_NODE[tool],
+                                                    names[0]), names
+            lock = service.acquire("write", f"{base}/{res}", 1000)
+            assert service.outcome(lock) == "timeout", \
+                f"{tool} took {res} beside the mount's multi-lock"
+    finally:
+        os.close(fd)
+    lock = service.hold("write", f"{base}/b")
+    try:
+        expect_errno(errno.EAGAIN, os.open, m1.path(".all", "a,b", "write"),
+                     NONBLOCK_WRITE)
+        assert lock_nodes(zk, f"{base}/a") == [], "the try left a node on a"
+    finally:
+        service.release(lock)
+    os.close(os.open(m1.path(".all", "a,b", "write"), NONBLOCK_WRITE))
