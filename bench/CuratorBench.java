@@ -3,10 +3,12 @@
 // 2 leases) acquire/release in a loop, in one JVM: the in-process library
 // zklockfs is compared with.  Or a lease's handoff: one lease of 2 held
 // throughout by a third session, two sessions take turns at the other,
-// timed from the holder's return to the waiter's acquire returning.
+// timed from the holder's return to the waiter's acquire returning.  Or
+// the same handoff of an InterProcessMultiLock of two mutexes, PATH/a and
+// PATH/b, between two sessions.
 //
 //   java -cp CLASSPATH CuratorBench HOSTS PATH N
-//        [mutex|write|semaphore|semaphore-handoff]
+//        [mutex|write|semaphore|semaphore-handoff|multilock-handoff]
 //
 // Prints the line bench/stats.c prints: median_us p99_us mean_us n, the
 // first tenth of the samples left out (JIT warm-up, connection); appends
@@ -18,6 +20,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -130,18 +133,56 @@ public class CuratorBench {
         }
     }
 
+    static double[] multiHandoffs(String hosts, String path, int n)
+        throws Exception {
+        CuratorFramework[] c = { connect(hosts), connect(hosts) };
+        ExecutorService waiter = Executors.newSingleThreadExecutor();
+        String a = ZKPaths.makePath(path, "a"), b = ZKPaths.makePath(path, "b");
+        try {
+            InterProcessMultiLock[] m = {
+                new InterProcessMultiLock(c[0], Arrays.asList(a, b)),
+                new InterProcessMultiLock(c[1], Arrays.asList(a, b)) };
+            m[0].acquire();
+            int holder = 0;
+            double[] us = new double[n];
+            for (int i = 0; i < n; i++) {
+                InterProcessMultiLock next = m[1 - holder];
+                Future<Long> got = waiter.submit(() -> {
+                    next.acquire();
+                    return System.nanoTime();
+                });
+                waitQueued(c[0], a, 2);
+                long t0 = System.nanoTime();
+                m[holder].release();
+                us[i] = (got.get(10, TimeUnit.SECONDS) - t0) / 1e3;
+                holder = 1 - holder;
+                waitQueued(c[0], a, 1); // the old holder's node gone
+            }
+            m[holder].release();
+            return us;
+        } finally {
+            waiter.shutdownNow();
+            for (CuratorFramework client : c)
+                client.close();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String kind = args.length == 4 ? args[3] : "mutex";
         if ((args.length != 3 && args.length != 4) ||
             !(kind.equals("mutex") || kind.equals("write") ||
-              kind.equals("semaphore") || kind.equals("semaphore-handoff"))) {
+              kind.equals("semaphore") || kind.equals("semaphore-handoff") ||
+              kind.equals("multilock-handoff"))) {
             System.err.println("usage: CuratorBench HOSTS PATH N "
-                               + "[mutex|write|semaphore|semaphore-handoff]");
+                               + "[mutex|write|semaphore|semaphore-handoff|"
+                               + "multilock-handoff]");
             System.exit(2);
         }
         int n = Integer.parseInt(args[2]);
         double[] us = kind.equals("semaphore-handoff")
                           ? handoffs(args[0], args[1], n)
+                      : kind.equals("multilock-handoff")
+                          ? multiHandoffs(args[0], args[1], n)
                           : cycles(args[0], kind, args[1], n);
         double[] v = Arrays.copyOfRange(us, n / 10, n);
         String dump = System.getenv("ZKBENCH_SAMPLES");

@@ -9,6 +9,8 @@
  *                                                  take turns: time from the
  *                                                  holder's close to the
  *                                                  waiter's open returning.
+ *                                                  A FILE may be F+G: open
+ *                                                  F, then G; close both.
  *                                                  BUSY: the children of
  *                                                  DIR once the waiter is
  *                                                  queued (2: the holder's
@@ -75,18 +77,45 @@ static void cycle(const char *file, long n)
 
 /* ---- handoff ------------------------------------------------------------ */
 
+/* Locks taken one after the other, as a script that needs two opens
+ * them: "F+G". */
+#define OPENER_MAX_FILES 2
+
 struct opener {
 	const char *file;
 	pthread_t thread;
-	int fd;
+	int fd[OPENER_MAX_FILES];
+	int nfd;
 	double opened_at;
 };
+
+static void opener_open(struct opener *o)
+{
+	char files[4096], *save = NULL;
+
+	snprintf(files, sizeof(files), "%s", o->file);
+	o->nfd = 0;
+	for (char *f = strtok_r(files, "+", &save); f;
+	     f = strtok_r(NULL, "+", &save)) {
+		if (o->nfd == OPENER_MAX_FILES)
+			die("at most %d files in %s", OPENER_MAX_FILES,
+			    o->file);
+		o->fd[o->nfd++] = open_lock(f);
+	}
+}
+
+static void opener_close(struct opener *o)
+{
+	for (int i = 0; i < o->nfd; i++)
+		close(o->fd[i]);
+	o->nfd = 0;
+}
 
 static void *opener_run(void *arg)
 {
 	struct opener *o = arg;
 
-	o->fd = open_lock(o->file);
+	opener_open(o);
 	o->opened_at = now_us();
 	return NULL;
 }
@@ -105,7 +134,7 @@ static void handoff(const char *file1, const char *file2, const char *hosts,
 	struct samples s;
 	int holder = 0;
 
-	o[0].fd = open_lock(file1);
+	opener_open(&o[0]);
 	samples_init(&s, (size_t)n);
 	for (long i = 0; i < n; i++) {
 		struct opener *h = &o[holder], *w = &o[1 - holder];
@@ -114,14 +143,14 @@ static void handoff(const char *file1, const char *file2, const char *hosts,
 		opener_start(w);
 		zkconn_wait_queue_len(zh, dir, busy, 10);
 		t0 = now_us();
-		close(h->fd);
+		opener_close(h);
 		pthread_join(w->thread, NULL);
 		samples_add(&s, w->opened_at - t0);
 		/* The next waiter must not find the old node still there. */
 		zkconn_wait_queue_len(zh, dir, busy - 1, 10);
 		holder = 1 - holder;
 	}
-	close(o[holder].fd);
+	opener_close(&o[holder]);
 	samples_report(&s, (size_t)n / 10);
 	samples_free(&s);
 	zookeeper_close(zh);

@@ -149,23 +149,25 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 		     void (*cb)(int err, void *arg), void *arg)
 {
 	struct zkl_session *s = lr->s;
-	struct lr_set_ctx *ctx = NULL;
-	int err = 0;
+	struct lr_set_ctx *ctx = malloc(sizeof(*ctx));
+	int err, sent = 0;
 
-	if (!lr->multi && !(ctx = malloc(sizeof(*ctx))))
+	if (!ctx)
 		return -ENOMEM;
+	ctx->cb = cb;
+	ctx->arg = arg;
+	/* lr->multi shares its word with bits written under the lock. */
 	pthread_mutex_lock(&s->lock);
 	err = lr_held_err_locked(lr);
-	if (err == 0 && lr->multi)
+	if (err == 0 && lr->multi) {
 		err = multilock_set_data_locked(lr, data, len, cb, arg);
-	else if (err == 0) {
-		ctx->cb = cb;
-		ctx->arg = arg;
+	} else if (err == 0) {
 		err = zkerr_errno(zoo_aset(s->zh, lr->node, data, (int)len, -1,
 					   lr_on_set, ctx));
+		sent = err == 0;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (err < 0)
+	if (!sent)
 		free(ctx);
 	return err;
 }
