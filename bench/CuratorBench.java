@@ -136,32 +136,40 @@ public class CuratorBench {
     static double[] multiHandoffs(String hosts, String path, int n)
         throws Exception {
         CuratorFramework[] c = { connect(hosts), connect(hosts) };
-        ExecutorService waiter = Executors.newSingleThreadExecutor();
+        // Curator's locks belong to the thread that took them: one thread
+        // per session, which takes and lets go of its multi-lock.
+        ExecutorService[] t = { Executors.newSingleThreadExecutor(),
+                                Executors.newSingleThreadExecutor() };
         String a = ZKPaths.makePath(path, "a"), b = ZKPaths.makePath(path, "b");
         try {
             InterProcessMultiLock[] m = {
                 new InterProcessMultiLock(c[0], Arrays.asList(a, b)),
                 new InterProcessMultiLock(c[1], Arrays.asList(a, b)) };
-            m[0].acquire();
+            t[0].submit(() -> { m[0].acquire(); return null; })
+                .get(10, TimeUnit.SECONDS);
             int holder = 0;
             double[] us = new double[n];
             for (int i = 0; i < n; i++) {
-                InterProcessMultiLock next = m[1 - holder];
-                Future<Long> got = waiter.submit(() -> {
+                InterProcessMultiLock next = m[1 - holder], held = m[holder];
+                Future<Long> got = t[1 - holder].submit(() -> {
                     next.acquire();
                     return System.nanoTime();
                 });
                 waitQueued(c[0], a, 2);
                 long t0 = System.nanoTime();
-                m[holder].release();
+                t[holder].submit(() -> { held.release(); return null; })
+                    .get(10, TimeUnit.SECONDS);
                 us[i] = (got.get(10, TimeUnit.SECONDS) - t0) / 1e3;
                 holder = 1 - holder;
                 waitQueued(c[0], a, 1); // the old holder's node gone
             }
-            m[holder].release();
+            InterProcessMultiLock last = m[holder];
+            t[holder].submit(() -> { last.release(); return null; })
+                .get(10, TimeUnit.SECONDS);
             return us;
         } finally {
-            waiter.shutdownNow();
+            for (ExecutorService e : t)
+                e.shutdownNow();
             for (CuratorFramework client : c)
                 client.close();
         }
