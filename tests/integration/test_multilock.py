@@ -225,3 +225,16 @@ def test_a_member_node_deleted_by_another_client_loses_the_whole_lock_once(
     told, _, _ = select.select([holder.proc.stdout], [], [], 0.3)
     assert not told, holder.proc.stdout.readline()
     holder.close()
+
+
+def test_kill_9_of_a_waiter_leaves_nothing(zk, base, m1, m2):
+    holder = Locker(m2.path("b", "write"))
+    holder.granted()
+    waiter = Locker(all_path(m1, "a,b"))
+    wait_until(lambda: len(lock_nodes(zk, base + "/a")) == 1, 10,
+               "the waiter's node on a")
+    waiter.kill()
+    wait_until(lambda: lock_nodes(zk, base + "/a") == [], 10,
+               "the killed waiter's node on a to go")
+    assert len(lock_nodes(zk, base + "/b")) == 1, "only the holder's"
+    holder.close()

@@ -413,3 +413,27 @@ Test(multilock, a_release_lost_with_the_connection_is_sent_again)
 	expect_both_deleted();
 	cr_assert_eq(fake_pending(), 0);
 }
+
+Test(multilock, a_held_multi_lock_lost_with_its_session_is_reported_once)
+{
+	struct zkl_lockreq *lr = start(0);
+	struct zkl_link lost;
+	int64_t token, sid;
+	char path[1200];
+	int reports = 0;
+
+	created(5);
+	token_and_listings(NULL);
+	held_watches(2);
+	fake_expire(s, 1, &lost);
+	for (struct zkl_link *l = lost.next; l != &lost; l = l->next)
+		reports++;
+	fake_free_lost(&lost);
+	cr_assert_eq(reports, 1, "one report for the multi-lock, not %d",
+		     reports);
+	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid),
+		     -EIO);
+	cr_assert_eq(fake_done_calls, 1, "told nothing more");
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "its nodes went with the session");
+}
