@@ -59,6 +59,31 @@ static void start(int i, const char *dir, enum zkl_mode mode, unsigned flags)
 	}
 }
 
+/* Start request i as a multi-lock of dirs[0..n). */
+static void start_multi(int i, const char *const *dirs, size_t n,
+			enum zkl_mode mode, unsigned flags)
+{
+	struct slot *sl = &slots[i];
+
+	memset(sl, 0, sizeof(*sl));
+	if (lockreq_new_multi(s, dirs, n, mode, flags, "id", 2, slot_done, sl,
+			      &sl->lr) < 0) {
+		sl->lr = NULL;
+		return;
+	}
+	if (lockreq_start(sl->lr) < 0) {
+		lockreq_release(sl->lr);
+		sl->released = 1;
+	}
+}
+
+static void take_multi(int i, const char *const *dirs, size_t n,
+		       enum zkl_mode mode, unsigned flags)
+{
+	start_multi(i, dirs, n, mode, flags);
+	fake_tree_settle(s);
+}
+
 /* ... and answer what it asked, and what followed. */
 static void take(int i, const char *dir, enum zkl_mode mode, unsigned flags)
 {
@@ -283,6 +308,52 @@ Test(faults, session_expiry)
 Test(faults, curator_session_expiry)
 {
 	run_all_faults(expiry, "2", ZKL_STYLE_CURATOR);
+}
+
+/* Multi-locks of r and s (s made by the first create) in both orders,
+ * a single lock of s and a try of both: never two holders of one, and
+ * the waiters hold in their turn. */
+static const char *const r_s[] = { "/b/r", "/b/s" }, *const s_r[] = { "/b/s",
+								      "/b/r" };
+
+static void multi_locks(int clean)
+{
+	take_multi(0, r_s, 2, ZKL_MODE_WRITE, 0);
+	take(1, "/b/s", ZKL_MODE_WRITE, 0);
+	take_multi(2, s_r, 2, ZKL_MODE_WRITE, 0);
+	take_multi(3, r_s, 2, ZKL_MODE_WRITE, LOCKREQ_TRY);
+	if (held(0))
+		cr_assert(!held(1) && !held(2) && !held(3),
+			  "two holders of one resource");
+	let_go(0);
+	if (clean)
+		cr_assert(held(1) && !held(2), "the single lock's turn");
+	let_go(1);
+	if (clean)
+		cr_assert(held(2), "the opposite order's turn");
+}
+
+Test(faults, multi_locks)
+{
+	run_all_faults(multi_locks, NULL, ZKL_STYLE_ZKLOCKFS);
+}
+
+/* A held and a waiting multi-lock when the session expires: the waiter
+ * queues again with a new transaction and holds on the new session. */
+static void multi_expiry(int clean)
+{
+	take_multi(0, r_s, 2, ZKL_MODE_WRITE, 0);
+	take_multi(1, s_r, 2, ZKL_MODE_WRITE, 0);
+	fake_tree_expire(s);
+	fake_tree_settle(s);
+	if (clean)
+		cr_assert(held(1), "the waiter holds on the new session");
+	let_go(1);
+}
+
+Test(faults, multi_lock_session_expiry)
+{
+	run_all_faults(multi_expiry, NULL, ZKL_STYLE_ZKLOCKFS);
 }
 
 /* F_GETLK's question, asked while a lease is held. */
