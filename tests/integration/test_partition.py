@@ -19,7 +19,8 @@ from netns import made_hosts
 # phase of each cut is enough.
 SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
 TOLD_CASES = [("write", 0.5), ("flock", 0.5), ("lease", 0.5)] + \
-    ([] if SANITIZED else [("fcntl", 0.5), ("write", 0.1), ("write", 0.9)])
+    ([] if SANITIZED else [("fcntl", 0.5), ("multi", 0.5), ("write", 0.1),
+                           ("write", 0.9)])
 ASAN = "address" in os.environ.get("ZKLOCKFS_SANITIZE", "")
 BLIP_PHASES = [0.35] if SANITIZED else [0.1, 0.35, 0.6, 0.85]
 
@@ -77,6 +78,8 @@ def stamp(line, what):
 
 
 def holder_path(kind, mount):
+    if kind == "multi":  # a multi-lock of r and r2 (MOUNT/.all)
+        return mount.path(".all", "r,r2", "write")
     return mount.path("r", {"write": "write", "flock": "lock",
                             "fcntl": "lock", "lease": "lease"}[kind])
 
@@ -125,7 +128,8 @@ def test_a_cut_off_holder_is_told_before_another_host_is_granted(
     holder = take(kind, a)
     holder.granted()
     waiter = take(kind, b, trap=False)
-    wait_until(lambda: len(lock_nodes(pclient, pbase)) == 2, 10,
+    nodes = 4 if kind == "multi" else 2  # a multi-lock has one per resource
+    wait_until(lambda: len(lock_nodes(pclient, pbase)) == nodes, 10,
                "the other host's waiter to queue")
     margin = int(status(a)["jeopardy_margin_ms"]) / 1000
     at_phase(a, phase)
