@@ -70,6 +70,9 @@ struct lr_group_ops {
 	/* The member, held, lost its node to another client (`why`). */
 	void (*lost)(struct zkl_lockreq *member, const char *why,
 		     struct zkl_link *notify);
+	/* After a lost reply, the member found its node (the transaction
+	 * happened); it may be let go here. */
+	void (*found)(struct zkl_lockreq *member, struct zkl_link *notify);
 };
 
 /* A resource removed between creating its znode and queueing in it is
@@ -179,8 +182,10 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	     enum zkl_mode mode, int mutex_names, unsigned flags,
 	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
 	     struct zkl_lockreq **out);
-/* A fresh tag in the create path (same length), for a new session. */
+/* A fresh tag in the create path (same length), for a new session; or
+ * the given one (a multi-lock's, which its members share). */
 int lr_new_tag(struct zkl_lockreq *lr);
+int lr_use_tag(struct zkl_lockreq *lr, const char *tag);
 void lr_free(struct zkl_lockreq *lr);
 /* What a holder's call gets: 0 while held, -EIO once lost, else
  * -ENOENT (lockreq_describe's codes). */

@@ -83,24 +83,29 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	return 0;
 }
 
-int lr_new_tag(struct zkl_lockreq *lr)
+int lr_use_tag(struct zkl_lockreq *lr, const char *tag)
 {
-	char guid[NAMES_TAG_MAX + 1];
 	size_t at = strlen(lr->dir) + 1;
-	int err = names_tag_new(lr->s->dialect, guid);
+	/* A tag of the dialect's length: the prefix keeps its length. */
+	int err = lr_format_prefix(lr->s, lr->mode, lr->mutex_names, tag,
+				   lr->create_path + at,
+				   strlen(lr->create_path + at) + 1);
 
-	/* A new tag of the same length: the prefix keeps its length. */
-	if (err >= 0)
-		err = lr_format_prefix(lr->s, lr->mode, lr->mutex_names, guid,
-				       lr->create_path + at,
-				       strlen(lr->create_path + at) + 1);
 	if (err < 0)
 		return err;
-	memcpy(lr->guid, guid, sizeof(guid));
+	snprintf(lr->guid, sizeof(lr->guid), "%s", tag);
 	lr->node[0] = '\0';
 	lr->create_attempts = 0;
 	lr->maybe_stray = 0;
 	return 0;
+}
+
+int lr_new_tag(struct zkl_lockreq *lr)
+{
+	char guid[NAMES_TAG_MAX + 1];
+	int err = names_tag_new(lr->s->dialect, guid);
+
+	return err < 0 ? err : lr_use_tag(lr, guid);
 }
 
 /* s->lock held if the request was started. */

@@ -246,6 +246,8 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 		lr_defer(lr, &notify);
 	} else if (rc == ZOK && st->ephemeralOwner == s->client_id) {
 		lr->czxid = st->czxid;
+		if (lr->gops && lr->outcome == LR_PENDING)
+			lr->gops->found(lr, &notify); /* may let it go */
 		if (lr->outcome == LR_FINISHED) {
 			lr_delete(lr);
 		} else {

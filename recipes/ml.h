@@ -18,6 +18,10 @@ int ml_send_locked(struct zkl_lockreq *g);
  * transaction. */
 int ml_member_create(struct zkl_lockreq *m);
 
+/* A member found its node after a lost reply (lr_group_ops.found): the
+ * others that found none fail, and with them the multi-lock. */
+void ml_member_found(struct zkl_lockreq *m, struct zkl_link *notify);
+
 /* Delete the nodes of every member that has one to delete now in one
  * transaction (nothing if fewer than two: each member deletes its own
  * when it is let go).  s->lock held. */

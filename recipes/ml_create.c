@@ -11,6 +11,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+
+#include "log.h"
 
 struct ml_item {
 	struct zkl_lockreq *m; /* with a CALL hold until the reply's end */
@@ -31,18 +34,20 @@ static void ml_on_created(int rc, const void *data);
 static void ml_on_token(int rc, const struct Stat *st, const void *data);
 static int ml_ask_token(struct ml_create *c);
 
-/* Does any member stand between asking and having a node, in a way the
- * transaction must wait for?  Members that are not started yet, are
- * looking for a node a lost reply may have made, or wait for the
- * connection: they will ask (wants_create) or find theirs. */
-static int ml_members_settled(const struct zkl_lockreq *g, unsigned *wanting)
+/* Is every member decided: asking for the transaction (wanting), or
+ * with its node (having)?  Not yet: a member not started, looking for a
+ * node a lost reply may have made, or waiting for the connection. */
+static int ml_members_settled(const struct zkl_lockreq *g, unsigned *wanting,
+			      unsigned *having)
 {
-	*wanting = 0;
+	*wanting = *having = 0;
 	for (unsigned i = 0; i < g->nmembers; i++) {
 		const struct zkl_lockreq *m = g->members[i];
 		if (m->wants_create && m->phase == PH_NEW)
 			(*wanting)++;
-		else if (!lr_has_node(m) && m->phase != PH_GONE)
+		else if (lr_has_node(m))
+			(*having)++;
+		else if (m->phase != PH_GONE)
 			return 0;
 	}
 	return 1;
@@ -54,12 +59,24 @@ int ml_send_locked(struct zkl_lockreq *g)
 {
 	struct zkl_session *s = g->s;
 	struct ml_create *c;
-	unsigned k = 0, wanting;
+	unsigned k = 0, wanting, having;
 	int rc;
 
-	if (g->outcome != LR_PENDING || !ml_members_settled(g, &wanting) ||
-	    wanting == 0)
+	if (g->outcome != LR_PENDING ||
+	    !ml_members_settled(g, &wanting, &having) || wanting == 0)
 		return 0;
+	if (having > 0) {
+		/* After a lost reply some members found their node and some
+		 * did not: one transaction made all of them, so another
+		 * client deleted some.  Nodes made apart from the others
+		 * would lose what makes the lock deadlock-free. */
+		log_msg(LOG_WARNING,
+			"%s: a multi-lock's node is missing after a lost "
+			"reply (deleted by another client?): the request "
+			"fails",
+			g->dir);
+		return -EIO;
+	}
 	c = malloc(sizeof(*c) +
 		   wanting * (sizeof(c->item[0]) + sizeof(zoo_op_t) +
 			      sizeof(zoo_op_result_t)));
@@ -95,6 +112,20 @@ int ml_send_locked(struct zkl_lockreq *g)
 		m->create_attempts++;
 	}
 	return 0;
+}
+
+void ml_member_found(struct zkl_lockreq *m, struct zkl_link *notify)
+{
+	int err = ml_send_locked(m->group);
+
+	/* Others found nothing: the whole lock fails (its done tells it). */
+	for (unsigned i = 0; err < 0 && i < m->group->nmembers; i++) {
+		struct zkl_lockreq *o = m->group->members[i];
+		if (o->wants_create && o->phase == PH_NEW) {
+			o->phase = PH_GONE;
+			lr_finish_locked(o, err, notify);
+		}
+	}
 }
 
 /* A member's create step (lr_queue_create): ask for the transaction. */

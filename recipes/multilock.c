@@ -41,6 +41,7 @@ static void ml_member_lost(struct zkl_lockreq *m, const char *why,
 static const struct lr_group_ops ml_group_ops = {
 	.create = ml_member_create,
 	.lost = ml_member_lost,
+	.found = ml_member_found,
 };
 
 /* New members for the resources `dirs`, not started, into *out.
@@ -57,6 +58,10 @@ static int ml_make_members(struct zkl_lockreq *g, const char *const *dirs,
 		err = lr_alloc(g->s, dirs[made], dirs[made], g->mode, 0,
 			       g->try_only ? LOCKREQ_TRY : 0, g->data,
 			       g->datalen, ml_member_done, g, &m);
+		/* The multi-lock's own tag: its owner's F_GETLK skips the
+		 * nodes by it (each member finds its own in its resource). */
+		if (err == 0 && (err = lr_use_tag(m, g->guid)) < 0)
+			lr_free(m);
 		if (err < 0)
 			break;
 		lr_wire(m);
@@ -213,7 +218,10 @@ static void ml_restart(struct zkl_lockreq *g, struct zkl_link *notify)
 	assert(n <= LOCKREQ_MULTI_MAX);
 	for (unsigned i = 0; i < n; i++)
 		dirs[i] = g->members[i]->dir;
-	err = ml_make_members(g, dirs, n, &fresh);
+	/* Nothing of an earlier session may be taken for the new one's. */
+	err = lr_new_tag(g);
+	if (err == 0)
+		err = ml_make_members(g, dirs, n, &fresh);
 	if (err < 0) {
 		ml_fail(g, err, notify);
 		return;

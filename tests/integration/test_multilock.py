@@ -238,3 +238,19 @@ def test_kill_9_of_a_waiter_leaves_nothing(zk, base, m1, m2):
                "the killed waiter's node on a to go")
     assert len(lock_nodes(zk, base + "/b")) == 1, "only the holder's"
     holder.close()
+
+
+def test_getlk_never_names_the_callers_own_multi_lock(m1):
+    """A process holding a read lock of the list asks whether a write lock
+    would be blocked: its own nodes must not count (POSIX)."""
+    script = ("import fcntl, os, struct, sys\n"
+              "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+              "fcntl.lockf(fd, fcntl.LOCK_SH)\n"
+              "arg = struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0)\n"
+              "res = fcntl.fcntl(fd, fcntl.F_GETLK, arg)\n"
+              "print(struct.unpack('hhqqi', res)[0])\n")
+    out = subprocess.run([sys.executable, "-c", script,
+                          all_path(m1, "a,b", "lock")],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == fcntl.F_UNLCK, "its own read lock blocked it"

@@ -289,6 +289,12 @@ int fake_pending(void)
 	return tail - head;
 }
 
+enum fake_op fake_peek_op(void)
+{
+	cr_assert_gt(tail, head, "expected a queued call, found none");
+	return calls[head].op;
+}
+
 struct fake_call *fake_peek(enum fake_op op)
 {
 	cr_assert_gt(tail, head, "expected a queued call, found none");

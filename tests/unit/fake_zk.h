@@ -70,6 +70,8 @@ int fake_call_failed(void);
 /* The oldest queued call, taken off the queue (fake_tree.c answers it). */
 struct fake_call fake_take(void);
 
+/* The oldest queued call's op (asserts there is one). */
+enum fake_op fake_peek_op(void);
 /* Number of queued calls; the oldest one (asserts its op). */
 int fake_pending(void);
 struct fake_call *fake_peek(enum fake_op op);

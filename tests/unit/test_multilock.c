@@ -437,3 +437,73 @@ Test(multilock, a_held_multi_lock_lost_with_its_session_is_reported_once)
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0, "its nodes went with the session");
 }
+
+Test(multilock, its_members_nodes_carry_its_tag_so_its_owner_can_skip_them)
+{
+	struct zkl_lockreq *lr = start(0);
+	struct fake_call *c = fake_peek(FAKE_MULTI);
+
+	for (int i = 0; i < 2; i++)
+		cr_assert(strstr(c->ops[i].create_op.path, lockreq_guid(lr)),
+			  "%s lacks the multi-lock's tag %s",
+			  c->ops[i].create_op.path, lockreq_guid(lr));
+	lockreq_cancel(lr);
+	lockreq_release(lr);
+	created(5);
+	expect_both_deleted();
+}
+
+/* After a lost reply, one member finds its node and the other does not
+ * (another client deleted it): the lock fails, no node is made alone, and
+ * the one found is deleted.  first_found: which member's listing comes
+ * first. */
+static void partial_recovery(int first_found)
+{
+	struct zkl_lockreq *lr = start(0);
+	struct fake_call *c = fake_peek(FAKE_MULTI);
+	char found[1100];
+	const char *none[] = { "unrelated" };
+	const char *listed[] = { found };
+	int k = first_found ? 0 : 1; /* the member whose node is there */
+
+	snprintf(found, sizeof(found), "%s0000000003",
+		 strrchr(c->ops[k].create_op.path, '/') + 1);
+	memcpy(mine[k], found, sizeof(found));
+	lose_the_reply_and_reconnect();
+	if (first_found) {
+		fake_complete_children(ZOK, listed, 1); /* r1: found */
+		fake_complete_children(ZOK, none, 1);   /* r2: nothing */
+		fake_complete_exists(ZOK, 77, 31);      /* r1's check */
+	} else {
+		fake_complete_children(ZOK, none, 1);   /* r1: nothing */
+		fake_complete_children(ZOK, listed, 1); /* r2: found */
+		fake_complete_exists(ZOK, 77, 31);      /* r2's check */
+	}
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -EIO);
+	lockreq_release(lr);
+	/* The node found is deleted (a listing its member lined up before
+	 * the failure reached the multi-lock answers a request that moved
+	 * on); no create of any kind was sent. */
+	while (fake_pending()) {
+		if (fake_peek_op() == FAKE_CHILDREN) {
+			fake_complete_children(ZOK, listed, 1);
+			continue;
+		}
+		struct fake_call d = fake_take();
+		cr_assert(d.op == FAKE_DELETE, "unexpected call %d on %s", d.op,
+			  d.path);
+		cr_assert(strstr(d.path, found), "deletes %s", d.path);
+		((void_completion_t)d.completion)(ZOK, d.data);
+	}
+}
+
+Test(multilock, a_partial_recovery_found_first_fails_and_makes_no_node_alone)
+{
+	partial_recovery(1);
+}
+
+Test(multilock, a_partial_recovery_missing_first_fails_instead_of_hanging)
+{
+	partial_recovery(0);
+}
