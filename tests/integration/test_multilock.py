@@ -17,19 +17,10 @@ import pytest
 
 from harness import HERE, Locker, lock_nodes, wait_until
 from test_core import still_waiting
+from test_exclusion import try_open
 
-TRY_WRITE = os.O_WRONLY | os.O_NONBLOCK
 WORKER = os.path.join(HERE, "multilock_worker.py")
 SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
-
-
-def try_open(path):
-    """The descriptor of a try-lock of path, or None if it is busy."""
-    try:
-        return os.open(path, TRY_WRITE)
-    except OSError as e:
-        assert e.errno == errno.EAGAIN, f"{path}: {os.strerror(e.errno)}"
-        return None
 
 
 def busy(path):
@@ -192,39 +183,36 @@ def test_opposite_orders_and_single_lockers_never_deadlock_or_overlap(m1, m2):
     assert all(p.returncode == 0 for p in procs)
 
 
-def test_getlk_on_the_lists_lock_file_names_the_first_blocker(m1, m2):
-    holder = Locker(m2.path("b", "write"))
-    holder.granted()
+def getlk(path, hold_read=False):
+    """F_GETLK of a write lock on path, from a process of its own (which
+    first takes a read lock through it if hold_read): the l_type."""
     script = ("import fcntl, os, struct, sys\n"
               "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+              + ("fcntl.lockf(fd, fcntl.LOCK_SH)\n" if hold_read else "") +
               "arg = struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0)\n"
               "res = fcntl.fcntl(fd, fcntl.F_GETLK, arg)\n"
               "print(struct.unpack('hhqqi', res)[0])\n")
-    out = subprocess.run([sys.executable, "-c", script,
-                          all_path(m1, "a,b", "lock")],
+    out = subprocess.run([sys.executable, "-c", script, path],
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    assert int(out.stdout) == fcntl.F_WRLCK, "b's writer blocks the list"
+    return int(out.stdout)
+
+
+def test_getlk_on_the_lists_lock_file_names_the_first_blocker(m1, m2):
+    holder = Locker(m2.path("b", "write"))
+    holder.granted()
+    assert getlk(all_path(m1, "a,b", "lock")) == fcntl.F_WRLCK, \
+        "b's writer blocks the list"
     holder.close()
     wait_until(lambda: not busy(m2.path("b", "write")), 10, "b to be free")
-    out = subprocess.run([sys.executable, "-c", script,
-                          all_path(m1, "a,b", "lock")],
-                         capture_output=True, text=True, timeout=30)
-    assert int(out.stdout) == fcntl.F_UNLCK, out.stdout
+    assert getlk(all_path(m1, "a,b", "lock")) == fcntl.F_UNLCK
 
 
-def test_a_member_node_deleted_by_another_client_loses_the_whole_lock_once(
-        zk, base, mounts):
-    m = mounts.new("-o", "on_lost=signal:USR1")
-    holder = Locker(all_path(m, "a,b"), "rw", extra=["--trap", "SIGUSR1"])
-    holder.granted()
-    zk.delete(lock_nodes(zk, base + "/b")[0])
-    assert holder.next_line(5, "the on_lost signal") == "signal SIGUSR1"
-    assert holder.command("read") == "err EIO"
-    # One report for the one lock: no second signal.
-    told, _, _ = select.select([holder.proc.stdout], [], [], 0.3)
-    assert not told, holder.proc.stdout.readline()
-    holder.close()
+def test_getlk_never_names_the_callers_own_multi_lock(m1):
+    """A process holding a read lock of the list asks whether a write lock
+    would be blocked: its own nodes must not count (POSIX)."""
+    assert getlk(all_path(m1, "a,b", "lock"), hold_read=True) == \
+        fcntl.F_UNLCK, "its own read lock blocked it"
 
 
 def test_kill_9_of_a_waiter_leaves_nothing(zk, base, m1, m2):
@@ -240,17 +228,15 @@ def test_kill_9_of_a_waiter_leaves_nothing(zk, base, m1, m2):
     holder.close()
 
 
-def test_getlk_never_names_the_callers_own_multi_lock(m1):
-    """A process holding a read lock of the list asks whether a write lock
-    would be blocked: its own nodes must not count (POSIX)."""
-    script = ("import fcntl, os, struct, sys\n"
-              "fd = os.open(sys.argv[1], os.O_RDWR)\n"
-              "fcntl.lockf(fd, fcntl.LOCK_SH)\n"
-              "arg = struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0)\n"
-              "res = fcntl.fcntl(fd, fcntl.F_GETLK, arg)\n"
-              "print(struct.unpack('hhqqi', res)[0])\n")
-    out = subprocess.run([sys.executable, "-c", script,
-                          all_path(m1, "a,b", "lock")],
-                         capture_output=True, text=True, timeout=30)
-    assert out.returncode == 0, out.stderr
-    assert int(out.stdout) == fcntl.F_UNLCK, "its own read lock blocked it"
+def test_a_member_node_deleted_by_another_client_loses_the_whole_lock_once(
+        zk, base, mounts):
+    m = mounts.new("-o", "on_lost=signal:USR1")
+    holder = Locker(all_path(m, "a,b"), "rw", extra=["--trap", "SIGUSR1"])
+    holder.granted()
+    zk.delete(lock_nodes(zk, base + "/b")[0])
+    assert holder.next_line(5, "the on_lost signal") == "signal SIGUSR1"
+    assert holder.command("read") == "err EIO"
+    # One report for the one lock: no second signal.
+    told, _, _ = select.select([holder.proc.stdout], [], [], 0.3)
+    assert not told, holder.proc.stdout.readline()
+    holder.close()
