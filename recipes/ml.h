@@ -18,6 +18,12 @@ int ml_send_locked(struct zkl_lockreq *g);
  * transaction. */
 int ml_member_create(struct zkl_lockreq *m);
 
+/* One allocation for a transaction's context (ml_txn.c): `head` bytes
+ * whose last member is an array of n entries of `item` bytes, then its
+ * n ops and n results.  NULL when out of memory. */
+void *ml_txn_alloc(size_t head, size_t item, unsigned n, zoo_op_t **ops,
+		   zoo_op_result_t **results);
+
 /* A member found its node after a lost reply (lr_group_ops.found): the
  * others that found none fail, and with them the multi-lock. */
 void ml_member_found(struct zkl_lockreq *m, struct zkl_link *notify);

@@ -1,7 +1,6 @@
 /*
- * ml_create.c - a multi-lock's transactions (ml.h): the one that creates
- * every member's node, the token read after it, a note on every node,
- * and the one that deletes them.  Below multilock.c; it tells the multi-lock of nothing but
+ * ml_create.c - the transaction that creates every member's node of a
+ * multi-lock (ml.h), and the token read after it.  Below multilock.c; it tells the multi-lock of nothing but
  * through its members (their done).
  */
 #include "ml.h"
@@ -58,7 +57,9 @@ static int ml_members_settled(const struct zkl_lockreq *g, unsigned *wanting,
 int ml_send_locked(struct zkl_lockreq *g)
 {
 	struct zkl_session *s = g->s;
+	zoo_op_result_t *results;
 	struct ml_create *c;
+	zoo_op_t *ops;
 	unsigned k = 0, wanting, having;
 	int rc;
 
@@ -77,15 +78,14 @@ int ml_send_locked(struct zkl_lockreq *g)
 			g->dir);
 		return -EIO;
 	}
-	c = malloc(sizeof(*c) +
-		   wanting * (sizeof(c->item[0]) + sizeof(zoo_op_t) +
-			      sizeof(zoo_op_result_t)));
+	c = ml_txn_alloc(sizeof(*c), sizeof(c->item[0]), wanting, &ops,
+			 &results);
 	if (!c)
 		return -ENOMEM;
 	c->g = g;
 	c->n = wanting;
-	c->ops = (zoo_op_t *)(c->item + wanting);
-	c->results = (zoo_op_result_t *)(c->ops + wanting);
+	c->ops = ops;
+	c->results = results;
 	for (unsigned i = 0; i < g->nmembers; i++) {
 		struct zkl_lockreq *m = g->members[i];
 		if (!(m->wants_create && m->phase == PH_NEW))
@@ -271,128 +271,4 @@ static void ml_on_token(int rc, const struct Stat *st, const void *data)
 	}
 	free(c);
 	lr_end_completion(g, &notify);
-}
-
-/* A note on every node of the multi-lock, in one transaction: every host
- * sees it on all of them or on none. */
-struct ml_set {
-	void (*cb)(int err, void *arg);
-	void *arg;
-	zoo_op_t *ops;
-	zoo_op_result_t *results;
-	struct Stat stats[];
-};
-
-static void ml_on_set(int rc, const void *data)
-{
-	struct ml_set *set = (struct ml_set *)data;
-
-	set->cb(zkerr_errno(rc), set->arg);
-	free(set);
-}
-
-int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
-			      size_t len, void (*cb)(int err, void *arg),
-			      void *arg)
-{
-	unsigned n = g->nmembers;
-	struct ml_set *set;
-	int rc;
-
-	ZKL_ASSERT_HELD(&g->s->lock);
-	set = malloc(sizeof(*set) +
-		     n * (sizeof(struct Stat) + sizeof(zoo_op_t) +
-			  sizeof(zoo_op_result_t)));
-	if (!set)
-		return -ENOMEM;
-	set->cb = cb;
-	set->arg = arg;
-	set->ops = (zoo_op_t *)(set->stats + n);
-	set->results = (zoo_op_result_t *)(set->ops + n);
-	for (unsigned i = 0; i < n; i++)
-		zoo_set_op_init(&set->ops[i], g->members[i]->node, data,
-				(int)len, -1, &set->stats[i]);
-	rc = zoo_amulti(g->s->zh, (int)n, set->ops, set->results, ml_on_set,
-			set);
-	if (rc != ZOK) {
-		free(set);
-		return zkerr_errno(rc);
-	}
-	return 0;
-}
-
-/* The members' nodes deleted in one transaction: another host sees all of
- * them go at once. */
-struct ml_delete {
-	unsigned n;
-	zoo_op_t *ops;
-	zoo_op_result_t *results;
-	struct zkl_lockreq *m[];
-};
-
-static void ml_on_deleted(int rc, const void *data)
-{
-	struct ml_delete *d = (struct ml_delete *)data;
-	struct zkl_session *s = d->m[0]->s;
-	struct zkl_link notify;
-
-	session_enter(s, &notify);
-	for (unsigned i = 0; i < d->n; i++) {
-		struct zkl_lockreq *m = d->m[i];
-		if (rc == ZOK || lr_is_connection_loss(rc)) {
-			lr_deleted_locked(m, rc, &notify);
-		} else if (m->phase == PH_DELETING) {
-			/* One was gone (deleted by another client): the
-			 * transaction did nothing; one by one, then. */
-			queue_leaving_done(&m->leaving);
-			lr_delete(m);
-		}
-		lr_tell_gone_locked(m, &notify);
-		lr_drop_locked(m, LR_HOLD_CALL);
-	}
-	free(d);
-	session_leave(s, &notify);
-}
-
-/* Is m's node one to delete now, with the others? */
-static int ml_deletable(const struct zkl_lockreq *m)
-{
-	return lr_has_node(m) && !m->jeopardy_wait &&
-	       (m->phase == PH_LISTING || m->phase == PH_WATCHING ||
-		m->phase == PH_IDLE);
-}
-
-void ml_delete_together_locked(struct zkl_lockreq *g)
-{
-	struct ml_delete *d;
-	unsigned k = 0;
-	int rc;
-
-	for (unsigned i = 0; i < g->nmembers; i++)
-		k += ml_deletable(g->members[i]);
-	if (k < 2)
-		return; /* each member deletes its own, if it has one */
-	d = malloc(sizeof(*d) + k * (sizeof(d->m[0]) + sizeof(zoo_op_t) +
-				     sizeof(zoo_op_result_t)));
-	if (!d)
-		return; /* the same, one by one */
-	d->n = k;
-	d->ops = (zoo_op_t *)(d->m + k);
-	d->results = (zoo_op_result_t *)(d->ops + k);
-	k = 0;
-	for (unsigned i = 0; i < g->nmembers; i++) {
-		struct zkl_lockreq *m = g->members[i];
-		if (!ml_deletable(m))
-			continue;
-		lr_unwatch_all(m);
-		lr_delete_begin_locked(m);
-		zoo_delete_op_init(&d->ops[k], m->node, -1);
-		d->m[k++] = m;
-	}
-	rc = zoo_amulti(g->s->zh, (int)k, d->ops, d->results, ml_on_deleted, d);
-	if (rc != ZOK) {
-		for (unsigned i = 0; i < k; i++)
-			lr_delete_unsent_locked(d->m[i]);
-		free(d);
-	}
 }

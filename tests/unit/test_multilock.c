@@ -148,6 +148,18 @@ static void holds_then_lets_go(struct zkl_lockreq *lr)
 	cr_assert_eq(fake_pending(), 0);
 }
 
+/* A multi-lock both of whose resources were free: held, watching its
+ * nodes. */
+static struct zkl_lockreq *held_both(void)
+{
+	struct zkl_lockreq *lr = start(0);
+
+	created(5);
+	token_and_listings(NULL);
+	held_watches(2);
+	return lr;
+}
+
 Test(multilock, held_once_every_member_holds_with_one_token_each)
 {
 	struct zkl_lockreq *lr = start(0);
@@ -380,11 +392,7 @@ Test(multilock, refuses_leases_and_bad_counts)
 Test(multilock,
      a_release_whose_transaction_finds_a_node_gone_deletes_one_by_one)
 {
-	struct zkl_lockreq *lr = start(0);
-
-	created(5);
-	token_and_listings(NULL);
-	held_watches(2);
+	struct zkl_lockreq *lr = held_both();
 	lockreq_release(lr);
 	/* Someone deleted one of them meanwhile: the transaction fails
 	 * whole, and each member deletes its own. */
@@ -395,11 +403,7 @@ Test(multilock,
 
 Test(multilock, a_release_lost_with_the_connection_is_sent_again)
 {
-	struct zkl_lockreq *lr = start(0);
-
-	created(5);
-	token_and_listings(NULL);
-	held_watches(2);
+	struct zkl_lockreq *lr = held_both();
 	lockreq_release(lr);
 	pthread_mutex_lock(&s->lock);
 	s->state = ZKL_CONN_CONNECTING;
