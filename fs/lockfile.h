@@ -188,6 +188,15 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		 struct lockfile *lf, enum zkl_mode mode, unsigned flags,
 		 uint64_t owner);
 
+/* waiter_park for a downgrade: `from`, the write lock the holder had
+ * (taken from it by the caller, who passes its reference), is replaced
+ * by the read lock asked for in its place in the queue
+ * (lockreq_start_in_place), or released if the request does not start. */
+void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
+			  struct lockfile *lf, enum zkl_mode mode,
+			  unsigned flags, uint64_t owner,
+			  struct zkl_lockreq *from);
+
 /* At unmount (fs->stopping set, workers gone): fail every parked request
  * whose grant has not begun; the others fail in their grant. */
 void waiter_shutdown_all(struct zkl_fs *fs);

@@ -2,8 +2,11 @@
  * ops_flock.c - flock(2) and whole-file fcntl(2) locks on the lock files
  * (see lockfile.h for who owns what).
  *
- * Converting a lock (shared <-> exclusive) drops it and queues anew, as
- * flock(2) documents: a ZooKeeper queue has no in-place upgrade.  An fcntl
+ * Upgrading a lock (shared to exclusive) drops it and queues anew, as
+ * flock(2) documents: a ZooKeeper queue has no in-place upgrade.  A
+ * downgrade keeps the lock's place: the read lock replaces the write
+ * lock in one transaction (lockreq_start_in_place), so that no writer
+ * queued behind gets in between.  An fcntl
  * request through an open file description that holds a lock (from open
  * or flock) is answered from that lock: granted if it covers the request,
  * EDEADLK if not, since queueing would wait for ourselves.
@@ -127,6 +130,14 @@ static const struct waiter_ops posix_ops = {
 
 /* ---- flock(2) ---------------------------------------------------------- */
 
+/* From a write lock held to a read lock: the read lock takes the write
+ * lock's place in the queue (lockreq_start_in_place). */
+static int is_downgrade(struct zkl_lockreq *old, enum zkl_mode mode)
+{
+	return mode == ZKL_MODE_READ && lockreq_mode(old) == ZKL_MODE_WRITE &&
+	       lockreq_holds(old);
+}
+
 void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    int op)
 {
@@ -156,6 +167,9 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		return fs_reply_err(req, 0);
 	if (!old)
 		return waiter_park(req, &flock_ops, lf, mode, flags, 0);
+	if (how != LOCK_UN && is_downgrade(old, mode))
+		return waiter_park_in_place(req, &flock_ops, lf, mode, flags, 0,
+					    old);
 	u = unlock_begin(req);
 	unlock_add(u, old);
 	if (how == LOCK_UN)
@@ -183,6 +197,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
 	enum zkl_mode mode = lockfile_mode(ino, mode_of_type(lock->l_type));
+	struct zkl_lockreq *from = NULL;
 	struct posixlock *p;
 	struct unlock *u;
 	int err = -1;
@@ -199,12 +214,21 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		err = lockfile_covers(lf->held, mode) ? 0 : EDEADLK;
 	} else {
 		p = posix_find_locked(fs, ino, fi->lock_owner);
-		if (p && lockreq_holds(p->lr) && lockreq_mode(p->lr) == mode)
+		if (p && lockreq_holds(p->lr) && lockreq_mode(p->lr) == mode) {
 			err = 0;
+		} else if (p && is_downgrade(p->lr, mode)) {
+			list_del(&p->link);
+			from = p->lr;
+			free(p);
+		}
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (err >= 0)
 		return fs_reply_err(req, err);
+	if (from)
+		return waiter_park_in_place(req, &posix_ops, lf, mode,
+					    sleep ? 0 : LOCKREQ_TRY,
+					    fi->lock_owner, from);
 	/* A conversion drops the old lock first (see the top). */
 	u = unlock_begin(req);
 	posix_drop(fs, ino, fi->lock_owner, NULL, u);

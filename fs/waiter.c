@@ -220,6 +220,14 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		 struct lockfile *lf, enum zkl_mode mode, unsigned flags,
 		 uint64_t owner)
 {
+	waiter_park_in_place(req, ops, lf, mode, flags, owner, NULL);
+}
+
+void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
+			  struct lockfile *lf, enum zkl_mode mode,
+			  unsigned flags, uint64_t owner,
+			  struct zkl_lockreq *from)
+{
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct waiter *w = calloc(1, sizeof(*w)), *kept;
@@ -228,6 +236,8 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	int err, answer = -1;
 
 	if (!w) {
+		if (from)
+			lockreq_release(from);
 		/* A stand-in, so the answer goes the usual way. */
 		struct waiter failed = { .req = req, .lf = lf, .ops = ops };
 		if (ops->failed)
@@ -259,11 +269,16 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	pthread_mutex_lock(&fs->lock);
 	kept = waiter_take_kept_locked(fs, w, mode);
 	pthread_mutex_unlock(&fs->lock);
-	if (kept)
+	if (kept) {
+		if (from)
+			lockreq_release(from);
 		return waiter_adopt(kept, w);
+	}
 	err = lockfile_new_request(fs, lf->ino, mode, flags, w->identity,
 				   w->identity_len, waiter_done, w, &w->lr);
 	if (err < 0) {
+		if (from)
+			lockreq_release(from);
 		w->lr = NULL;
 		waiter_fail(w, -err);
 		waiter_put(w); /* ours */
@@ -290,15 +305,21 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	err = -ECANCELED;
 	if (w->parked) {
 		answer = waiter_holder_answer_locked(w, &dropped);
-		if (answer >= 0)
+		if (answer >= 0) {
 			waiter_unlist_locked(fs, w);
-		else
+		} else if (from) {
+			err = lockreq_start_in_place(w->lr, from);
+			from = NULL;
+		} else {
 			err = lockreq_start(w->lr);
+		}
 	}
 	w->started = err == 0;
 	pthread_mutex_unlock(&fs->lock);
 	if (dropped)
 		lockreq_release(dropped); /* a conversion's old lock */
+	if (from)
+		lockreq_release(from); /* the downgrade did not start */
 	if (answer >= 0) {
 		fuse_req_interrupt_func(req, NULL, NULL);
 		waiter_fail(w, answer);

@@ -77,6 +77,34 @@ int lockreq_start(struct zkl_lockreq *lr)
 	return err;
 }
 
+int lockreq_start_in_place(struct zkl_lockreq *lr, struct zkl_lockreq *from)
+{
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+	int err, heir;
+
+	session_enter(s, &notify);
+	heir = from->s == s && lr->mode == ZKL_MODE_READ && !lr->multi &&
+	       !lr->peer && lr->phase == PH_NEW && !lr->heir_of &&
+	       strcmp(lr->dir, from->dir) == 0 && lr_heir_can_take(from) &&
+	       session_is_connected_locked(s) &&
+	       lr_use_tag(lr, from->guid) == 0;
+	if (heir) {
+		lr->heir_of = from; /* with the owner's hold */
+		err = lr_start_locked(lr);
+		if (err < 0)
+			lr_heir_detach_locked(lr, &notify);
+	} else {
+		/* As flock(2) converts: let go, then queue at the end. */
+		lr_release_locked(from, &notify);
+		err = lr->multi  ? multilock_start_locked(lr, &notify)
+		      : lr->peer ? peerlease_start_locked(lr)
+				 : lr_start_locked(lr);
+	}
+	session_leave(s, &notify);
+	return err;
+}
+
 /* Nobody wants the node any more. */
 static void lockreq_abandon_locked(struct zkl_lockreq *lr,
 				   struct zkl_link *notify)
@@ -87,7 +115,7 @@ static void lockreq_abandon_locked(struct zkl_lockreq *lr,
 	else if (lr->peer)
 		peerlease_abandon_locked(lr, notify);
 	else
-		lr_abandon_locked(lr);
+		lr_abandon_locked(lr, notify);
 }
 
 int lockreq_cancel(struct zkl_lockreq *lr)

@@ -70,6 +70,18 @@ int lockreq_member_token(struct zkl_lockreq *lr, size_t i, int64_t *token);
  * (done will not come).  Any thread. */
 int lockreq_start(struct zkl_lockreq *lr);
 
+/* lockreq_start for a read request lr that replaces `from`, a write lock
+ * of the same session on the same resource (a downgrade): from's owner
+ * reference passes to lr, whatever the outcome.  If from holds, lr takes
+ * its place in the queue -- its node, with from's number, is created as
+ * from's is deleted, in one transaction -- and is granted at once, so that
+ * no writer queued behind from gets in between; if that cannot be done
+ * (from is lost, or the transaction fails), lr fails (-EIO).  If from
+ * cannot be replaced (not held, lost, a lease, a multi-lock, the
+ * connection down), it is released and lr queues at the end, as
+ * lockreq_start.  Returns as lockreq_start. */
+int lockreq_start_in_place(struct zkl_lockreq *lr, struct zkl_lockreq *from);
+
 /* Give up a request that is not yet granted.  Returns 0 if the cancel won:
  * done will never be called and the node (if any) is being deleted.
  * Returns -EALREADY if done has been or is being called.  Any thread. */

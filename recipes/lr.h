@@ -104,6 +104,10 @@ struct zkl_lockreq {
 	struct zkl_lockreq **members;
 	unsigned nmembers;
 	unsigned members_granted; /* members whose done(0) has run */
+	/* A downgrade (lr_heir.c): the write lock whose place this read
+	 * request takes, with its owner's hold, until its node is known
+	 * gone or the request lets it go (lr_heir_detach_locked). */
+	struct zkl_lockreq *heir_of;
 	/* A member of a multi-lock: the multi-lock, and what the member
 	 * leaves to it. */
 	struct zkl_lockreq *group;
@@ -131,6 +135,8 @@ struct zkl_lockreq {
 	unsigned multi : 1;          /* a multi-lock (members) */
 	unsigned wants_create : 1;   /* a member: waits, in PH_NEW, for its
 				    * multi-lock's transaction */
+	unsigned passing : 1;        /* held, and being replaced by an heir:
+				      * its node's changes are the heir's */
 
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
@@ -237,8 +243,8 @@ void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
 void lr_ignore_void(int rc, const void *data);
 
 /* The files of the request call down this list only: lr_core.c (above),
- * lr_watch.c, lr_steps.c, lr_create.c, lr_machine.c, lr_hooks.c,
- * peerlease.c, lockreq.c. */
+ * lr_watch.c, lr_steps.c, lr_heir.c, lr_create.c, lr_machine.c,
+ * lr_hooks.c, peerlease.c, lockreq.c. */
 
 /* What the request watches (lr_watch.c).  Each registration takes its
  * hold (WATCH, AHEAD, LIMIT, HELD); the unwatch calls drop it (the caller
@@ -271,8 +277,24 @@ void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify);
 /* Wait for the connection to come back, then resume (member ops). */
 void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
 int lr_is_connection_loss(int rc);
-void lr_abandon_locked(struct zkl_lockreq *lr);
+void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
+/* lockreq_release of a plain request, s->lock held. */
+void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* An heir lets its write lock go (released: its node is deleted unless
+ * it is known gone, PH_GONE).  Nothing if it has none. */
+void lr_heir_detach_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+
+/* A downgrade (lr_heir.c).  Can `from` be replaced by an heir now: a
+ * plain write lock, held and not lost, with nothing in flight? */
+int lr_heir_can_take(const struct zkl_lockreq *from);
+/* Send the transaction that creates lr's node in its write lock's place
+ * and deletes that lock's node (lr_queue_create's step for an heir).
+ * Returns 0 or -errno (nothing sent). */
+int lr_heir_send(struct zkl_lockreq *lr);
+/* The heir's node exists (found after a lost reply): its write lock's
+ * node is gone with that transaction. */
+void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_mark(struct zkl_lockreq *lr);
 
 /* The node's creation (lr_create.c). */
@@ -283,8 +305,6 @@ void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify);
 int lr_start_locked(struct zkl_lockreq *lr);
 int lr_start_with_locked(struct zkl_lockreq *lr,
 			 int (*first_step)(struct zkl_lockreq *lr));
-/* lockreq_release of a plain request, s->lock held. */
-void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* Release a sub-request of lr (a peer lease's lock, a multi-lock's
  * member): lr's owner is told gone only once its node is gone too. */
 void lr_release_sub_locked(struct zkl_lockreq *lr, struct zkl_lockreq *sub,

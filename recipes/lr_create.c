@@ -1,7 +1,7 @@
 /*
  * lr_create.c - a lock request's node: the owner's start and release,
  * the create, and after a lost create reply the search for the node by
- * its tag (lr.h).  Above lr_steps.c; below lr_machine.c.
+ * its tag (lr.h).  Above lr_heir.c; below lr_machine.c.
  */
 #include "lr.h"
 #include "lockrule.h"
@@ -27,6 +27,8 @@ int lr_queue_create(struct zkl_lockreq *lr)
 
 	if (lr->gops) /* a member: created by its multi-lock */
 		return lr->gops->create(lr);
+	if (lr->heir_of) /* a downgrade: in its write lock's place */
+		return lr_heir_send(lr);
 	lr_hold(lr, LR_HOLD_CALL);
 	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
 			  (int)lr->datalen, lr->s->acl,
@@ -106,16 +108,6 @@ static int lr_first_step(struct zkl_lockreq *lr)
 int lr_start_locked(struct zkl_lockreq *lr)
 {
 	return lr_start_with_locked(lr, lr_first_step);
-}
-
-void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
-{
-	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
-	if (lr->outcome != LR_FINISHED) {
-		lr->outcome = LR_FINISHED;
-		lr_abandon_locked(lr);
-	}
-	lr_end_entry_locked(lr, notify);
 }
 
 /* The node of a sub-request is gone: its parent's owner may be told that
@@ -208,10 +200,13 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 	lr_end_completion(lr, &notify);
 }
 
-/* After a lost create reply: is there a node with our GUID? */
+/* After a lost create reply: is there a node with our GUID?  An heir
+ * shares its tag with its write lock: it looks for its own name. */
 void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	ssize_t found = lockrule_find_tag(lr->q->nodes, lr->q->n, 0, lr->guid);
+	ssize_t found = lr->heir_of ? queue_find(lr->q, lr_node_name(lr))
+				    : lockrule_find_tag(lr->q->nodes, lr->q->n,
+							0, lr->guid);
 
 	if (found < 0) {
 		lr->node[0] = '\0';
@@ -246,6 +241,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 		lr_defer(lr, &notify);
 	} else if (rc == ZOK && st->ephemeralOwner == s->client_id) {
 		lr->czxid = st->czxid;
+		lr_heir_settle(lr, &notify);
 		if (lr->gops && lr->outcome == LR_PENDING)
 			lr->gops->found(lr, &notify); /* may let it go */
 		if (lr->outcome == LR_FINISHED) {

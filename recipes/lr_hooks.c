@@ -20,7 +20,12 @@
  * session (which ZooKeeper deletes anyway) is ever taken for ours. */
 static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	int err = lr_new_tag(lr);
+	int err;
+
+	/* A downgrade's write lock ended with the old session: this is a
+	 * plain read request now. */
+	lr_heir_detach_locked(lr, notify);
+	err = lr_new_tag(lr);
 
 	if (err < 0) {
 		lr->phase = PH_GONE;
@@ -71,6 +76,32 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 	lr_end_entry_locked(lr, notify);
 }
 
+/*
+ * Did the node `name` (a child of our resource) go with nothing in its
+ * place, so that the session's view, with it marked gone, is right?
+ * A write node may leave an heir: a downgrade creates a read node with
+ * its number in the same transaction (lr_heir.c), in its place in the
+ * queue, after every listing we have.  That transaction sets the write
+ * node's data first, so its watchers hear of a change and list again;
+ * a deletion alone, heard on the connection that set the watch, left no
+ * heir.  Not so when the deletion was not seen as it happened
+ * (WATCH_VANISHED), nor for a Curator read-write lock's write node:
+ * Curator 5.5 creates its heir before, and apart from, the delete.
+ */
+static int lr_gone_for_sure(const char *name, enum zkl_watch_event ev)
+{
+	struct zkl_node node;
+
+	if (ev != WATCH_GONE && ev != WATCH_VANISHED)
+		return 0;
+	if (names_parse(name, &node) < 0 || node.mode != ZKL_MODE_WRITE ||
+	    node.style == ZKL_STYLE_ZOOKEEPER)
+		return 1;
+	/* Curator's mutex ("-lock-") has no reader to leave. */
+	return ev == WATCH_GONE &&
+	       (node.style != ZKL_STYLE_CURATOR || !strstr(name, "-__WRIT__"));
+}
+
 static void lr_watch_fired(struct zkl_watch *w, const char *path,
 			   enum zkl_watch_event ev, struct zkl_link *notify)
 {
@@ -84,7 +115,7 @@ static void lr_watch_fired(struct zkl_watch *w, const char *path,
 		if (strncmp(path, lr->dir, dirlen) != 0 ||
 		    path[dirlen] != '/') {
 			lr_list(lr, notify); /* not a node of ours to name */
-		} else if (ev == WATCH_GONE) {
+		} else if (lr_gone_for_sure(name, ev)) {
 			/* No listing needed: see queue.h. */
 			queue_mark_gone(lr->q, name);
 			lr_evaluate(lr, notify);
@@ -138,9 +169,11 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 
 	lr_begin_entry_locked(lr, LR_HOLD_HELD);
 	(void)path;
-	if (!lr_node_holds(lr) || lr->lost || lr->phase != PH_IDLE) {
-		/* released, or lost already */
-	} else if (ev == WATCH_GONE && lr->grant_deferred) {
+	if (!lr_node_holds(lr) || lr->lost || lr->phase != PH_IDLE ||
+	    lr->passing) {
+		/* released, lost already, or being replaced by its heir */
+	} else if ((ev == WATCH_GONE || ev == WATCH_VANISHED) &&
+		   lr->grant_deferred) {
 		log_msg(LOG_WARNING,
 			"lock node %s was deleted by another client before "
 			"its grant could be told: the request fails",
@@ -151,7 +184,7 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 		lr_unwatch_all(lr);
 		lr_tell_locked(lr, -EIO, notify);
 		lr->outcome = LR_FINISHED;
-	} else if (ev == WATCH_GONE) {
+	} else if (ev == WATCH_GONE || ev == WATCH_VANISHED) {
 		log_msg(LOG_WARNING,
 			"lock node %s was deleted by another client while "
 			"held: the lock is lost",

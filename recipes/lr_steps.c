@@ -109,11 +109,14 @@ int lr_is_connection_loss(int rc)
  * failed): delete it now if we know it, or make sure the step in flight
  * deletes it when it learns the name (those check outcome == FINISHED).
  */
-void lr_abandon_locked(struct zkl_lockreq *lr)
+void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* A peer lease gives up its own way (peerlease_abandon_locked). */
 	assert(!lr->peer);
+	/* A transaction in flight that replaces it fails on a node deleted
+	 * first; one that came first leaves this delete nothing to do. */
+	lr_heir_detach_locked(lr, notify);
 	lr_unwatch_all(lr);
 	switch (lr->phase) {
 	case PH_CREATING:
@@ -141,7 +144,28 @@ void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 {
 	lr_tell_locked(lr, err, notify);
 	lr->outcome = LR_FINISHED;
-	lr_abandon_locked(lr);
+	lr_abandon_locked(lr, notify);
+}
+
+void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
+	if (lr->outcome != LR_FINISHED) {
+		lr->outcome = LR_FINISHED;
+		lr_abandon_locked(lr, notify);
+	}
+	lr_end_entry_locked(lr, notify);
+}
+
+void lr_heir_detach_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct zkl_lockreq *from = lr->heir_of;
+
+	if (!from)
+		return;
+	lr->heir_of = NULL;
+	from->passing = 0;
+	lr_release_locked(from, notify);
 }
 
 static void lr_on_marked(int rc, const struct Stat *st, const void *data)

@@ -126,8 +126,9 @@ void lr_watch_held(struct zkl_lockreq *lr)
 {
 	int err;
 
-	/* A peer's lock taken on a lease's way is let go at once. */
-	if (!lr_node_holds(lr) || lr->lost || lr->mutex_names ||
+	/* A peer's lock taken on a lease's way is let go at once; a lock
+	 * that an heir replaces sees its own node deleted by the heir. */
+	if (!lr_node_holds(lr) || lr->lost || lr->mutex_names || lr->passing ||
 	    lr->held_watch.entry)
 		return;
 	err = session_watch_locked(lr->s, lr->node, &lr->held_watch);

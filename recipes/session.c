@@ -38,6 +38,7 @@ static void session_connected_locked(struct zkl_session *s,
 
 	ZKL_ASSERT_HELD(&s->lock);
 	s->state = ZKL_CONN_CONNECTED;
+	s->watches.connection++;
 	s->client_id = cid ? cid->client_id : 0;
 	session_clock_connected_locked(s);
 	if (!s->draining)

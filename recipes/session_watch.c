@@ -71,10 +71,15 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 	children = (type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT) &&
 		   session_children_key(path, key) == 0;
 	session_enter(s, &notify);
-	if (type != ZOO_CHILD_EVENT)
+	if (type == ZOO_DELETED_EVENT)
 		session_wake_path_locked(s, path,
-					 type == ZOO_DELETED_EVENT ? WATCH_GONE
-					 : type == ZOO_CHANGED_EVENT
+					 watchtab_is_stale(&s->watches, path)
+						 ? WATCH_VANISHED
+						 : WATCH_GONE,
+					 &notify);
+	else if (type != ZOO_CHILD_EVENT)
+		session_wake_path_locked(s, path,
+					 type == ZOO_CHANGED_EVENT
 						 ? WATCH_CHANGED
 						 : WATCH_UNKNOWN,
 					 &notify);
@@ -109,9 +114,10 @@ static void session_watch_reply(int rc, const char *value, int len,
 	}
 	session_enter(s, &notify);
 	if (rc != ZOK) {
-		session_wake_path_locked(
-			s, ctx->path,
-			rc == ZNONODE ? WATCH_GONE : WATCH_UNKNOWN, &notify);
+		session_wake_path_locked(s, ctx->path,
+					 rc == ZNONODE ? WATCH_VANISHED
+						       : WATCH_UNKNOWN,
+					 &notify);
 	} else {
 		watchtab_take_marks(&s->watches, ctx->path, &fired);
 		session_fire_locked(&fired, ctx->path, WATCH_CHANGED, &notify);

@@ -10,6 +10,7 @@
 struct watchtab_entry {
 	struct strtab_item item; /* key: path */
 	struct zkl_link watches;
+	unsigned connection; /* the table's, when the entry was made */
 	char path[];
 };
 
@@ -21,6 +22,7 @@ static struct watchtab_entry *watchtab_entry_of(struct strtab_item *item)
 
 int watchtab_init(struct watchtab *t)
 {
+	t->connection = 0;
 	return strtab_init(&t->paths);
 }
 
@@ -78,6 +80,7 @@ int watchtab_add(struct watchtab *t, const char *path, struct zkl_watch *w)
 			return -ENOMEM;
 		memcpy(e->path, path, len);
 		e->item.key = e->path;
+		e->connection = t->connection;
 		list_init(&e->watches);
 		strtab_insert(&t->paths, &e->item);
 		first = 1;
@@ -85,6 +88,14 @@ int watchtab_add(struct watchtab *t, const char *path, struct zkl_watch *w)
 	list_add_tail(&e->watches, &w->link);
 	w->entry = e;
 	return first;
+}
+
+int watchtab_is_stale(const struct watchtab *t, const char *path)
+{
+	const struct watchtab_entry *e =
+		watchtab_entry_of(strtab_find(&t->paths, path));
+
+	return e && e->connection != t->connection;
 }
 
 int watchtab_remove(struct watchtab *t, struct zkl_watch *w)

@@ -19,11 +19,16 @@
 
 /* What became of a watched node. */
 enum zkl_watch_event {
-	WATCH_GONE,    /* it was deleted */
-	WATCH_CHANGED, /* its data was set (for a watch that wants marks:
+	WATCH_GONE,     /* it was deleted */
+	WATCH_CHANGED,  /* its data was set (for a watch that wants marks:
 			* or had been, before the watch was set) */
-	WATCH_UNKNOWN, /* anything else, or no watch could be set: the
-			* watcher must look again */
+	WATCH_VANISHED, /* it is gone, but a change of its data just
+			 * before may have gone unseen: the node was
+			 * missing when the watch was set, or its deletion
+			 * was reported after a reconnection (ZooKeeper
+			 * then tells a deletion alone) */
+	WATCH_UNKNOWN,  /* anything else, or no watch could be set: the
+			 * watcher must look again */
 };
 
 struct zkl_watch {
@@ -42,6 +47,8 @@ struct zkl_watch {
 
 struct watchtab {
 	struct strtab paths; /* of struct watchtab_entry */
+	unsigned connection; /* counts the owner's connections: an entry
+			      * made under an earlier one is stale */
 };
 
 /* Returns 0 or -ENOMEM. */
@@ -53,6 +60,11 @@ void watchtab_destroy(struct watchtab *t);
  * caller must then ask ZooKeeper for a watch), 0 if ZooKeeper already
  * watches it for this table, or -ENOMEM. */
 int watchtab_add(struct watchtab *t, const char *path, struct zkl_watch *w);
+
+/* Is the watch on path older than the current connection (its events
+ * may have been sent again by the server after a reconnection)?  0 if
+ * there is no watch on path. */
+int watchtab_is_stale(const struct watchtab *t, const char *path);
 
 /* Unregister w if registered.  Returns 1 if it was, 0 if not. */
 int watchtab_remove(struct watchtab *t, struct zkl_watch *w);

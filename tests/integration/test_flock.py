@@ -200,15 +200,14 @@ def test_upgrade_and_downgrade_follow_flock2(zk, base, m1, m2):
     b.send("flock f ex")
     assert a.answer() == "ok"
     assert b.poll() is None
-    # Downgrading drops the exclusive lock and queues a shared one: b,
-    # queued already, gets its exclusive lock first.
-    a.send("flock f sh")
-    assert b.answer() == "ok"
-    modes_queued(zk, base, 1, 1, "a's downgrade to queue behind b's exclusive lock")
-    assert no_answer_yet(a), "a's shared lock granted while b held exclusive"
-    b.ok("flock f sh")  # b downgrades too: both share
-    assert a.answer() == "ok"
+    # Downgrading keeps a's place (test_conversions.py): its shared lock
+    # at once, and b, queued for its exclusive lock, still waits.
+    a.ok("flock f sh")
+    modes_queued(zk, base, 1, 1, "a's shared lock ahead of b's writer")
+    assert no_answer_yet(b), "b's exclusive lock beside a's shared one"
     a.ok("flock f un")
+    assert b.answer() == "ok"
+    b.ok("flock f sh")  # b downgrades too, and keeps a shared lock
     # A failed try at converting loses the old lock, as flock(2) does.
     a.ok("flock f sh")
     c = driver_on(m1.path('r', 'lock'))

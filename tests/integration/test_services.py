@@ -8,6 +8,7 @@ import errno
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -177,6 +178,41 @@ def test_a_mount_writer_between_service_readers_keeps_its_place(
     writer.close()
     assert service.outcome(second) == "held"
     service.release(second)
+
+
+def test_a_mount_downgrade_keeps_the_services_writer_waiting(
+        zk, base, tool, service, two):
+    """The read node a downgrade leaves in the write node's place has the
+    tool's own read name and the write node's number: the tool's writer
+    queued behind reads it as a reader ahead of it (Curator sorts by the
+    number after its marker, kazoo by the number its pattern finds), and
+    goes on waiting."""
+    m1, _ = two
+    res = f"{base}/r"
+    holder = Driver()
+    holder.ok(f"open f {m1.path('r', 'lock')}")
+    holder.ok("flock f ex")
+    write_node, = zk.get_children(res)
+    writer = service.acquire("write", res)
+    queue_length(zk, res, 2)
+    holder.ok("flock f sh")
+    marker = {"curator": ("-__WRIT__", "-__READ__"),
+              "kazoo": ("__lock__", "__rlock__")}[tool]
+    heir = write_node.replace(*marker)
+    wait_until(lambda: heir in zk.get_children(res), 15,
+               f"the read node {heir} in the write node's place")
+    assert write_node not in zk.get_children(res)
+    assert still_waiting_for(service, writer), \
+        f"the {tool} writer got in at the downgrade"
+    holder.exit()
+    assert service.outcome(writer) == "held"
+    service.release(writer)
+
+
+def still_waiting_for(service, lock_id, settle=0.5):
+    """Negative check, over an interval: no answer to the acquire yet."""
+    time.sleep(settle)
+    return service.poll(lock_id) is None
 
 
 def test_a_killed_services_lock_passes_on_once_its_session_expires(

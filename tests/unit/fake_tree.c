@@ -259,9 +259,11 @@ static int tree_children(const struct fake_call *c, struct String_vector *v,
 	return ZOK;
 }
 
-/* A transaction: its creates and sets, all or none (a failed create
- * takes back the ones before it; the sets come from notes, which the
- * scenarios write only on nodes that are there). */
+/* A transaction: its creates, sets and deletes, all or none (a failed
+ * op takes back the creates before it; a set or delete fails only on a
+ * node that is not there, before anything but creates was done: notes
+ * are written on nodes that are, and a downgrade sets, then deletes, its
+ * write node). */
 static int tree_multi(const struct fake_call *c)
 {
 	char made[64][TREE_PATH];
@@ -291,6 +293,8 @@ static int tree_multi(const struct fake_call *c)
 			fake_call_value_of(&one, op->set_op.data,
 					   op->set_op.datalen);
 			rc = tree_set(&one, &st);
+			if (rc == ZOK && op->set_op.stat)
+				*op->set_op.stat = st;
 		} else {
 			rc = tree_delete(op->delete_op.path);
 		}

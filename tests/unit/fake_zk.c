@@ -334,6 +334,8 @@ void fake_complete_create(int rc, const char *seq_suffix, int64_t czxid)
 		c->data);
 }
 
+int64_t fake_multi_zxid = 900;
+
 void fake_complete_multi(int rc, const char *const *suffixes)
 {
 	struct fake_call *c = fake_pop(FAKE_MULTI);
@@ -344,7 +346,10 @@ void fake_complete_multi(int rc, const char *const *suffixes)
 		if (rc == ZOK && op->type == ZOO_CREATE_OP)
 			snprintf(op->create_op.buf,
 				 (size_t)op->create_op.buflen, "%s%s",
-				 op->create_op.path, suffixes[i]);
+				 op->create_op.path,
+				 suffixes ? suffixes[i] : "");
+		if (rc == ZOK && op->type == ZOO_SETDATA_OP && op->set_op.stat)
+			op->set_op.stat->mzxid = fake_multi_zxid;
 	}
 	((void_completion_t)c->completion)(rc, c->data);
 }

@@ -98,8 +98,10 @@ void fake_complete_void(enum fake_op op, int rc);
 /* A set's reply. */
 void fake_complete_set(int rc);
 /* A multi's reply: rc for the whole; on ZOK each create op's node is its
- * path and suffixes[i] (NULL for a transaction of no create). */
+ * path and suffixes[i] (suffixes NULL: the path alone), and each set's
+ * stat has mzxid fake_multi_zxid (the transaction's zxid). */
 void fake_complete_multi(int rc, const char *const *suffixes);
+extern int64_t fake_multi_zxid;
 /* A zoo_awget_children's reply. */
 void fake_complete_wchildren(int rc, const char *const *names, int n);
 /* What the session does when ZooKeeper says the session expired; lost

@@ -356,6 +356,42 @@ Test(faults, multi_lock_session_expiry)
 	run_all_faults(multi_expiry, NULL, ZKL_STYLE_ZKLOCKFS);
 }
 
+/* A held writer downgrades with a writer waiting behind it: the writer
+ * never holds beside the reader that took the place. */
+static void downgrades(int clean)
+{
+	struct slot *sl = &slots[2];
+
+	take(0, "/b/r", ZKL_MODE_WRITE, 0);
+	take(1, "/b/r", ZKL_MODE_WRITE, 0);
+	memset(sl, 0, sizeof(*sl));
+	if (slots[0].lr && !slots[0].released &&
+	    lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "rd", 2, slot_done, sl,
+			&sl->lr) == 0) {
+		slots[0].released = 1; /* its reference passes */
+		if (lockreq_start_in_place(sl->lr, slots[0].lr) < 0) {
+			lockreq_release(sl->lr);
+			sl->released = 1;
+		}
+	}
+	fake_tree_settle(s);
+	if (held(2))
+		cr_assert(!held(1), "a writer got in at the downgrade");
+	if (clean)
+		cr_assert(held(2) && !held(1),
+			  "the reader in the writer's place");
+	let_go(2);
+	if (clean)
+		cr_assert(held(1), "the writer's turn");
+	let_go(1);
+	let_go(0);
+}
+
+Test(faults, downgrades)
+{
+	run_all_faults(downgrades, NULL, ZKL_STYLE_ZKLOCKFS);
+}
+
 /* F_GETLK's question, asked while a lease is held. */
 static int answers;
 

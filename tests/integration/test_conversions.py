@@ -1,0 +1,141 @@
+"""Conversions on real mounts: a downgrade (a write lock held, then a
+read lock asked for through the same holder) keeps the holder's place in
+the queue, so that a writer queued behind it on another host is still
+waiting afterwards, and gets the lock once the reader lets go.  An
+upgrade lets go and queues at the end, as flock(2) documents."""
+import os
+import re
+
+import pytest
+
+from harness import Driver, Locker, lock_nodes, wait_until
+from test_core import still_waiting
+
+NUMBER = re.compile(r"(-?\d{10})$")
+
+# How a holder takes and downgrades its lock, on which file.
+KINDS = {
+    "flock": ("lock", "flock {fd} ex", "flock {fd} sh", "flock {fd} un"),
+    "posix": ("lock", "lockf {fd} wr", "lockf {fd} rd", "lockf {fd} un"),
+    "ofd": ("lock", "ofd {fd} wr", "ofd {fd} rd", "ofd {fd} un"),
+    # The lock an open of write takes, downgraded by flock on its descriptor.
+    "write": ("write", None, "flock {fd} sh", "flock {fd} un"),
+}
+
+
+def nodes_of(zk, base, res="r"):
+    """The resource's lock nodes: name -> the number it ends with."""
+    return {os.path.basename(p): NUMBER.search(p).group(1)
+            for p in lock_nodes(zk, f"{base}/{res}")}
+
+
+def queued(zk, base, count, res="r"):
+    """Wait until the resource has `count` lock nodes; return them."""
+    def counted():
+        nodes = nodes_of(zk, base, res)
+        return (nodes,) if len(nodes) == count else None
+    return wait_until(counted, 15, f"{count} lock nodes on {res}")[0]
+
+
+def hold(mount, kind, res="r"):
+    """A driver holding the write lock of `res` through `kind`."""
+    name, take, _, _ = KINDS[kind]
+    d = Driver()
+    d.ok(f"open f {mount.path(res, name)} {'w' if name == 'write' else 'rw'}")
+    if take:
+        d.ok(take.format(fd="f"))
+    return d
+
+
+def downgrade(d, kind):
+    d.ok(KINDS[kind][2].format(fd="f"))
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_downgrade_lets_no_writer_of_another_host_in(zk, base, m1, m2,
+                                                       kind):
+    holder = hold(m1, kind)
+    (write_node, number), = queued(zk, base, 1).items()
+    assert "-write-" in write_node
+    writer = Locker(m2.path("r", "write"))
+    queued(zk, base, 2)
+    downgrade(holder, kind)
+    nodes = queued(zk, base, 2)
+    assert write_node not in nodes, "the write node is gone"
+    heir = write_node.replace("-write-", "-read-")
+    assert nodes.get(heir) == number, \
+        f"the read node has the write node's name and number: {nodes}"
+    assert still_waiting(writer, 0.5), \
+        f"a writer of another host got in at the downgrade: {writer.result}"
+    # Every host shows the reader in the writer's old place.
+    with open(m2.path("r", "holders")) as f:
+        lines = [line.split(" ") for line in f.read().splitlines()]
+    assert [(l[0], l[1], l[8]) for l in lines] == [
+        ("held", "read", heir), ("waiting", "write", lines[1][8])], lines
+    holder.exit()
+    writer.granted()
+    writer.close()
+
+
+def test_a_waiter_whose_view_is_older_than_the_heir_still_waits(zk, base, m1,
+                                                                m2):
+    """The writer of the other host watches a writer queued behind the
+    downgraded lock, on the holder's host.  That one goes: the other
+    host's view of the queue, taken before the downgrade, still names the
+    deleted write node, and must not be trusted as it is."""
+    holder = hold(m1, "flock")
+    between = Locker(m1.path("r", "write"))
+    queued(zk, base, 2)
+    writer = Locker(m2.path("r", "write"))
+    queued(zk, base, 3)
+    downgrade(holder, "flock")
+    queued(zk, base, 3)
+    between.proc.kill()
+    between.proc.wait(15)
+    queued(zk, base, 2)
+    assert still_waiting(writer, 0.5), \
+        f"a writer with an old view got in beside the reader: {writer.result}"
+    holder.exit()
+    writer.granted()
+    writer.close()
+
+
+def test_an_upgrade_queues_at_the_end(zk, base, m1, m2):
+    holder = Driver()
+    holder.ok(f"open f {m1.path('r', 'lock')}")
+    holder.ok("flock f sh")
+    writer = Locker(m2.path("r", "write"))
+    queued(zk, base, 2)
+    holder.send("flock f ex")
+    writer.granted()
+    assert holder.poll() is None, "the upgrade went ahead of the writer"
+    writer.close()
+    assert holder.answer() == "ok"
+    holder.exit()
+
+
+@pytest.mark.parametrize("kind", ["flock", "posix"])
+def test_a_downgraded_lock_ends_with_its_holder(zk, base, m1, m2, kind):
+    holder = hold(m1, kind)
+    downgrade(holder, kind)
+    (node, _), = queued(zk, base, 1).items()
+    assert "-read-" in node
+    holder.ok(KINDS[kind][3].format(fd="f"))
+    queued(zk, base, 0)
+    holder.ok(KINDS[kind][1].format(fd="f"))
+    queued(zk, base, 1)
+    holder.exit()
+    queued(zk, base, 0)
+
+
+@pytest.mark.parametrize("where", ["same host", "other host"])
+def test_a_downgraded_lock_is_shared_with_readers(zk, base, m1, m2, where):
+    holder = hold(m1, "flock")
+    downgrade(holder, "flock")
+    other = Driver()
+    other.ok(f"open f {(m1 if where == 'same host' else m2).path('r', 'lock')}")
+    other.ok("flock f sh nb")
+    assert other.do("flock f ex nb") == "err EAGAIN"
+    other.exit()
+    holder.exit()
+    queued(zk, base, 0)
