@@ -24,6 +24,7 @@ struct zkl_fs {
 	mode_t file_mode;   /* permission bits of the lock files */
 	mode_t dir_mode;    /* ... and of the resource directories */
 	int on_lost_signal; /* 0: a lost lock is only logged */
+	int reentrant;      /* -o reentrant (reentrant.h) */
 	char hostname[256];
 	struct timespec started; /* CLOCK_MONOTONIC, at mount */
 

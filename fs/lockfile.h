@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 
 #include "identity.h"
+#include "lineage.h"
 #include "lockreq.h"
 #include "names.h"
 
@@ -41,6 +42,8 @@ struct lockfile {
 	/* Guarded by fs->lock. */
 	enum lockfile_state state;
 	struct zkl_lockreq *held; /* the description's lock, or NULL */
+	pid_t holder;             /* the process that took it (-o reentrant;
+				   * else 0) */
 	size_t identity_len;      /* of whoever took `held` */
 	char identity[IDENTITY_MAX];
 	off_t read_base; /* file offset where read()'s text starts */
@@ -59,6 +62,7 @@ struct posixlock {
 	uint64_t owner;       /* the kernel's lock owner: the process */
 	struct lockfile *via; /* taken through this open file */
 	struct zkl_lockreq *lr;
+	pid_t holder; /* the process that took it (-o reentrant; else 0) */
 	size_t identity_len;
 	char identity[IDENTITY_MAX];
 };
@@ -159,6 +163,10 @@ struct waiter {
 	struct zkl_lockreq *lr;
 	atomic_int refs; /* the parking handler's and the reply's */
 	pid_t tid;
+	/* -o reentrant: the asking process and its ancestors (lineage.h),
+	 * nearest first; else none */
+	pid_t lineage[LINEAGE_MAX];
+	size_t nlineage;
 	struct lockfile *lf;   /* the file the request came through, with a
 			       * reference */
 	uint64_t owner;        /* fcntl: the lock owner */

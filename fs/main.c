@@ -262,6 +262,7 @@ int main(int argc, char **argv)
 		goto out_tree;
 	}
 	fs.on_lost_signal = o.on_lost_signal;
+	fs.reentrant = o.reentrant;
 	session_set_lost_hook(fs.session, fs_lock_lost, &fs);
 	if (fuse_set_signal_handlers(se) < 0)
 		goto out_session;

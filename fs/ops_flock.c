@@ -48,6 +48,7 @@ static void flock_granted(struct waiter *w, struct zkl_lockreq *lr)
 	 * last grant is the file's lock, as the last call would be. */
 	old = lf->held;
 	lf->held = lr;
+	lf->holder = w->nlineage ? w->lineage[0] : 0;
 	memcpy(lf->identity, w->identity, w->identity_len);
 	lf->identity_len = w->identity_len;
 	pthread_mutex_unlock(&w->fs->lock);
@@ -83,6 +84,7 @@ static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 		list_add_tail(&fs->posix_locks, &p->link);
 	}
 	p->lr = lr;
+	p->holder = w->nlineage ? w->lineage[0] : 0;
 	p->via = w->lf;
 	memcpy(p->identity, w->identity, w->identity_len);
 	p->identity_len = w->identity_len;

@@ -192,6 +192,8 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 		names_style_str(info_has_identity(n) ? ZKL_STYLE_ZKLOCKFS
 						     : n->style));
 	info_multi_mark(out, n);
+	if (n->holds > 1) /* counted holds of this host (-o reentrant) */
+		fprintf(out, ":holds=%u", n->holds);
 	info_identity_field(out, n, "note", 1);
 	fputc('\n', out);
 }

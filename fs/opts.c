@@ -17,6 +17,7 @@ enum {
 	OPTS_KEY_DEBUG,
 	OPTS_KEY_SINGLE,
 	OPTS_KEY_RO,
+	OPTS_KEY_REENTRANT,
 	/* Numbers: parsed strictly here, not by fuse_opt's sscanf, which
 	 * takes "1.5" as 1 and wraps "uid=4294967296" to 0. */
 	OPTS_KEY_SESSION_TIMEOUT,
@@ -53,6 +54,7 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("debug", OPTS_KEY_DEBUG),
 	FUSE_OPT_KEY("-s", OPTS_KEY_SINGLE),
 	FUSE_OPT_KEY("ro", OPTS_KEY_RO),
+	FUSE_OPT_KEY("reentrant", OPTS_KEY_REENTRANT),
 	FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("dev", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("suid", FUSE_OPT_KEY_DISCARD),
@@ -218,6 +220,9 @@ static int opts_proc(void *data, const char *arg, int key,
 		return 0;
 	case OPTS_KEY_FOREGROUND:
 		c->o->foreground = 1;
+		return 0;
+	case OPTS_KEY_REENTRANT:
+		c->o->reentrant = 1;
 		return 0;
 	case OPTS_KEY_DEBUG:
 		c->o->debug = 1;

@@ -36,6 +36,8 @@ struct opts {
 	int has_uid, has_gid, has_umask;
 	int on_lost_signal; /* 0: only log a lost lock */
 	char *dialect;      /* as given: "zklockfs", "curator" or "kazoo" */
+	int reentrant;      /* -o reentrant: a holder's process tree takes
+			     * its lock again at once, counted (reentrant.c) */
 	int default_permissions; /* -o default_permissions: the kernel checks
 				  * the modes uid=, gid= and umask= give */
 	char repeated[128];      /* our options given more than once ("a, b"):

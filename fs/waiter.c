@@ -23,6 +23,7 @@
 
 #include "deadline.h"
 #include "log.h"
+#include "reentrant.h"
 #include "sigpend.h"
 
 /* The waiter whose interrupt callback this thread is registering: a
@@ -266,6 +267,8 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	log_msg(LOG_DEBUG, "pid %d asks a %s lock on %s (%s%s)", (int)w->tid,
 		names_mode_str(mode), zpath, ops->what,
 		flags & LOCKREQ_TRY ? ", try" : "");
+	if (fs->reentrant && mode != ZKL_MODE_LEASE)
+		w->nlineage = lineage_of(w->tid, w->lineage, LINEAGE_MAX);
 	pthread_mutex_lock(&fs->lock);
 	kept = waiter_take_kept_locked(fs, w, mode);
 	pthread_mutex_unlock(&fs->lock);
@@ -273,6 +276,21 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		if (from)
 			lockreq_release(from);
 		return waiter_adopt(kept, w);
+	}
+	if (w->nlineage) {
+		struct zkl_lockreq *held = NULL;
+		int verdict = reentrant_take(fs, lf->ino, mode, w->lineage,
+					     w->nlineage, &held);
+		if (verdict == 0)
+			waiter_done(held, 0, w);
+		else if (verdict > 0)
+			waiter_fail(w, verdict);
+		if (verdict >= 0) {
+			if (from) /* after: it may be the lock taken again */
+				lockreq_release(from);
+			waiter_put(w); /* ours */
+			return;
+		}
 	}
 	err = lockfile_new_request(fs, lf->ino, mode, flags, w->identity,
 				   w->identity_len, waiter_done, w, &w->lr);
@@ -284,9 +302,14 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		waiter_put(w); /* ours */
 		return;
 	}
-	pthread_mutex_lock(&fs->lock);
-	waiter_list_locked(fs, w);
-	pthread_mutex_unlock(&fs->lock);
+	err = waiter_list_unless_deadlock(w, mode);
+	if (err) {
+		if (from)
+			lockreq_release(from);
+		waiter_fail(w, err);
+		waiter_put(w); /* ours */
+		return;
+	}
 	/* Before the request can be answered, so that an interrupt that
 	 * comes later finds the callback; one that came first runs it right
 	 * here, and is handled once libfuse has let go of the request. */

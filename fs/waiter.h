@@ -35,6 +35,11 @@ void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w);
 /* Put w in fs->waiters (parked; a try's deadline counted).  fs->lock
  * held. */
 void waiter_list_locked(struct zkl_fs *fs, struct waiter *w);
+/* List w, unless it is an fcntl wait (w->owner, not a try) that would
+ * close a wait-for cycle (deadlock.h): then EDEADLK, and w is not
+ * listed.  The check and the listing at once: of two owners closing a
+ * cycle together, the second sees the first.  Returns 0 or EDEADLK. */
+int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode);
 void waiter_unlist(struct waiter *w);
 /* Answer with errno err once the request's node is gone (or at
  * WAITER_ANSWER_MS).  The caller owns the reply, and gives its reference

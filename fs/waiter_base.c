@@ -12,6 +12,7 @@
 #include <syslog.h>
 
 #include "deadline.h"
+#include "deadlock.h"
 #include "log.h"
 
 void waiter_put(struct waiter *w)
@@ -56,6 +57,24 @@ void waiter_list_locked(struct zkl_fs *fs, struct waiter *w)
 		fs->tries++;
 		pthread_cond_signal(&fs->signal_poll);
 	}
+}
+
+int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode)
+{
+	struct zkl_fs *fs = w->fs;
+	int cycle;
+
+	pthread_mutex_lock(&fs->lock);
+	cycle = w->owner && !(w->flags & LOCKREQ_TRY) &&
+		deadlock_would_close_locked(fs, w->lf->ino, w->owner, mode);
+	if (!cycle)
+		waiter_list_locked(fs, w);
+	pthread_mutex_unlock(&fs->lock);
+	if (cycle)
+		log_msg(LOG_DEBUG,
+			"pid %d's fcntl wait would close a cycle: EDEADLK",
+			(int)w->tid);
+	return cycle ? EDEADLK : 0;
 }
 
 void waiter_unlist(struct waiter *w)

@@ -34,10 +34,12 @@ struct holders_node {
 	int64_t ctime_ms;     /* when it was created, by the server's clock */
 	const char *data;     /* its content (len bytes, not NUL-ended) */
 	size_t len;
-	int orphan; /* persistent (ephemeralOwner 0): it belongs to no
+	int orphan;     /* persistent (ephemeralOwner 0): it belongs to no
 		     * session, so no session's end removes it */
-	int lost;   /* this mount's, its lock declared lost (jeopardy): the
+	int lost;       /* this mount's, its lock declared lost (jeopardy): the
 		     * node goes once the margin has run */
+	unsigned holds; /* this mount's, held by so many owners at once
+			 * (-o reentrant); 0 for one, or another's node */
 };
 
 /* The semaphore's state, when leases are held or queued. */

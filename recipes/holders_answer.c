@@ -162,10 +162,38 @@ static void holders_emit_queue(const struct holders_query *q,
 	}
 }
 
+/* Mark the answer's node called `node` (a full path) with what this
+ * mount knows of it: lost, or held by several owners. */
+static void holders_mark_node(const struct holders_query *q,
+			      struct holders_out *out, const char *node,
+			      int lost, unsigned holds)
+{
+	const char *name = strrchr(node, '/');
+
+	if (!name)
+		return;
+	for (size_t d = 0; d < HOLDERS_PARTS; d++) {
+		const struct holders_dir *dir = &q->dirs[d];
+		if (!dir->used || strlen(dir->path) != (size_t)(name - node) ||
+		    strncmp(dir->path, node, (size_t)(name - node)) != 0)
+			continue;
+		for (size_t i = 0; i < out->n; i++) {
+			struct holders_node *n = &out->nodes[i];
+			if (strcmp(n->where, dir->where) != 0 ||
+			    strcmp(n->name, name + 1) != 0)
+				continue;
+			n->lost |= lost;
+			if (holds)
+				n->holds = holds;
+		}
+	}
+}
+
 /* This mount's own nodes whose locks were lost while they are still there
- * (their delete waits for the jeopardy's margin, or for ZooKeeper). */
-static void holders_mark_lost(const struct holders_query *q,
-			      struct holders_out *out)
+ * (their delete waits for the jeopardy's margin, or for ZooKeeper), and
+ * those held by several owners (-o reentrant). */
+static void holders_mark_local(const struct holders_query *q,
+			       struct holders_out *out)
 {
 	struct zkl_session *s = q->s;
 
@@ -173,23 +201,15 @@ static void holders_mark_lost(const struct holders_query *q,
 	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
 		const struct zkl_member *m = member_of_live(l);
 		const char *node = m->ops->lost_node_locked(m);
-		const char *name = node ? strrchr(node, '/') : NULL;
-		if (!name)
-			continue;
-		for (size_t d = 0; d < HOLDERS_PARTS; d++) {
-			const struct holders_dir *dir = &q->dirs[d];
-			if (!dir->used ||
-			    strlen(dir->path) != (size_t)(name - node) ||
-			    strncmp(dir->path, node, (size_t)(name - node)) !=
-				    0)
-				continue;
-			for (size_t i = 0; i < out->n; i++)
-				out->nodes[i].lost |=
-					strcmp(out->nodes[i].where,
-					       dir->where) == 0 &&
-					strcmp(out->nodes[i].name, name + 1) ==
-						0;
-		}
+		unsigned owners = 0;
+
+		if (node)
+			holders_mark_node(q, out, node, 1, 0);
+		node = m->ops->shared_node_locked
+			       ? m->ops->shared_node_locked(m, &owners)
+			       : NULL;
+		if (node)
+			holders_mark_node(q, out, node, 0, owners);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -218,7 +238,7 @@ void holders_answer(struct holders_query *q)
 	}
 	assert(out.n <= total);
 	if (q->err == 0)
-		holders_mark_lost(q, &out);
+		holders_mark_local(q, &out);
 	for (size_t i = 0; i < out.n; i++)
 		sem.held += out.nodes[i].mode == ZKL_MODE_LEASE &&
 			    out.nodes[i].state == HOLDERS_HELD;

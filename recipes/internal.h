@@ -105,6 +105,11 @@ struct zkl_member_ops {
 	 * there (its delete waits for the jeopardy's margin, or for
 	 * ZooKeeper), else NULL. */
 	const char *(*lost_node_locked)(const struct zkl_member *m);
+	/* The path of m's node if it holds for more than one owner
+	 * (lockreq_share), with their number in *owners, else NULL.  NULL
+	 * function: never. */
+	const char *(*shared_node_locked)(const struct zkl_member *m,
+					  unsigned *owners);
 	/* Count m into the held or waiting counters of st, if it is either. */
 	void (*count_locked)(const struct zkl_member *m,
 			     struct zkl_session_stats *st);

@@ -133,12 +133,46 @@ int lockreq_cancel(struct zkl_lockreq *lr)
 	return err;
 }
 
+int lockreq_share(struct zkl_lockreq *lr)
+{
+	int err;
+
+	pthread_mutex_lock(&lr->s->lock);
+	err = lr->multi || lr->peer || lr->mode == ZKL_MODE_LEASE
+		      ? -EINVAL
+		      : lr_held_err_locked(lr);
+	if (err == 0)
+		lr->owners++;
+	pthread_mutex_unlock(&lr->s->lock);
+	return err;
+}
+
+unsigned lockreq_owners(struct zkl_lockreq *lr)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&lr->s->lock);
+	n = lr->owners;
+	pthread_mutex_unlock(&lr->s->lock);
+	return n;
+}
+
 void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 			  void *arg)
 {
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
+	pthread_mutex_lock(&s->lock);
+	if (lr->owners > 1) {
+		/* Another owner holds on: nothing leaves ZooKeeper. */
+		lr->owners--;
+		pthread_mutex_unlock(&s->lock);
+		if (gone)
+			gone(arg);
+		return;
+	}
+	pthread_mutex_unlock(&s->lock);
 	session_enter(s, &notify);
 	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
 	if (lr->outcome == LR_HELD && !lr->lost)

@@ -105,6 +105,16 @@ typedef void (*lockreq_gone_fn)(void *arg);
 void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 			  void *arg);
 
+/* One more owner of lr, held (-o reentrant): each owner releases it
+ * (lockreq_release, lockreq_release_then), and its node goes with the
+ * last; an owner's release before that tells `gone` at once (nothing
+ * leaves ZooKeeper).  Returns 0, -EINVAL for a lease or a multi-lock, or
+ * as lockreq_describe (-ENOENT: not held; -EIO: lost). */
+int lockreq_share(struct zkl_lockreq *lr);
+
+/* How many owners lr has (1 unless shared). */
+unsigned lockreq_owners(struct zkl_lockreq *lr);
+
 /* Store new node data (the holder's identity and note).  cb(err, arg) runs
  * on the completion thread.  Returns 0 or -errno (cb will not come). */
 int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,

@@ -112,7 +112,9 @@ struct zkl_lockreq {
 	 * leaves to it. */
 	struct zkl_lockreq *group;
 	const struct lr_group_ops *gops;
-	int refs;                       /* the sum of holds[] */
+	int refs;        /* the sum of holds[] */
+	unsigned owners; /* the owner's OWNER hold stands for this many
+			  * releases to come (lockreq_share) */
 	unsigned short holds[LR_HOLDS]; /* per kind (enum lr_hold) */
 	enum lr_outcome outcome;
 	enum lr_phase phase;
@@ -326,6 +328,7 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 		struct zkl_link *notify);
 const char *lr_lost_node(const struct zkl_member *m);
+const char *lr_shared_node(const struct zkl_member *m, unsigned *owners);
 
 /* A multi-lock (multilock.c; its note, ml_create.c). */
 int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify);

@@ -67,6 +67,7 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	lr->try_only = (flags & LOCKREQ_TRY) != 0;
 	lr->done = done;
 	lr->arg = arg;
+	lr->owners = 1;
 	lr_hold(lr, LR_HOLD_OWNER);
 	lr->outcome = LR_PENDING;
 	lr->phase = PH_NEW;

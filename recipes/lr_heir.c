@@ -43,10 +43,11 @@ struct lr_heir_txn {
 
 int lr_heir_can_take(const struct zkl_lockreq *from)
 {
+	/* A lock of several owners stays theirs (lockreq_share). */
 	return from->mode == ZKL_MODE_WRITE && from->outcome == LR_HELD &&
-	       !from->lost && !from->grant_deferred && from->phase == PH_IDLE &&
-	       !from->multi && !from->peer && !from->group &&
-	       !from->mutex_names && lr_has_node(from);
+	       from->owners == 1 && !from->lost && !from->grant_deferred &&
+	       from->phase == PH_IDLE && !from->multi && !from->peer &&
+	       !from->group && !from->mutex_names && lr_has_node(from);
 }
 
 void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)

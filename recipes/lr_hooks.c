@@ -287,6 +287,18 @@ const char *lr_lost_node(const struct zkl_member *m)
 	return lr->node;
 }
 
+const char *lr_shared_node(const struct zkl_member *m, unsigned *owners)
+{
+	const struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->owners < 2 || lr->outcome != LR_HELD || !lr_has_node(lr))
+		return NULL;
+	*owners = lr->owners;
+	return lr->node;
+}
+
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 {
 	const struct zkl_lockreq *lr =
@@ -311,6 +323,7 @@ static const struct zkl_member_ops lr_member_ops = {
 	.expired_locked = lr_expired,
 	.jeopardy_locked = lr_jeopardy,
 	.lost_node_locked = lr_lost_node,
+	.shared_node_locked = lr_shared_node,
 	.count_locked = lr_count,
 };
 

@@ -187,6 +187,25 @@ def test_the_explicit_unlock_example(tmp_path, m1, m2):
     assert res.stdout.split() == ["free-at-once"]
 
 
+def test_the_reentrant_example_lets_the_inner_flock_in(tmp_path, mounts,
+                                                       m2):
+    rm = mounts.new("-o", "reentrant")
+    block = readme_block("exec 9>/mnt/zklock/db/write || exit 1      # the mount has -o reentrant")
+    path = os.path.join(tmp_path, "migrate.sh")
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            #!/bin/sh
+            flock -w 10 {shlex.quote(rm.path('db', 'lock'))} \\
+                sh -c 'echo "migrate.sh $(head -n 1 {shlex.quote(m2.path('db', 'holders'))} | cut -d " " -f 1,2)" >> ran.log'
+            """))
+    os.chmod(path, 0o755)
+    res = bash(as_test(block.text, rm.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ran(tmp_path) == ["migrate.sh held write"], \
+        "the inner flock took the script's lock at once"
+    assert open(m2.path("db", "holders")).read() == "", "released"
+
+
 def test_the_semaphore_example(tmp_path, m1, m2):
     block = readme_block("echo 3 > /mnt/zklock/jobs/limit                        # once, on any host")
     stub(tmp_path, "job.sh", m2, "jobs")

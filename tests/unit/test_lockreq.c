@@ -719,3 +719,46 @@ Test(lockreq, a_try_after_the_handle_expired_is_eagain_at_once)
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
 }
+
+static int gone_calls;
+
+static void count_gone(void *arg)
+{
+	(void)arg;
+	gone_calls++;
+}
+
+Test(lockreq, a_shared_lock_ends_with_its_last_owner)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(1);
+	listed_with(my_name, NULL);
+	fake_complete_held_watch(my_name);
+	cr_assert_eq(lockreq_share(lr), 0);
+	cr_assert_eq(lockreq_share(lr), 0);
+	cr_assert_eq(lockreq_owners(lr), 3);
+	gone_calls = 0;
+	lockreq_release_then(lr, count_gone, NULL);
+	cr_assert_eq(gone_calls, 1, "an owner's release is done at once");
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "nothing leaves ZooKeeper yet");
+	cr_assert_eq(lockreq_holds(lr), 1);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, only_a_held_lock_is_shared)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	cr_assert_eq(lockreq_share(lr), -ENOENT, "not granted yet");
+	created(2);
+	listed_with(OTHER, my_name);
+	cr_assert_eq(lockreq_share(lr), -ENOENT, "waiting");
+	lockreq_release(lr);
+	fake_complete_get(ZOK);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}

@@ -1,0 +1,30 @@
+/*
+ * deadlock.h - EDEADLK for an fcntl wait that would close a cycle, as
+ * fcntl(2) answers locally: process A holds a lock and waits for B's,
+ * B asks for A's.  Only what this mount knows takes part: the POSIX
+ * (and OFD) lock owners of its own fcntl locks and parked F_SETLKW
+ * requests, on single resources.  A cycle through another host, through
+ * flock or open locks, or through a list directory's multi-lock is not
+ * seen (the README says so).
+ */
+#ifndef ZKL_DEADLOCK_H
+#define ZKL_DEADLOCK_H
+
+#include "fs.h"
+
+#include <stdint.h>
+
+#include "names.h"
+
+/* Linux gives up after 10 links of the chain; a lock file's chain is
+ * walked through every holder, so the bound is on the steps. */
+#define DEADLOCK_MAX_STEPS 1024
+
+/* Would lock owner `owner`, waiting for a lock of `mode` on lock file
+ * ino, wait for itself: is a holder of that resource this mount's lock
+ * owner that waits, through such a chain, for a lock `owner` holds?
+ * fs->lock held. */
+int deadlock_would_close_locked(struct zkl_fs *fs, fuse_ino_t ino,
+				uint64_t owner, enum zkl_mode mode);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * reentrant.h - -o reentrant: a lock asked by a process that holds it
+ * already, or whose ancestor does, through another open file description
+ * or as another fcntl lock owner of this mount, is that lock again: one
+ * more owner of the same request (lockreq_share), no new node.
+ *
+ * Why the process tree: a shell script holding `exec 9>MOUNT/db/write`
+ * that runs a command doing `flock MOUNT/db/lock ...` would otherwise
+ * wait for itself for ever.  Why only with the option: without it two
+ * descriptors exclude each other, as flock(2) says, and a program that
+ * relies on that (a lock per worker process, forked from one parent)
+ * must not silently share.
+ */
+#ifndef ZKL_REENTRANT_H
+#define ZKL_REENTRANT_H
+
+#include "fs.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "lockreq.h"
+
+/* What a held lock of `held` gives a request of `asked` by its holder's
+ * process tree: 0 (taken again: write covers read and write, read covers
+ * read), EDEADLK (write asked over read held: it could never be granted,
+ * the holder waiting for itself), or -1 (not this one: a lease). */
+int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked);
+
+/* The lock a request of `mode` on lock file ino, by a process whose
+ * lineage (lineage.h) is lineage[0..n), takes again: a held write lock of
+ * its resource, else a held read lock, held through any open file
+ * description or fcntl lock owner of this mount by one of them, into
+ * *held (not shared yet: lockreq_share it, under fs->lock).  Returns
+ * reentrant_verdict's 0 or EDEADLK, or -1 if no such lock is held.  A
+ * list directory's and a lease file's requests never take a lock again.
+ * fs->lock held. */
+int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+			  const pid_t *lineage, size_t n,
+			  struct zkl_lockreq **held);
+
+/* reentrant_find_locked, taking fs->lock, and the lock found shared
+ * (lockreq_share) for the caller, who owns that hold then.  Nothing at
+ * unmount (-1).  Returns 0 (*held shared), EDEADLK, or -1. */
+int reentrant_take(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+		   const pid_t *lineage, size_t n, struct zkl_lockreq **held);
+
+#endif

@@ -1,0 +1,154 @@
+"""-o reentrant on real mounts: a lock asked again by its holder's process,
+or by a descendant of it, is granted at once with no new node and
+counted; the lock ends with the last of those holds; a write lock asked
+over a held read lock is EDEADLK.  Anyone else, another host or an
+unrelated process of the same host, still waits.  Without the option
+nothing changes."""
+import errno
+import os
+import subprocess
+
+import pytest
+
+from harness import Driver, Locker, lock_nodes, wait_until
+from test_core import still_waiting
+
+EDEADLK = "err " + errno.errorcode[errno.EDEADLK]  # EDEADLOCK on Linux
+
+
+@pytest.fixture
+def rm(mounts):
+    """A mount with -o reentrant."""
+    return mounts.new("-o", "reentrant")
+
+
+def nodes(zk, base, count):
+    """Wait until the resource has exactly count lock nodes."""
+    wait_until(lambda: len(lock_nodes(zk, base)) == count, 15,
+               f"{count} lock nodes")
+    return lock_nodes(zk, base)
+
+
+def holders_tool(mount):
+    with open(mount.path("r", "holders")) as f:
+        return [line.split(" ")[9] for line in f.read().splitlines()]
+
+
+def test_a_second_open_by_the_holder_is_counted_and_ends_with_the_last(
+        zk, base, rm, m2):
+    holder = Driver()
+    holder.ok(f"open a {rm.path('r', 'write')} w")
+    other_host = Locker(m2.path("r", "write"))
+    nodes(zk, base, 2)
+    holder.ok(f"open b {rm.path('r', 'write')} w")
+    holder.ok(f"open c {rm.path('r', 'read')} r")
+    assert len(lock_nodes(zk, base)) == 2, "no new node for a hold again"
+    assert holders_tool(rm) == ["zklockfs:holds=3", "zklockfs"]
+    holder.ok("close a")
+    holder.ok("close c")
+    assert still_waiting(other_host), "the lock ended before its last hold"
+    assert holders_tool(rm)[0] == "zklockfs"
+    holder.ok("close b")
+    other_host.granted()
+    other_host.close()
+    holder.exit()
+
+
+def test_a_childs_flock_takes_its_parents_lock_and_a_stranger_waits(
+        zk, base, rm):
+    """The issue's nested scripts: a script holds write through fd 9 and
+    runs another that takes the resource's lock with flock(1)."""
+    stranger = Driver()
+    stranger.ok(f"open f {rm.path('r', 'lock')}")
+    script = (f"exec 9>{rm.path('r', 'write')} || exit 9\n"
+              f"bash -c 'flock {rm.path('r', 'lock')} -c \"echo inner\"'\n"
+              "echo $? >&2\n"
+              "read go\n")
+    outer = subprocess.Popen(["bash", "-c", script], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        assert outer.stdout.readline().strip() == "inner"
+        assert outer.stderr.readline().strip() == "0"
+        nodes(zk, base, 1)
+        assert stranger.do("flock f ex nb") == "err EAGAIN", \
+            "an unrelated process got the lock beside the script"
+        outer.stdin.write("go\n")
+        outer.stdin.flush()
+        assert outer.wait(15) == 0
+    finally:
+        if outer.poll() is None:
+            outer.kill()
+            outer.wait(15)
+    nodes(zk, base, 0)
+    stranger.ok("flock f ex nb")
+    stranger.exit()
+
+
+def test_a_childs_fcntl_lock_is_counted_too(zk, base, rm):
+    lock = rm.path("r", "lock")
+    child = ("import fcntl, os\n"
+             f"fd = os.open({lock!r}, os.O_RDWR)\n"
+             "fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+             "print('child ok')\n")
+    parent = ("import fcntl, os, subprocess, sys\n"
+              f"fd = os.open({lock!r}, os.O_RDWR)\n"
+              "fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+              f"r = subprocess.run([sys.executable, '-c', {child!r}],\n"
+              "                   capture_output=True, text=True, timeout=15)\n"
+              "print(r.stdout.strip() or r.stderr.strip().splitlines()[-1],\n"
+              "      flush=True)\n"
+              "sys.stdin.readline()\n")
+    proc = subprocess.Popen(["python3", "-c", parent], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "child ok"
+        nodes(zk, base, 1)
+        stranger = Driver()
+        stranger.ok(f"open f {lock}")
+        assert stranger.do("lockf f wr nb") == "err EAGAIN", \
+            "a process outside the holder's tree took its lock"
+        stranger.exit()
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(15)
+    nodes(zk, base, 0)
+
+
+def test_a_write_lock_over_a_read_lock_of_the_tree_is_edeadlk(zk, base, rm):
+    holder = Driver()
+    holder.ok(f"open r {rm.path('r', 'read')} r")
+    assert holder.do(f"open w {rm.path('r', 'write')} w") == EDEADLK
+    holder.ok(f"open l {rm.path('r', 'lock')}")
+    assert holder.do("flock l ex") == EDEADLK
+    assert holder.do("lockf l wr") == EDEADLK
+    holder.ok("flock l sh")  # read over read: taken again
+    nodes(zk, base, 1)
+    holder.exit()
+    nodes(zk, base, 0)
+
+
+def test_leases_are_not_reentrant(zk, base, rm):
+    holder = Driver()  # one lease (no limit set)
+    holder.ok(f"open a {rm.path('r', 'lease')} w")
+    holder.send(f"open b {rm.path('r', 'lease')} w")
+    nodes(zk, base, 2)
+    assert holder.poll() is None, "a second lease was granted at once"
+    holder.proc.kill()
+    holder.proc.wait(15)
+    nodes(zk, base, 0)
+
+
+def test_without_the_option_a_second_open_waits(zk, base, m1):
+    holder = Driver()
+    holder.ok(f"open a {m1.path('r', 'write')} w")
+    holder.send(f"open b {m1.path('r', 'write')} w")
+    nodes(zk, base, 2)
+    assert holder.poll() is None, "granted beside its own first lock"
+    holder.proc.kill()
+    holder.proc.wait(15)
+    nodes(zk, base, 0)
