@@ -36,6 +36,18 @@
  *                                                  print "granted SECONDS
  *                                                  in_order=0|1"
  *
+ *   zkbench-mount convert HOW FILE N               the cost of a shared
+ *                                                  lock on FILE (a lock
+ *                                                  file), N times, let go
+ *                                                  after each.  HOW:
+ *                                                  downgrade (flock
+ *                                                  LOCK_SH over a held
+ *                                                  LOCK_EX), unlock
+ *                                                  (LOCK_UN, then LOCK_SH:
+ *                                                  the conversion of old),
+ *                                                  or acquire (LOCK_SH,
+ *                                                  nothing held)
+ *
  * HOSTS and DIR (the resource's znode) are only used to see how many nodes
  * are queued before a measurement starts.
  */
@@ -317,6 +329,48 @@ static void scale(const char *hosts, const char *dir, long n, char **files,
 	zookeeper_close(zh);
 }
 
+/* ---- convert ------------------------------------------------------------ */
+
+enum convert_how { CONVERT_DOWNGRADE, CONVERT_UNLOCK, CONVERT_ACQUIRE };
+
+static void flock_or_die(int fd, int op, const char *file)
+{
+	if (flock(fd, op) < 0)
+		die("flock %s: %m", file);
+}
+
+static void convert(const char *how_word, const char *file, long n)
+{
+	enum convert_how how =
+		strcmp(how_word, "downgrade") == 0 ? CONVERT_DOWNGRADE
+		: strcmp(how_word, "unlock") == 0  ? CONVERT_UNLOCK
+		: strcmp(how_word, "acquire") == 0 ? CONVERT_ACQUIRE
+						   : -1;
+	int fd = open(file, O_RDWR | O_CLOEXEC);
+	struct samples s;
+
+	if ((int)how < 0)
+		die("convert: downgrade, unlock or acquire, not %s", how_word);
+	if (fd < 0)
+		die("open %s: %m", file);
+	samples_init(&s, (size_t)n);
+	for (long i = 0; i < n; i++) {
+		double t0;
+
+		if (how != CONVERT_ACQUIRE)
+			flock_or_die(fd, LOCK_EX, file);
+		t0 = now_us();
+		if (how == CONVERT_UNLOCK)
+			flock_or_die(fd, LOCK_UN, file);
+		flock_or_die(fd, LOCK_SH, file);
+		samples_add(&s, now_us() - t0);
+		flock_or_die(fd, LOCK_UN, file);
+	}
+	samples_report(&s, (size_t)n / 10);
+	samples_free(&s);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "cycle") == 0)
@@ -328,6 +382,8 @@ int main(int argc, char **argv)
 	else if (argc == 6 && strcmp(argv[1], "visible") == 0)
 		visible(parse_how(argv[2]), argv[3], argv[4],
 			parse_count(argv[5], "N"));
+	else if (argc == 5 && strcmp(argv[1], "convert") == 0)
+		convert(argv[2], argv[3], parse_count(argv[4], "N"));
 	else if (argc >= 6 && strcmp(argv[1], "scale") == 0)
 		scale(argv[2], argv[3], parse_count(argv[4], "N"), argv + 5,
 		      argc - 5);
@@ -336,8 +392,9 @@ int main(int argc, char **argv)
 			"usage: %s cycle FILE N\n"
 			"       %s handoff FILE1 FILE2 HOSTS DIR N [BUSY]\n"
 			"       %s visible close|unlock|none FILE1 FILE2 N\n"
-			"       %s scale HOSTS DIR N FILE...\n",
-			argv[0], argv[0], argv[0], argv[0]);
+			"       %s scale HOSTS DIR N FILE...\n"
+			"       %s convert downgrade|unlock|acquire FILE N\n",
+			argv[0], argv[0], argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	return 0;

@@ -346,6 +346,19 @@ Test(opts, max_read_is_refused_and_default_permissions_seen)
 	opts_free(&o);
 }
 
+Test(opts, reentrant_is_off_unless_asked)
+{
+	struct opts o;
+	char err[256];
+
+	cr_assert_eq(parse_option(&o, err, "gid=5"), 0, "%s", err);
+	cr_assert_eq(o.reentrant, 0);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "reentrant,gid=5"), 0, "%s", err);
+	cr_assert_eq(o.reentrant, 1);
+	opts_free(&o);
+}
+
 Test(opts, the_jeopardy_margin_is_milliseconds_under_a_quarter_of_the_timeout)
 {
 	static const char *const refused[] = {
