@@ -27,12 +27,13 @@ def mark_killed(directory, pid):
 
 def conflicts(directory, mode):
     """Markers of live processes that a section of `mode` ('W' or 'R')
-    must not coexist with, besides our own."""
+    must not coexist with, besides our own.  A 'D' marker (a writer
+    downgrading: downgrade_worker.py) conflicts with writers only."""
     found = []
     names = os.listdir(directory)
     for name in names:
         kind, _, pid = name.partition(".")
-        if kind not in ("W", "R") or not pid.isdigit() or int(pid) == os.getpid() \
+        if kind not in ("W", "R", "D") or not pid.isdigit() or int(pid) == os.getpid() \
                 or f"K.{pid}" in names:
             continue
         if (mode == "W" or kind == "W") and alive(int(pid)):

@@ -5,13 +5,19 @@ waiting afterwards, and gets the lock once the reader lets go.  An
 upgrade lets go and queues at the end, as flock(2) documents."""
 import os
 import re
+import subprocess
+import sys
+import tempfile
+import time
 
 import pytest
 
-from harness import Driver, Locker, lock_nodes, wait_until
+from harness import HERE, Driver, Locker, lock_nodes, wait_until
 from test_core import still_waiting
 
 NUMBER = re.compile(r"(-?\d{10})$")
+WORKER = os.path.join(HERE, "downgrade_worker.py")
+SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
 
 # How a holder takes and downgrades its lock, on which file.
 KINDS = {
@@ -138,4 +144,37 @@ def test_a_downgraded_lock_is_shared_with_readers(zk, base, m1, m2, where):
     assert other.do("flock f ex nb") == "err EAGAIN"
     other.exit()
     holder.exit()
+    queued(zk, base, 0)
+
+
+def test_downgraders_writers_and_readers_on_two_mounts_never_overlap(
+        zk, base, m1, m2):
+    """Downgraders, writers and readers loop on one resource from two
+    mounts; the critical sections (sections.py) check that no writer is
+    ever in beside anyone, in particular between a downgrader's write and
+    read sections."""
+    rounds = 8 if SANITIZED else 20
+    directory = tempfile.mkdtemp(prefix="zklockfs-dg-")
+    log = tempfile.mktemp(prefix="zklockfs-dg-log-")
+    plan = [("downgrade", m1), ("downgrade", m2), ("write", m2),
+            ("write", m1), ("read", m2), ("downgrade", m1)]
+    procs = [subprocess.Popen(
+        [sys.executable, WORKER, kind, mount.path("r", "lock"), directory,
+         log, str(rounds)], stdout=subprocess.PIPE, text=True)
+        for kind, mount in plan]
+    deadline = time.monotonic() + 120
+    try:
+        for p in procs:
+            p.wait(max(1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pytest.fail("the lockers did not finish in 120 s")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    with open(log) as f:
+        entries = f.read()
+    assert "OVERLAP" not in entries, entries
+    assert entries.count("ENTER") == rounds * len(plan), entries.count("ENTER")
+    assert all(p.returncode == 0 for p in procs)
     queued(zk, base, 0)
