@@ -174,6 +174,9 @@ struct waiter {
 	int interrupted_early; /* set by the callback inside registration */
 	int watch_signals;     /* a signal was ignored: the poller looks;
 			       * guarded by fs->lock */
+	int in_place;          /* a downgrade: it waits for ZooKeeper, not
+			       * for a holder, so a caught signal waits for
+			       * its answer (the write lock may be gone) */
 	/* Guarded by fs->lock: */
 	int started;    /* its lock request was started */
 	int parked;     /* in fs->waiters (link may be on another list) */

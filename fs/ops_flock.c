@@ -132,12 +132,23 @@ static const struct waiter_ops posix_ops = {
 
 /* ---- flock(2) ---------------------------------------------------------- */
 
-/* From a write lock held to a read lock: the read lock takes the write
- * lock's place in the queue (lockreq_start_in_place). */
-static int is_downgrade(struct zkl_lockreq *old, enum zkl_mode mode)
+/* From a write lock held to a read lock: can the read lock take the
+ * write lock's place in the queue (lockreq_start_in_place)?  1 if so; 0
+ * if not (a multi-lock, a lock of several owners, a lost one: convert
+ * the old way, as flock(2) does); -EAGAIN for a try while the connection
+ * is down, which fails and keeps the lock, as a local downgrade never
+ * loses it. */
+static int downgrade_in_place(struct zkl_lockreq *old, enum zkl_mode mode,
+			      unsigned flags)
 {
-	return mode == ZKL_MODE_READ && lockreq_mode(old) == ZKL_MODE_WRITE &&
-	       lockreq_holds(old);
+	int place;
+
+	if (!old || mode != ZKL_MODE_READ)
+		return 0;
+	place = lockreq_place_to_take(old);
+	if (place == -EAGAIN && (flags & LOCKREQ_TRY))
+		return -EAGAIN;
+	return place == 0 || place == -EAGAIN;
 }
 
 void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -151,6 +162,7 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	unsigned flags = (op & LOCK_NB) ? LOCKREQ_TRY : 0;
 	struct zkl_lockreq *old;
 	struct unlock *u;
+	int in_place = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	old = lf->held;
@@ -161,16 +173,21 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		pthread_mutex_unlock(&fs->lock);
 		return fs_reply_err(req, 0);
 	}
+	if (how != LOCK_UN)
+		in_place = downgrade_in_place(old, mode, flags);
 	/* LOCK_UN, or a conversion: the old lock goes first, and for every
-	 * session (unlock.c). */
-	lf->held = NULL;
+	 * session (unlock.c); a downgrade passes it to the new request. */
+	if (in_place >= 0)
+		lf->held = NULL;
 	pthread_mutex_unlock(&fs->lock);
+	if (in_place < 0)
+		return fs_reply_err(req, EWOULDBLOCK);
 	if (!old && how == LOCK_UN)
 		return fs_reply_err(req, 0);
 	if (!old)
 		return waiter_park(req, &flock_ops, lf, mode, flags, 0);
-	if (how != LOCK_UN && is_downgrade(old, mode))
-		return waiter_park_in_place(req, &flock_ops, lf, mode, flags, 0,
+	if (in_place) /* never a try: nobody can block it */
+		return waiter_park_in_place(req, &flock_ops, lf, mode, 0, 0,
 					    old);
 	u = unlock_begin(req);
 	unlock_add(u, old);
@@ -202,7 +219,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct zkl_lockreq *from = NULL;
 	struct posixlock *p;
 	struct unlock *u;
-	int err = -1;
+	int err = -1, in_place = 0;
 
 	if (!whole_file(lock))
 		return fs_reply_err(req, EINVAL);
@@ -216,9 +233,14 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		err = lockfile_covers(lf->held, mode) ? 0 : EDEADLK;
 	} else {
 		p = posix_find_locked(fs, ino, fi->lock_owner);
-		if (p && lockreq_holds(p->lr) && lockreq_mode(p->lr) == mode) {
+		if (p && lockreq_holds(p->lr) && lockreq_mode(p->lr) == mode)
 			err = 0;
-		} else if (p && is_downgrade(p->lr, mode)) {
+		else if (p)
+			in_place = downgrade_in_place(p->lr, mode,
+						      sleep ? 0 : LOCKREQ_TRY);
+		if (in_place < 0) {
+			err = EAGAIN; /* the lock kept */
+		} else if (in_place) {
 			list_del(&p->link);
 			from = p->lr;
 			free(p);
@@ -227,9 +249,8 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	pthread_mutex_unlock(&fs->lock);
 	if (err >= 0)
 		return fs_reply_err(req, err);
-	if (from)
-		return waiter_park_in_place(req, &posix_ops, lf, mode,
-					    sleep ? 0 : LOCKREQ_TRY,
+	if (from) /* never a try: nobody can block it */
+		return waiter_park_in_place(req, &posix_ops, lf, mode, 0,
 					    fi->lock_owner, from);
 	/* A conversion drops the old lock first (see the top). */
 	u = unlock_begin(req);

@@ -169,6 +169,13 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 			     int64_t now_ms)
 {
 	int64_t age = (now_ms - n->ctime_ms) / 1000;
+	int64_t token = n->token;
+	char inherited[24];
+
+	/* A downgraded lock's node says it holds its write lock's token. */
+	if (n->data && identity_get(n->data, n->len, "token", inherited,
+				    sizeof(inherited)) > 0)
+		token = strtoll(inherited, NULL, 10);
 
 	/* An orphan stands where it is, held or not, until removed; a lock
 	 * of ours declared lost is no holder to wait for, though its node
@@ -177,7 +184,7 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 		n->lost     ? "lost"
 		: n->orphan ? "orphan"
 			    : info_holder_states[n->state],
-		names_mode_str(n->mode), n->token);
+		names_mode_str(n->mode), token);
 	info_identity_field(out, n, "host", 0);
 	info_identity_field(out, n, "pid", 0);
 	info_identity_field(out, n, "uid", 0);

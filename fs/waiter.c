@@ -126,8 +126,11 @@ static int waiter_keep(struct waiter *w)
 static void waiter_signalled(struct waiter *w)
 {
 	struct zkl_fs *fs = w->fs;
+	enum sigpend_verdict verdict = sigpend_thread_classify(w->tid);
 
-	switch (sigpend_thread_classify(w->tid)) {
+	if (verdict == SIGPEND_HANDLED && w->in_place)
+		verdict = SIGPEND_WAIT;
+	switch (verdict) {
 	case SIGPEND_WAIT:
 		log_msg(LOG_DEBUG,
 			"pid %d: signal that does not cancel a wait, ignored",
@@ -256,6 +259,7 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	w->lf = lf;
 	w->owner = owner;
 	w->flags = flags;
+	w->in_place = from != NULL;
 	atomic_init(&w->refs, 2);
 	lockfile_get(lf);
 	w->identity_len = identity_format(w->identity, sizeof(w->identity),

@@ -77,32 +77,43 @@ int lockreq_start(struct zkl_lockreq *lr)
 	return err;
 }
 
+int lockreq_place_to_take(struct zkl_lockreq *from)
+{
+	int err;
+
+	pthread_mutex_lock(&from->s->lock);
+	err = !lr_heir_can_take(from)                 ? -EINVAL
+	      : !session_is_connected_locked(from->s) ? -EAGAIN
+						      : 0;
+	pthread_mutex_unlock(&from->s->lock);
+	return err;
+}
+
 int lockreq_start_in_place(struct zkl_lockreq *lr, struct zkl_lockreq *from)
 {
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
-	int err, heir;
+	int err = 0, heir;
 
 	session_enter(s, &notify);
 	heir = from->s == s && lr->mode == ZKL_MODE_READ && !lr->multi &&
 	       !lr->peer && lr->phase == PH_NEW && !lr->heir_of &&
 	       strcmp(lr->dir, from->dir) == 0 && lr_heir_can_take(from) &&
-	       session_is_connected_locked(s) &&
 	       lr_use_tag(lr, from->guid) == 0;
 	if (heir) {
 		lr->heir_of = from; /* with the owner's hold */
+		/* Nobody can block it: it waits for ZooKeeper alone. */
+		lr->try_only = 0;
 		err = lr_start_locked(lr);
 		if (err < 0)
 			lr_heir_detach_locked(lr, &notify);
-	} else {
-		/* As flock(2) converts: let go, then queue at the end. */
-		lr_release_locked(from, &notify);
-		err = lr->multi  ? multilock_start_locked(lr, &notify)
-		      : lr->peer ? peerlease_start_locked(lr)
-				 : lr_start_locked(lr);
 	}
 	session_leave(s, &notify);
-	return err;
+	if (heir)
+		return err;
+	/* As flock(2) converts: let go, then queue at the end. */
+	lockreq_release(from);
+	return lockreq_start(lr);
 }
 
 /* Nobody wants the node any more. */
@@ -223,6 +234,17 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 	err = lr_held_err_locked(lr);
 	if (err == 0 && lr->multi) {
 		err = multilock_set_data_locked(lr, data, len, cb, arg);
+	} else if (err == 0 && lr->inherited) {
+		/* An heir keeps its token line (lr_heir.c). */
+		char *with;
+		size_t wlen;
+		err = lr_heir_data(lr->czxid, data, len, &with, &wlen);
+		if (err == 0)
+			err = zkerr_errno(zoo_aset(s->zh, lr->node, with,
+						   (int)wlen, -1, lr_on_set,
+						   ctx));
+		free(with);
+		sent = err == 0;
 	} else if (err == 0) {
 		err = zkerr_errno(zoo_aset(s->zh, lr->node, data, (int)len, -1,
 					   lr_on_set, ctx));

@@ -70,16 +70,24 @@ int lockreq_member_token(struct zkl_lockreq *lr, size_t i, int64_t *token);
  * (done will not come).  Any thread. */
 int lockreq_start(struct zkl_lockreq *lr);
 
+/* Can a read request take the place of `from` (a downgrade,
+ * lockreq_start_in_place)?  0: yes; -EAGAIN: yes, but the session is not
+ * connected now, so a try must fail (the lock kept) and a blocking call
+ * wait; -EINVAL: no (not a plain write lock held by one owner, or lost):
+ * convert the old way, release then queue. */
+int lockreq_place_to_take(struct zkl_lockreq *from);
+
 /* lockreq_start for a read request lr that replaces `from`, a write lock
  * of the same session on the same resource (a downgrade): from's owner
- * reference passes to lr, whatever the outcome.  If from holds, lr takes
- * its place in the queue -- its node, with from's number, is created as
- * from's is deleted, in one transaction -- and is granted at once, so that
- * no writer queued behind from gets in between; if that cannot be done
- * (from is lost, or the transaction fails), lr fails (-EIO).  If from
- * cannot be replaced (not held, lost, a lease, a multi-lock, the
- * connection down), it is released and lr queues at the end, as
- * lockreq_start.  Returns as lockreq_start. */
+ * reference passes to lr, whatever the outcome.  If lockreq_place_to_take
+ * allows, lr takes from's place in the queue -- its node, with from's
+ * number, tag and fencing token, is created as from's is deleted, in one
+ * transaction -- and is granted as soon as ZooKeeper answers, never a
+ * try: nobody can block it, so no writer queued behind from gets in
+ * between.  If from is lost before the transaction is done, lr fails (as
+ * a request whose node another client deleted: -EIO, or the errno of the
+ * transaction's failure).  Otherwise from is released and lr queues at
+ * the end, as lockreq_start.  Returns as lockreq_start. */
 int lockreq_start_in_place(struct zkl_lockreq *lr, struct zkl_lockreq *from);
 
 /* Give up a request that is not yet granted.  Returns 0 if the cancel won:

@@ -139,6 +139,8 @@ struct zkl_lockreq {
 				    * multi-lock's transaction */
 	unsigned passing : 1;        /* held, and being replaced by an heir:
 				      * its node's changes are the heir's */
+	unsigned inherited : 1;      /* an heir: czxid is its write lock's
+				      * token, kept in its data (lr_heir.c) */
 
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
@@ -297,6 +299,11 @@ int lr_heir_send(struct zkl_lockreq *lr);
 /* The heir's node exists (found after a lost reply): its write lock's
  * node is gone with that transaction. */
 void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* An heir's node data: data[0..len) and a "token N" line (its write
+ * lock's token, which is the heir's), in a new *out of *outlen bytes.
+ * Returns 0 or -ENOMEM. */
+int lr_heir_data(int64_t token, const void *data, size_t len, char **out,
+		 size_t *outlen);
 void lr_mark(struct zkl_lockreq *lr);
 
 /* The node's creation (lr_create.c). */

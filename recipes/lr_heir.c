@@ -14,8 +14,11 @@
  * holds at once: nothing a reader waits for stood ahead of a held write
  * lock.
  *
- * The set also gives the heir's fencing token: a transaction has one
- * zxid, so the write node's new mzxid is the heir's czxid.
+ * The heir keeps its write lock's fencing token: it is the same hold
+ * going on, above every earlier holder's and below every later one's
+ * (a writer queued behind has a greater czxid than the write node, and
+ * a smaller one than the heir's node).  Its node's data says so, in a
+ * "token" line, for holders on every host (lr_heir_data).
  *
  * After a lost reply the heir is looked for by its name (lr_recover):
  * found, the transaction happened; not found, it did not, and is sent
@@ -26,6 +29,7 @@
 #include "zkerr.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +41,8 @@ struct lr_heir_txn {
 	struct zkl_lockreq *lr;
 	zoo_op_t ops[3];
 	zoo_op_result_t results[3];
-	struct Stat set_stat; /* the write node's, as the transaction left it */
+	struct Stat set_stat; /* room for the set's answer (unused) */
+	char *data;           /* the heir's node data */
 	char created[NAMES_MAX_NODE_PATH + 1];
 };
 
@@ -50,10 +55,27 @@ int lr_heir_can_take(const struct zkl_lockreq *from)
 	       !from->group && !from->mutex_names && lr_has_node(from);
 }
 
+int lr_heir_data(int64_t token, const void *data, size_t len, char **out,
+		 size_t *outlen)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "token %" PRId64 "\n", token);
+
+	*out = malloc(len + (size_t)n);
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, data, len);
+	memcpy(*out + len, line, (size_t)n);
+	*outlen = len + (size_t)n;
+	return 0;
+}
+
 void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	if (!lr->heir_of)
 		return;
+	lr->czxid = lr->heir_of->czxid;
+	lr->inherited = 1;
 	lr->heir_of->phase = PH_GONE; /* nothing left to delete */
 	lr_heir_detach_locked(lr, notify);
 }
@@ -69,7 +91,6 @@ static void lr_heir_on_sent(int rc, const void *data)
 	if (lr->phase != PH_CREATING) {
 		/* The session expired under us: nothing to do. */
 	} else if (rc == ZOK) {
-		lr->czxid = t->set_stat.mzxid;
 		lr_heir_settle(lr, &notify);
 		if (lr->outcome == LR_FINISHED) {
 			lr_delete(lr);
@@ -101,6 +122,7 @@ static void lr_heir_on_sent(int rc, const void *data)
 				 &notify);
 	}
 	lr_end_completion(lr, &notify);
+	free(t->data);
 	free(t);
 }
 
@@ -108,6 +130,7 @@ int lr_heir_send(struct zkl_lockreq *lr)
 {
 	struct zkl_lockreq *from = lr->heir_of;
 	struct lr_heir_txn *t;
+	size_t len;
 	int n, rc;
 
 	if (!lr_heir_can_take(from))
@@ -121,16 +144,19 @@ int lr_heir_send(struct zkl_lockreq *lr)
 		return -ENAMETOOLONG;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t)
+	if (!t || lr_heir_data(from->czxid, lr->data, lr->datalen, &t->data,
+			       &len) < 0) {
+		free(t);
 		return -ENOMEM;
+	}
 	t->lr = lr;
-	zoo_create_op_init(&t->ops[0], lr->node, lr->data, (int)lr->datalen,
-			   lr->s->acl, ZOO_EPHEMERAL, t->created,
-			   sizeof(t->created));
+	zoo_create_op_init(&t->ops[0], lr->node, t->data, (int)len, lr->s->acl,
+			   ZOO_EPHEMERAL, t->created, sizeof(t->created));
 	zoo_set_op_init(&t->ops[1], from->node, "", 0, -1, &t->set_stat);
 	zoo_delete_op_init(&t->ops[2], from->node, -1);
 	rc = zoo_amulti(lr->s->zh, 3, t->ops, t->results, lr_heir_on_sent, t);
 	if (rc != ZOK) {
+		free(t->data);
 		free(t);
 		return zkerr_errno(rc);
 	}

@@ -114,8 +114,8 @@ void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* A peer lease gives up its own way (peerlease_abandon_locked). */
 	assert(!lr->peer);
-	/* A transaction in flight that replaces it fails on a node deleted
-	 * first; one that came first leaves this delete nothing to do. */
+	/* An heir's write lock goes too: a transaction in flight was sent
+	 * before this delete, which it leaves nothing to do if it is done. */
 	lr_heir_detach_locked(lr, notify);
 	lr_unwatch_all(lr);
 	switch (lr->phase) {

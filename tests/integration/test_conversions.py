@@ -14,6 +14,7 @@ import pytest
 
 from harness import HERE, Driver, Locker, lock_nodes, wait_until
 from test_core import still_waiting
+from test_hangs import cut_off, status  # noqa: F401 (a fixture)
 
 NUMBER = re.compile(r"(-?\d{10})$")
 WORKER = os.path.join(HERE, "downgrade_worker.py")
@@ -178,3 +179,74 @@ def test_downgraders_writers_and_readers_on_two_mounts_never_overlap(
     assert entries.count("ENTER") == rounds * len(plan), entries.count("ENTER")
     assert all(p.returncode == 0 for p in procs)
     queued(zk, base, 0)
+
+
+def token_of(driver, fd="f"):
+    return int(driver.ok(f"read {fd}").split("|")[0])
+
+
+def test_the_reader_keeps_the_writers_token_below_the_next_writers(
+        zk, base, m1, m2):
+    """The downgraded lock is the same hold going on: its fencing token is
+    the write lock's, and every host's holders says so; the writer queued
+    behind gets a greater one."""
+    holder = hold(m1, "flock")
+    before = token_of(holder)
+    writer = Driver()
+    writer.ok(f"open f {m2.path('r', 'lock')}")
+    writer.send("flock f ex")
+    queued(zk, base, 2)
+    downgrade(holder, "flock")
+    assert token_of(holder) == before
+    for m in (m1, m2):
+        with open(m.path("r", "holders")) as f:
+            first = f.read().splitlines()[0].split(" ")
+        assert first[:3] == ["held", "read", str(before)], first
+    holder.exit()
+    assert writer.answer() == "ok"
+    assert token_of(writer) > before
+    writer.exit()
+
+
+@pytest.mark.parametrize("take, give", [("flock f ex", "flock f sh"),
+                                        ("lockf f wr", "lockf f rd")])
+def test_a_multi_lock_converts_the_old_way(zk, base, m1, take, give):
+    d = Driver()
+    d.ok(f"open f {m1.path('.all', 'a,b', 'lock')}")
+    d.ok(take)
+    d.ok(give)  # its nodes let go, then queued as readers
+    for res in ("a", "b"):
+        nodes = nodes_of(zk, base, res)
+        assert len(nodes) == 1 and "-read-" in next(iter(nodes)), nodes
+    assert "ok" in d.do("read f")
+    d.exit()
+
+
+def test_a_try_downgrade_is_done_in_place(zk, base, m1, m2):
+    holder = hold(m1, "flock")
+    (write_node, number), = queued(zk, base, 1).items()
+    holder.ok("flock f sh nb")
+    assert queued(zk, base, 1) == {write_node.replace("-write-", "-read-"):
+                                   number}
+    holder.exit()
+
+
+@pytest.mark.parametrize("kind", ["flock", "posix"])
+def test_a_try_downgrade_while_disconnected_fails_and_keeps_the_lock(
+        zk, base, cut_off, kind):
+    proxy, m = cut_off
+    holder = hold(m, kind)
+    (write_node, _), = queued(zk, base, 1).items()
+    proxy.cut()
+    wait_until(lambda: status(m)["state"] == "suspended", 10,
+               "the mount to see the connection lost")
+    try_it = {"flock": "flock f sh nb", "posix": "lockf f rd nb"}[kind]
+    assert holder.do(try_it) == "err EAGAIN"
+    proxy.accept()
+    wait_until(lambda: status(m)["state"] == "connected", 20,
+               "the mount to be connected again")
+    assert list(nodes_of(zk, base)) == [write_node], \
+        "the write lock is still held"
+    downgrade(holder, kind)  # and now it can be downgraded
+    assert "-read-" in next(iter(queued(zk, base, 1)))
+    holder.exit()

@@ -152,3 +152,22 @@ def test_without_the_option_a_second_open_waits(zk, base, m1):
     holder.proc.kill()
     holder.proc.wait(15)
     nodes(zk, base, 0)
+
+
+def test_a_downgrade_of_a_shared_hold_leaves_the_others_write_lock(
+        zk, base, rm, m2):
+    holder = Driver()
+    holder.ok(f"open a {rm.path('r', 'write')} w")
+    holder.ok(f"open b {rm.path('r', 'write')} w")
+    write_node, = nodes(zk, base, 1)
+    holder.ok("flock b sh")  # taken again, from a's write lock
+    assert lock_nodes(zk, base) == [write_node], \
+        "a's write lock was replaced under it"
+    other_host = Locker(m2.path("r", "read"), "r")
+    assert still_waiting(other_host), "a reader beside a's write lock"
+    holder.ok("close a")
+    assert still_waiting(other_host, 0.2), "b's hold ended with a's"
+    holder.ok("close b")
+    other_host.granted()
+    other_host.close()
+    holder.exit()

@@ -110,13 +110,20 @@ Test(downgrade, the_read_node_takes_the_write_nodes_place_and_holds_at_once)
 	int64_t token, sid;
 	char path[256];
 
+	struct fake_call *c = fake_peek(FAKE_MULTI);
+
+	cr_assert(memmem(c->ops[0].create_op.data, c->ops[0].create_op.datalen,
+			 "token 1005\n", 11),
+		  "its data says which token it holds, for holders");
 	fake_multi_zxid = 4242;
 	fake_complete_multi(ZOK, NULL);
 	cr_assert_eq(fake_done_calls, 2, "granted without a listing");
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_held_watch(heir_name);
 	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid), 0);
-	cr_assert_eq(token, 4242, "the transaction's zxid is the heir's czxid");
+	cr_assert_eq(token, 1005,
+		     "the write lock's token: the same hold going on, below "
+		     "the token of any writer queued behind");
 	cr_assert(strstr(path, heir_name));
 	cr_assert_eq(lockreq_mode(lr), ZKL_MODE_READ);
 	cr_assert_eq(fake_pending(), 0, "the write node is not deleted again");
@@ -343,5 +350,64 @@ Test(downgrade, a_reader_found_missing_is_gone_for_sure)
 	fake_complete_held_watch(mine);
 	lockreq_release(lr);
 	expect_delete_of(mine);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(downgrade, a_try_is_no_try_once_it_takes_the_place)
+{
+	struct zkl_lockreq *lr = downgrade(held_writer(), LOCKREQ_TRY);
+	const char *after[] = { heir_name };
+
+	lose_the_reply_and_reconnect();
+	cr_assert_eq(fake_done_calls, 1,
+		     "not answered EAGAIN: nobody can block it, and the write "
+		     "lock may be gone already");
+	fake_complete_children(ZOK, after, 1);
+	fake_complete_exists(ZOK, 77, 4300);
+	fake_complete_children(ZOK, after, 1);
+	cr_assert_eq(fake_done_err, 0);
+	fake_complete_held_watch(heir_name);
+	lockreq_release(lr);
+	expect_delete_of(heir_name);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(downgrade, only_a_plain_write_lock_of_one_owner_gives_its_place)
+{
+	struct zkl_lockreq *from = held_writer();
+
+	cr_assert_eq(lockreq_place_to_take(from), 0);
+	set_state(ZKL_CONN_CONNECTING);
+	cr_assert_eq(lockreq_place_to_take(from), -EAGAIN,
+		     "a try fails, keeping the lock, while disconnected");
+	set_state(ZKL_CONN_CONNECTED);
+	cr_assert_eq(lockreq_share(from), 0);
+	cr_assert_eq(lockreq_place_to_take(from), -EINVAL,
+		     "another owner holds it still");
+	lockreq_release(from);
+	cr_assert_eq(lockreq_place_to_take(from), 0);
+	lockreq_release(from);
+	expect_delete_of(writer_name);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(downgrade, a_shared_write_lock_is_let_go_once_and_the_reader_queues)
+{
+	struct zkl_lockreq *from = held_writer(), *lr;
+
+	cr_assert_eq(lockreq_share(from), 0);
+	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_READ, 0, "rd", 2,
+				 fake_on_done, NULL, &lr),
+		     0);
+	cr_assert_eq(lockreq_start_in_place(lr, from), 0);
+	cr_assert_eq(fake_peek_op(), FAKE_CREATE,
+		     "a plain reader: the other owner keeps the write node");
+	cr_assert_eq(lockreq_owners(from), 1);
+	lockreq_release(lr);
+	fake_complete_create(ZOK, "0000000007", 1007);
+	fake_complete_children(ZOK, NULL, 0);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	lockreq_release(from);
+	expect_delete_of(writer_name);
 	cr_assert_eq(fake_pending(), 0);
 }
