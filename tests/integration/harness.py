@@ -347,6 +347,35 @@ class Locker(Child):
 
 
 
+def finish_all(procs, seconds, what):
+    """Wait for every process, within `seconds` in all; kill whatever is
+    left on the way out.  Fails naming `what` if they did not finish."""
+    deadline = time.monotonic() + seconds
+    try:
+        for p in procs:
+            p.wait(max(1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{what} did not finish in {seconds} s")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@contextmanager
+def running(argv, **popen):
+    """A child process for the block, killed if it is still running at
+    its end."""
+    proc = subprocess.Popen(argv, **popen)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(15)
+
+
 @contextmanager
 def kazoo_client(hosts, auth=None):
     """A started kazoo client for the test's own look at ZooKeeper."""

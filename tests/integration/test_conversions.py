@@ -8,11 +8,11 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 
-from harness import HERE, Driver, Locker, lock_nodes, wait_until
+from harness import (HERE, Driver, Locker, finish_all, lock_nodes,
+                     wait_until)
 from test_core import still_waiting
 from test_hangs import cut_off, status  # noqa: F401 (a fixture)
 
@@ -163,16 +163,7 @@ def test_downgraders_writers_and_readers_on_two_mounts_never_overlap(
         [sys.executable, WORKER, kind, mount.path("r", "lock"), directory,
          log, str(rounds)], stdout=subprocess.PIPE, text=True)
         for kind, mount in plan]
-    deadline = time.monotonic() + 120
-    try:
-        for p in procs:
-            p.wait(max(1, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pytest.fail("the lockers did not finish in 120 s")
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
+    finish_all(procs, 120, "the lockers")
     with open(log) as f:
         entries = f.read()
     assert "OVERLAP" not in entries, entries

@@ -11,11 +11,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 
-from harness import HERE, Locker, lock_nodes, wait_until
+from harness import HERE, Locker, finish_all, lock_nodes, wait_until
 from test_core import still_waiting
 from test_exclusion import try_open
 
@@ -166,16 +165,7 @@ def test_opposite_orders_and_single_lockers_never_deadlock_or_overlap(m1, m2):
         [sys.executable, WORKER, mount.path(*path.split("/")), log,
          str(rounds)] + [sections[r] for r in covers],
         stdout=subprocess.PIPE, text=True) for mount, path, covers in plan]
-    deadline = time.monotonic() + 90
-    try:
-        for p in procs:
-            p.wait(max(1, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pytest.fail("the lockers did not finish in 90 s: a deadlock")
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
+    finish_all(procs, 90, "the lockers (a deadlock?)")
     with open(log) as f:
         entries = f.read()
     assert "OVERLAP" not in entries, entries

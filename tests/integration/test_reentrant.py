@@ -5,12 +5,11 @@ over a held read lock is EDEADLK.  Anyone else, another host or an
 unrelated process of the same host, still waits.  Without the option
 nothing changes."""
 import errno
-import os
 import subprocess
 
 import pytest
 
-from harness import Driver, Locker, lock_nodes, wait_until
+from harness import Driver, Locker, lock_nodes, running, wait_until
 from test_core import still_waiting
 
 EDEADLK = "err " + errno.errorcode[errno.EDEADLK]  # EDEADLOCK on Linux
@@ -64,10 +63,9 @@ def test_a_childs_flock_takes_its_parents_lock_and_a_stranger_waits(
               f"bash -c 'flock {rm.path('r', 'lock')} -c \"echo inner\"'\n"
               "echo $? >&2\n"
               "read go\n")
-    outer = subprocess.Popen(["bash", "-c", script], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
-    try:
+    with running(["bash", "-c", script], stdin=subprocess.PIPE,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True) as outer:
         assert outer.stdout.readline().strip() == "inner"
         assert outer.stderr.readline().strip() == "0"
         nodes(zk, base, 1)
@@ -76,10 +74,6 @@ def test_a_childs_flock_takes_its_parents_lock_and_a_stranger_waits(
         outer.stdin.write("go\n")
         outer.stdin.flush()
         assert outer.wait(15) == 0
-    finally:
-        if outer.poll() is None:
-            outer.kill()
-            outer.wait(15)
     nodes(zk, base, 0)
     stranger.ok("flock f ex nb")
     stranger.exit()
@@ -99,9 +93,8 @@ def test_a_childs_fcntl_lock_is_counted_too(zk, base, rm):
               "print(r.stdout.strip() or r.stderr.strip().splitlines()[-1],\n"
               "      flush=True)\n"
               "sys.stdin.readline()\n")
-    proc = subprocess.Popen(["python3", "-c", parent], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    try:
+    with running(["python3", "-c", parent], stdin=subprocess.PIPE,
+                 stdout=subprocess.PIPE, text=True) as proc:
         assert proc.stdout.readline().strip() == "child ok"
         nodes(zk, base, 1)
         stranger = Driver()
@@ -112,10 +105,6 @@ def test_a_childs_fcntl_lock_is_counted_too(zk, base, rm):
         proc.stdin.write("\n")
         proc.stdin.flush()
         assert proc.wait(15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(15)
     nodes(zk, base, 0)
 
 

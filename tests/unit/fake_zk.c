@@ -529,3 +529,28 @@ void fake_free_lost(struct zkl_link *lost)
 		free(item);
 	}
 }
+
+void fake_set_state(struct zkl_session *s, enum zkl_conn_state state)
+{
+	pthread_mutex_lock(&s->lock);
+	s->state = state;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void fake_lose_multi_reply_and_reconnect(struct zkl_session *s)
+{
+	fake_set_state(s, ZKL_CONN_CONNECTING);
+	fake_complete_multi(ZCONNECTIONLOSS, NULL);
+	cr_assert_eq(fake_pending(), 0, "nothing until connected");
+	fake_set_state(s, ZKL_CONN_CONNECTED);
+	fake_resume_all(s);
+}
+
+void fake_expect_delete_of(const char *name)
+{
+	struct fake_call *c = fake_peek(FAKE_DELETE);
+
+	cr_assert(strstr(c->path, name), "deletes %s, expected %s", c->path,
+		  name);
+	fake_complete_void(FAKE_DELETE, ZOK);
+}

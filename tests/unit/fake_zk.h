@@ -115,4 +115,13 @@ void fake_fire_watch(const char *path); /* the node was deleted */
 /* Any event type (ZOO_CHANGED_EVENT, ...). */
 void fake_fire_watch_event(int type, const char *path);
 
+/* Set the session's connection state, as its watcher would. */
+void fake_set_state(struct zkl_session *s, enum zkl_conn_state state);
+/* A transaction's reply is lost with the connection; nothing is sent
+ * until it comes back; then what waits for it resumes. */
+void fake_lose_multi_reply_and_reconnect(struct zkl_session *s);
+/* The oldest call is the delete of a node whose path holds `name`:
+ * complete it. */
+void fake_expect_delete_of(const char *name);
+
 #endif

@@ -32,12 +32,6 @@ static void teardown(void)
 
 TestSuite(downgrade, .init = setup, .fini = teardown);
 
-static void set_state(enum zkl_conn_state state)
-{
-	pthread_mutex_lock(&s->lock);
-	s->state = state;
-	pthread_mutex_unlock(&s->lock);
-}
 
 /* A write lock held, first in line with sequence 5. */
 static struct zkl_lockreq *held_writer(void)
@@ -95,14 +89,6 @@ static struct zkl_lockreq *downgrade(struct zkl_lockreq *from, unsigned flags)
 	return lr;
 }
 
-static void expect_delete_of(const char *name)
-{
-	struct fake_call *c = fake_peek(FAKE_DELETE);
-
-	cr_assert(strstr(c->path, name), "deletes %s, expected %s", c->path,
-		  name);
-	fake_complete_void(FAKE_DELETE, ZOK);
-}
 
 Test(downgrade, the_read_node_takes_the_write_nodes_place_and_holds_at_once)
 {
@@ -128,7 +114,7 @@ Test(downgrade, the_read_node_takes_the_write_nodes_place_and_holds_at_once)
 	cr_assert_eq(lockreq_mode(lr), ZKL_MODE_READ);
 	cr_assert_eq(fake_pending(), 0, "the write node is not deleted again");
 	lockreq_release(lr);
-	expect_delete_of(heir_name);
+	fake_expect_delete_of(heir_name);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -139,29 +125,19 @@ Test(downgrade, a_write_node_deleted_by_another_client_fails_it)
 	fake_complete_multi(ZNONODE, NULL);
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, -EIO, "the lock was not ours to pass on");
-	expect_delete_of(writer_name); /* should it be there after all */
+	fake_expect_delete_of(writer_name); /* should it be there after all */
 	cr_assert_eq(fake_pending(), 0);
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
 }
 
-/* The reply is lost; once connected the session lists the queue. */
-static void lose_the_reply_and_reconnect(void)
-{
-	set_state(ZKL_CONN_CONNECTING);
-	fake_complete_multi(ZCONNECTIONLOSS, NULL);
-	cr_assert_eq(fake_pending(), 0, "nothing until connected");
-	set_state(ZKL_CONN_CONNECTED);
-	fake_resume_all(s);
-	cr_assert_eq(fake_peek_op(), FAKE_CHILDREN);
-}
 
 Test(downgrade, a_lost_reply_is_settled_by_the_heirs_name_found)
 {
 	struct zkl_lockreq *lr = downgrade(held_writer(), 0);
 	const char *after[] = { heir_name };
 
-	lose_the_reply_and_reconnect();
+	fake_lose_multi_reply_and_reconnect(s);
 	fake_complete_children(ZOK, after, 1);
 	cr_assert(strstr(fake_peek(FAKE_EXISTS)->path, heir_name));
 	fake_complete_exists(ZOK, 77, 4300);
@@ -171,7 +147,7 @@ Test(downgrade, a_lost_reply_is_settled_by_the_heirs_name_found)
 	fake_complete_held_watch(heir_name);
 	cr_assert_eq(fake_pending(), 0, "the write node went with the heir");
 	lockreq_release(lr);
-	expect_delete_of(heir_name);
+	fake_expect_delete_of(heir_name);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -180,7 +156,7 @@ Test(downgrade, a_lost_reply_with_no_heir_sends_the_transaction_again)
 	struct zkl_lockreq *lr = downgrade(held_writer(), 0);
 	const char *before[] = { writer_name };
 
-	lose_the_reply_and_reconnect();
+	fake_lose_multi_reply_and_reconnect(s);
 	fake_complete_children(ZOK, before, 1);
 	cr_assert_eq(fake_peek(FAKE_MULTI)->count, 3,
 		     "the write lock still holds: it takes its place now");
@@ -189,7 +165,7 @@ Test(downgrade, a_lost_reply_with_no_heir_sends_the_transaction_again)
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_held_watch(heir_name);
 	lockreq_release(lr);
-	expect_delete_of(heir_name);
+	fake_expect_delete_of(heir_name);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -206,7 +182,7 @@ Test(downgrade, a_cancel_during_the_transaction_leaves_no_node)
 	/* The heir, and the write node (gone already: harmless). */
 	cr_assert_eq(fake_pending(), 2);
 	fake_complete_void(FAKE_DELETE, ZNONODE);
-	expect_delete_of(heir_name);
+	fake_expect_delete_of(heir_name);
 	cr_assert_eq(fake_pending(), 0);
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
@@ -295,7 +271,7 @@ Test(downgrade, a_write_node_found_missing_may_have_an_heir_so_list_again)
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER_READER));
 	lockreq_release(lr);
 	fake_complete_get(ZOK);
-	expect_delete_of(mine);
+	fake_expect_delete_of(mine);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -311,7 +287,7 @@ Test(downgrade, a_write_nodes_deletion_seen_as_it_happened_is_trusted)
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_held_watch(mine);
 	lockreq_release(lr);
-	expect_delete_of(mine);
+	fake_expect_delete_of(mine);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -335,7 +311,7 @@ Test(downgrade, a_deletion_told_after_a_reconnection_is_not_trusted)
 	cr_assert_eq(fake_done_calls, 1);
 	fake_complete_held_watch(mine);
 	lockreq_release(lr);
-	expect_delete_of(mine);
+	fake_expect_delete_of(mine);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -349,7 +325,7 @@ Test(downgrade, a_reader_found_missing_is_gone_for_sure)
 	cr_assert_eq(fake_done_calls, 1, "a read node leaves no heir");
 	fake_complete_held_watch(mine);
 	lockreq_release(lr);
-	expect_delete_of(mine);
+	fake_expect_delete_of(mine);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -358,7 +334,7 @@ Test(downgrade, a_try_is_no_try_once_it_takes_the_place)
 	struct zkl_lockreq *lr = downgrade(held_writer(), LOCKREQ_TRY);
 	const char *after[] = { heir_name };
 
-	lose_the_reply_and_reconnect();
+	fake_lose_multi_reply_and_reconnect(s);
 	cr_assert_eq(fake_done_calls, 1,
 		     "not answered EAGAIN: nobody can block it, and the write "
 		     "lock may be gone already");
@@ -368,7 +344,7 @@ Test(downgrade, a_try_is_no_try_once_it_takes_the_place)
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_held_watch(heir_name);
 	lockreq_release(lr);
-	expect_delete_of(heir_name);
+	fake_expect_delete_of(heir_name);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -377,17 +353,17 @@ Test(downgrade, only_a_plain_write_lock_of_one_owner_gives_its_place)
 	struct zkl_lockreq *from = held_writer();
 
 	cr_assert_eq(lockreq_place_to_take(from), 0);
-	set_state(ZKL_CONN_CONNECTING);
+	fake_set_state(s, ZKL_CONN_CONNECTING);
 	cr_assert_eq(lockreq_place_to_take(from), -EAGAIN,
 		     "a try fails, keeping the lock, while disconnected");
-	set_state(ZKL_CONN_CONNECTED);
+	fake_set_state(s, ZKL_CONN_CONNECTED);
 	cr_assert_eq(lockreq_share(from), 0);
 	cr_assert_eq(lockreq_place_to_take(from), -EINVAL,
 		     "another owner holds it still");
 	lockreq_release(from);
 	cr_assert_eq(lockreq_place_to_take(from), 0);
 	lockreq_release(from);
-	expect_delete_of(writer_name);
+	fake_expect_delete_of(writer_name);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -408,6 +384,6 @@ Test(downgrade, a_shared_write_lock_is_let_go_once_and_the_reader_queues)
 	fake_complete_children(ZOK, NULL, 0);
 	fake_complete_void(FAKE_DELETE, ZOK);
 	lockreq_release(from);
-	expect_delete_of(writer_name);
+	fake_expect_delete_of(writer_name);
 	cr_assert_eq(fake_pending(), 0);
 }

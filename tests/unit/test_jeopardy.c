@@ -107,14 +107,6 @@ static void reconnect(void)
 	fake_resume_all(s);
 }
 
-static void expect_delete_of(const char *name)
-{
-	struct fake_call *c = fake_peek(FAKE_DELETE);
-
-	cr_assert(strstr(c->path, name), "deletes %s, expected %s", c->path,
-		  name);
-	fake_complete_void(FAKE_DELETE, ZOK);
-}
 
 Test(jeopardy, a_holder_is_lost_at_once_and_its_node_goes_once_connected)
 {
@@ -139,7 +131,7 @@ Test(jeopardy, a_holder_is_lost_at_once_and_its_node_goes_once_connected)
 	/* The session lived: the node goes at once, the owner still holding
 	 * its descriptor, so that the next waiter gets the lock. */
 	reconnect();
-	expect_delete_of(held);
+	fake_expect_delete_of(held);
 	cr_assert_eq(fake_pending(), 0);
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0, "deleted already");
@@ -157,7 +149,7 @@ Test(jeopardy, a_holder_whose_server_hangs_connected_has_its_delete_queued)
 	 * now, and reaches the server when it answers again. */
 	declare_jeopardy();
 	cr_assert_eq(lost_calls, 1);
-	expect_delete_of(held);
+	fake_expect_delete_of(held);
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
 }
@@ -175,7 +167,7 @@ Test(jeopardy, the_node_stays_for_the_margin_so_the_holder_may_act_first)
 	cr_assert_eq(sweep(0, 1000 + MARGIN - 1), 1, "the jeopardy ended");
 	cr_assert_eq(fake_pending(), 0, "still within the margin");
 	cr_assert_eq(sweep(0, 1000 + MARGIN), 0);
-	expect_delete_of(held);
+	fake_expect_delete_of(held);
 	cr_assert_eq(lost_calls, 1);
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
@@ -219,7 +211,7 @@ Test(jeopardy, holders_shows_a_lost_node_still_there_as_lost)
 	cr_assert_str_eq(holders_states[1], "waiting",
 			 "another host's waiter still waits for the node");
 	cr_assert_eq(sweep(0, 1000 + MARGIN), 0);
-	expect_delete_of(held);
+	fake_expect_delete_of(held);
 	lockreq_release(lr);
 }
 
@@ -232,7 +224,7 @@ Test(jeopardy, a_grant_after_the_jeopardy_ended_is_kept)
 	cr_assert_eq(lost_calls, 0);
 	cr_assert_eq(lockreq_holds(lr), 1);
 	lockreq_release(lr);
-	expect_delete_of(my_name);
+	fake_expect_delete_of(my_name);
 }
 
 Test(jeopardy, a_release_within_the_margin_deletes_at_once)
@@ -244,7 +236,7 @@ Test(jeopardy, a_release_within_the_margin_deletes_at_once)
 	fake_complete_held_watch(held);
 	cr_assert_eq(sweep(1, 1000), 1);
 	lockreq_release(lr); /* the holder acted: nobody to wait for */
-	expect_delete_of(held);
+	fake_expect_delete_of(held);
 	cr_assert_eq(sweep(0, 1000 + MARGIN), 0);
 	cr_assert_eq(fake_pending(), 0, "deleted once");
 }
@@ -265,7 +257,7 @@ Test(jeopardy, a_waiter_keeps_its_place)
 	cr_assert_eq(lockreq_holds(waiter), 0);
 	cr_assert_eq(fake_done_calls, 1, "the waiter is told nothing");
 	reconnect();
-	expect_delete_of(held); /* the lost holder's node goes ... */
+	fake_expect_delete_of(held); /* the lost holder's node goes ... */
 	snprintf(full, sizeof(full), "/b/r/%s", held);
 	fake_fire_watch(full); /* ... and the waiter, in place, holds */
 	cr_assert_eq(fake_done_calls, 2);
@@ -274,7 +266,7 @@ Test(jeopardy, a_waiter_keeps_its_place)
 	fake_complete_held_watch(my_name);
 	lockreq_release(holder);
 	lockreq_release(waiter);
-	expect_delete_of(my_name);
+	fake_expect_delete_of(my_name);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -301,7 +293,7 @@ static struct zkl_lockreq *granted_in_jeopardy(struct zkl_lockreq **holder)
 	declare_jeopardy();
 	set_jeopardy(1000);
 	reconnect();
-	expect_delete_of(held);
+	fake_expect_delete_of(held);
 	snprintf(full, sizeof(full), "/b/r/%s", held);
 	fake_fire_watch(full);
 	fake_complete_held_watch(my_name);
@@ -325,7 +317,7 @@ Test(jeopardy, a_grant_while_declared_is_told_when_it_ends_not_lost)
 	cr_assert_eq(lost_calls, 1, "the holder only: the waiter kept it");
 	lockreq_release(holder);
 	lockreq_release(waiter);
-	expect_delete_of(my_name);
+	fake_expect_delete_of(my_name);
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -355,7 +347,7 @@ Test(jeopardy, a_grant_held_back_is_never_told_if_the_session_ends)
 	fake_complete_held_watch(my_name);
 	lockreq_release(holder);
 	lockreq_release(waiter);
-	expect_delete_of(my_name);
+	fake_expect_delete_of(my_name);
 	cr_assert_eq(fake_pending(), 0);
 }
 

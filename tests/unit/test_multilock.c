@@ -19,22 +19,7 @@ static struct zkl_session *s;
 static const char *const dirs[] = { "/b/r1", "/b/r2" };
 static char mine[2][1100]; /* the members' child names once created */
 
-static void set_state(enum zkl_conn_state state)
-{
-	pthread_mutex_lock(&s->lock);
-	s->state = state;
-	pthread_mutex_unlock(&s->lock);
-}
 
-/* The transaction's reply is lost with the connection; it comes back. */
-static void lose_the_reply_and_reconnect(void)
-{
-	set_state(ZKL_CONN_CONNECTING);
-	fake_complete_multi(ZCONNECTIONLOSS, NULL);
-	cr_assert_eq(fake_pending(), 0, "nothing until connected");
-	set_state(ZKL_CONN_CONNECTED);
-	fake_resume_all(s);
-}
 
 static void setup(void)
 {
@@ -259,7 +244,7 @@ Test(multilock, a_lost_reply_is_recovered_by_tag_and_asked_again_as_one)
 	struct zkl_lockreq *lr = start(0);
 	const char *none[] = { "unrelated" };
 
-	lose_the_reply_and_reconnect();
+	fake_lose_multi_reply_and_reconnect(s);
 	/* Each member looks for its tag: the transaction did not happen. */
 	cr_assert_eq(fake_pending(), 2);
 	fake_complete_children(ZOK, none, 1);
@@ -281,7 +266,7 @@ Test(multilock, a_lost_reply_of_a_transaction_that_happened_adopts_its_nodes)
 			 strrchr(c->ops[i].create_op.path, '/') + 1);
 		memcpy(mine[i], names[i], sizeof(mine[i]));
 	}
-	lose_the_reply_and_reconnect();
+	fake_lose_multi_reply_and_reconnect(s);
 	for (int i = 0; i < 2; i++) {
 		const char *listed[] = { names[i] };
 		fake_complete_children(ZOK, listed, 1);
@@ -314,7 +299,7 @@ Test(multilock, after_an_expiry_it_queues_again_with_one_new_transaction)
 	cr_assert(list_empty(&lost), "nothing was held");
 	fake_free_lost(&lost);
 	cr_assert_eq(fake_done_calls, 0, "a waiter waits on");
-	set_state(ZKL_CONN_CONNECTED);
+	fake_set_state(s, ZKL_CONN_CONNECTED);
 	fake_resume_all(s);
 	cr_assert_eq(fake_pending(), 1, "one new transaction, no create each");
 	created(20);
@@ -473,7 +458,7 @@ static void partial_recovery(int first_found)
 	snprintf(found, sizeof(found), "%s0000000003",
 		 strrchr(c->ops[k].create_op.path, '/') + 1);
 	memcpy(mine[k], found, sizeof(found));
-	lose_the_reply_and_reconnect();
+	fake_lose_multi_reply_and_reconnect(s);
 	if (first_found) {
 		fake_complete_children(ZOK, listed, 1); /* r1: found */
 		fake_complete_children(ZOK, none, 1);   /* r2: nothing */
