@@ -32,7 +32,6 @@ static void teardown(void)
 
 TestSuite(downgrade, .init = setup, .fini = teardown);
 
-
 /* A write lock held, first in line with sequence 5. */
 static struct zkl_lockreq *held_writer(void)
 {
@@ -89,7 +88,6 @@ static struct zkl_lockreq *downgrade(struct zkl_lockreq *from, unsigned flags)
 	return lr;
 }
 
-
 Test(downgrade, the_read_node_takes_the_write_nodes_place_and_holds_at_once)
 {
 	struct zkl_lockreq *lr = downgrade(held_writer(), 0);
@@ -130,7 +128,6 @@ Test(downgrade, a_write_node_deleted_by_another_client_fails_it)
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
 }
-
 
 Test(downgrade, a_lost_reply_is_settled_by_the_heirs_name_found)
 {

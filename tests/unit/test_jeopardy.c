@@ -107,7 +107,6 @@ static void reconnect(void)
 	fake_resume_all(s);
 }
 
-
 Test(jeopardy, a_holder_is_lost_at_once_and_its_node_goes_once_connected)
 {
 	struct zkl_lockreq *lr = queued(1, NULL);

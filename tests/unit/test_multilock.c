@@ -19,8 +19,6 @@ static struct zkl_session *s;
 static const char *const dirs[] = { "/b/r1", "/b/r2" };
 static char mine[2][1100]; /* the members' child names once created */
 
-
-
 static void setup(void)
 {
 	s = fake_session();
