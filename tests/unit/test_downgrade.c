@@ -32,6 +32,16 @@ static void teardown(void)
 
 TestSuite(downgrade, .init = setup, .fini = teardown);
 
+/* A held request: its node watched, then released, its node deleted and
+ * nothing left to do. */
+static void end_held(struct zkl_lockreq *lr, const char *name)
+{
+	fake_complete_held_watch(name);
+	lockreq_release(lr);
+	fake_expect_delete_of(name);
+	cr_assert_eq(fake_pending(), 0);
+}
+
 /* A write lock held, first in line with sequence 5. */
 static struct zkl_lockreq *held_writer(void)
 {
@@ -160,10 +170,7 @@ Test(downgrade, a_lost_reply_with_no_heir_sends_the_transaction_again)
 	cr_assert_eq(fake_done_calls, 1);
 	fake_complete_multi(ZOK, NULL);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(heir_name);
-	lockreq_release(lr);
-	fake_expect_delete_of(heir_name);
-	cr_assert_eq(fake_pending(), 0);
+	end_held(lr, heir_name);
 }
 
 Test(downgrade, a_cancel_during_the_transaction_leaves_no_node)
@@ -282,10 +289,7 @@ Test(downgrade, a_write_nodes_deletion_seen_as_it_happened_is_trusted)
 	fake_fire_watch("/b/r/" OTHER_WRITER);
 	cr_assert_eq(fake_done_calls, 1, "no listing: a handoff costs nothing");
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(mine);
-	lockreq_release(lr);
-	fake_expect_delete_of(mine);
-	cr_assert_eq(fake_pending(), 0);
+	end_held(lr, mine);
 }
 
 Test(downgrade, a_deletion_told_after_a_reconnection_is_not_trusted)
@@ -306,10 +310,7 @@ Test(downgrade, a_deletion_told_after_a_reconnection_is_not_trusted)
 	const char *names[] = { mine };
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(fake_done_calls, 1);
-	fake_complete_held_watch(mine);
-	lockreq_release(lr);
-	fake_expect_delete_of(mine);
-	cr_assert_eq(fake_pending(), 0);
+	end_held(lr, mine);
 }
 
 Test(downgrade, a_reader_found_missing_is_gone_for_sure)
@@ -320,10 +321,7 @@ Test(downgrade, a_reader_found_missing_is_gone_for_sure)
 
 	fake_complete_get(ZNONODE);
 	cr_assert_eq(fake_done_calls, 1, "a read node leaves no heir");
-	fake_complete_held_watch(mine);
-	lockreq_release(lr);
-	fake_expect_delete_of(mine);
-	cr_assert_eq(fake_pending(), 0);
+	end_held(lr, mine);
 }
 
 Test(downgrade, a_try_is_no_try_once_it_takes_the_place)
@@ -339,10 +337,7 @@ Test(downgrade, a_try_is_no_try_once_it_takes_the_place)
 	fake_complete_exists(ZOK, 77, 4300);
 	fake_complete_children(ZOK, after, 1);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(heir_name);
-	lockreq_release(lr);
-	fake_expect_delete_of(heir_name);
-	cr_assert_eq(fake_pending(), 0);
+	end_held(lr, heir_name);
 }
 
 Test(downgrade, only_a_plain_write_lock_of_one_owner_gives_its_place)
