@@ -1,6 +1,11 @@
 /*
  * deadlock.c - a wait-for cycle among this mount's fcntl lock owners
  * (deadlock.h).
+ *
+ * A breadth of owners, each expanded once: an owner's edges go to the
+ * holders of the locks its parked waits ask for.  From the asker's own
+ * request: the holders of its resource, then the holders of what they
+ * wait for, and so on; reaching the asker is a cycle.
  */
 #include "deadlock.h"
 
@@ -9,7 +14,8 @@
 struct deadlock_walk {
 	struct zkl_fs *fs;
 	uint64_t target; /* the owner asking: a chain back to it is a cycle */
-	unsigned steps;
+	uint64_t seen[DEADLOCK_MAX_OWNERS]; /* owners reached, in order */
+	size_t nseen;
 };
 
 static int deadlock_conflict(enum zkl_mode held, enum zkl_mode asked)
@@ -25,33 +31,18 @@ static struct tree_res *deadlock_res(struct zkl_fs *fs, fuse_ino_t ino)
 	return tree_res_of(&fs->tree, ino);
 }
 
-static int deadlock_reaches(struct deadlock_walk *d, struct tree_res *res,
-			    enum zkl_mode mode, uint64_t asker);
-
-/* Does lock owner `holder`, through one of its parked waits, reach the
- * target? */
-static int deadlock_waits_of(struct deadlock_walk *d, uint64_t holder)
+static int deadlock_seen(const struct deadlock_walk *d, uint64_t owner)
 {
-	struct zkl_fs *fs = d->fs;
-
-	for (struct zkl_link *l = fs->waiters.next; l != &fs->waiters;
-	     l = l->next) {
-		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
-		struct tree_res *res;
-
-		if (w->owner != holder || !w->lr)
-			continue;
-		res = deadlock_res(fs, w->lf->ino);
-		if (res &&
-		    deadlock_reaches(d, res, lockreq_mode(w->lr), holder))
+	for (size_t i = 0; i < d->nseen; i++)
+		if (d->seen[i] == owner)
 			return 1;
-	}
 	return 0;
 }
 
-/* Would `asker`, asking `mode` on res, wait (through a chain of local
- * holders and their waits) for the target? */
-static int deadlock_reaches(struct deadlock_walk *d, struct tree_res *res,
+/* Add the holders of conflicting locks on res, but `asker`, to the owners
+ * reached.  Returns 1 if the target is one of them, -1 if the walk is
+ * too big to finish, else 0. */
+static int deadlock_holders(struct deadlock_walk *d, struct tree_res *res,
 			    enum zkl_mode mode, uint64_t asker)
 {
 	struct zkl_fs *fs = d->fs;
@@ -61,14 +52,41 @@ static int deadlock_reaches(struct deadlock_walk *d, struct tree_res *res,
 		struct posixlock *p =
 			ZKL_CONTAINER_OF(l, struct posixlock, link);
 
-		if (++d->steps > DEADLOCK_MAX_STEPS)
-			return 0;
 		if (p->owner == asker || deadlock_res(fs, p->ino) != res ||
 		    !lockreq_holds(p->lr) ||
 		    !deadlock_conflict(lockreq_mode(p->lr), mode))
 			continue;
-		if (p->owner == d->target || deadlock_waits_of(d, p->owner))
+		if (p->owner == d->target)
 			return 1;
+		if (deadlock_seen(d, p->owner))
+			continue;
+		if (d->nseen == DEADLOCK_MAX_OWNERS)
+			return -1;
+		d->seen[d->nseen++] = p->owner;
+	}
+	return 0;
+}
+
+/* The owners that owner waits for, through its parked fcntl waits (not
+ * tries: a try never waits). */
+static int deadlock_expand(struct deadlock_walk *d, uint64_t owner)
+{
+	struct zkl_fs *fs = d->fs;
+
+	for (struct zkl_link *l = fs->waiters.next; l != &fs->waiters;
+	     l = l->next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		struct tree_res *res;
+		int found;
+
+		if (w->owner != owner || !w->lr || (w->flags & LOCKREQ_TRY))
+			continue;
+		res = deadlock_res(fs, w->lf->ino);
+		found = res ? deadlock_holders(d, res, lockreq_mode(w->lr),
+					       owner)
+			    : 0;
+		if (found)
+			return found;
 	}
 	return 0;
 }
@@ -78,8 +96,13 @@ int deadlock_would_close_locked(struct zkl_fs *fs, fuse_ino_t ino,
 {
 	struct deadlock_walk d = { .fs = fs, .target = owner };
 	struct tree_res *res = deadlock_res(fs, ino);
+	int found;
 
 	ZKL_ASSERT_HELD(&fs->lock);
-	return owner && res && mode != ZKL_MODE_LEASE &&
-	       deadlock_reaches(&d, res, mode, owner);
+	if (!owner || !res || mode == ZKL_MODE_LEASE)
+		return 0;
+	found = deadlock_holders(&d, res, mode, owner);
+	for (size_t i = 0; found == 0 && i < d.nseen; i++)
+		found = deadlock_expand(&d, d.seen[i]);
+	return found > 0;
 }

@@ -16,9 +16,9 @@
 
 #include "names.h"
 
-/* Linux gives up after 10 links of the chain; a lock file's chain is
- * walked through every holder, so the bound is on the steps. */
-#define DEADLOCK_MAX_STEPS 1024
+/* The walk gives up (no EDEADLK) past this many distinct owners reached
+ * from the asker, a cycle or not: Linux gives up after 10 links. */
+#define DEADLOCK_MAX_OWNERS 256
 
 /* Would lock owner `owner`, waiting for a lock of `mode` on lock file
  * ino, wait for itself: is a holder of that resource this mount's lock

@@ -18,6 +18,7 @@
 
 #include "fs.h"
 
+#include <fcntl.h>
 #include <stdatomic.h>
 
 #include "identity.h"
@@ -41,10 +42,10 @@ struct lockfile {
 
 	/* Guarded by fs->lock. */
 	enum lockfile_state state;
-	struct zkl_lockreq *held; /* the description's lock, or NULL */
-	pid_t holder;             /* the process that took it (-o reentrant;
-				   * else 0) */
-	size_t identity_len;      /* of whoever took `held` */
+	struct zkl_lockreq *held;   /* the description's lock, or NULL */
+	struct lineage_proc holder; /* the process that took it (-o
+				     * reentrant; else none) */
+	size_t identity_len;        /* of whoever took `held` */
 	char identity[IDENTITY_MAX];
 	off_t read_base; /* file offset where read()'s text starts */
 
@@ -62,7 +63,7 @@ struct posixlock {
 	uint64_t owner;       /* the kernel's lock owner: the process */
 	struct lockfile *via; /* taken through this open file */
 	struct zkl_lockreq *lr;
-	pid_t holder; /* the process that took it (-o reentrant; else 0) */
+	struct lineage_proc holder; /* who took it (-o reentrant; else none) */
 	size_t identity_len;
 	char identity[IDENTITY_MAX];
 };
@@ -100,6 +101,19 @@ int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);
  * (LOCK_EX / F_WRLCK: write, LOCK_SH / F_RDLCK: read): on a lease file
  * every lock is a lease, whichever was asked. */
 enum zkl_mode lockfile_mode(fuse_ino_t ino, enum zkl_mode asked);
+
+/* fcntl: only whole-file locks, which the kernel hands over as start 0,
+ * length 0 (to the end, whatever the end becomes). */
+static inline int lockfile_whole_file(const struct flock *lock)
+{
+	return lock->l_start == 0 && lock->l_len == 0;
+}
+
+/* fcntl's lock type as a mode (F_WRLCK write, else read). */
+static inline enum zkl_mode lockfile_mode_of_type(short type)
+{
+	return type == F_WRLCK ? ZKL_MODE_WRITE : ZKL_MODE_READ;
+}
 
 /* The resource znode path of lock file ino, or of each resource of a
  * list directory's, into buf (TREE_MULTI_BUF bytes are enough), with
@@ -165,7 +179,7 @@ struct waiter {
 	pid_t tid;
 	/* -o reentrant: the asking process and its ancestors (lineage.h),
 	 * nearest first; else none */
-	pid_t lineage[LINEAGE_MAX];
+	struct lineage_proc lineage[LINEAGE_MAX];
 	size_t nlineage;
 	struct lockfile *lf;   /* the file the request came through, with a
 			       * reference */

@@ -16,7 +16,12 @@
 #include <unistd.h>
 
 #include "identity.h"
+#include "lineage.h"
+#include "lockfile.h"
 #include "log.h"
+
+/* At most so many other holders of one lock are signalled. */
+#define LOST_MAX_OTHERS 32
 
 /* Is `pid` still the process that took the lock?  Its command name must
  * match: a pid reused since must not be signalled. */
@@ -57,11 +62,42 @@ static void lost_signal_holder(pid_t pid, int sig)
 	}
 }
 
+/* A lock of several owners (-o reentrant): the processes that took it
+ * again, besides the one its node names, into out; how many. */
+static size_t lost_other_holders(struct zkl_fs *fs, const char *node,
+				 pid_t named, struct lineage_proc *out,
+				 size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (struct zkl_link *l = fs->lockfiles.next;
+	     l != &fs->lockfiles && n < max; l = l->next) {
+		struct lockfile *lf =
+			ZKL_CONTAINER_OF(l, struct lockfile, link);
+		if (lf->held && lf->holder.pid > 0 && lf->holder.pid != named &&
+		    lockreq_node_is(lf->held, node))
+			out[n++] = lf->holder;
+	}
+	for (struct zkl_link *l = fs->posix_locks.next;
+	     l != &fs->posix_locks && n < max; l = l->next) {
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(l, struct posixlock, link);
+		if (p->holder.pid > 0 && p->holder.pid != named &&
+		    lockreq_node_is(p->lr, node))
+			out[n++] = p->holder;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
 void fs_lock_lost(const char *node, const char *why, const void *data,
 		  size_t len, void *arg)
 {
 	struct zkl_fs *fs = arg;
 	char pid_text[16] = "?", cmd[64] = "?";
+	struct lineage_proc others[LOST_MAX_OTHERS];
+	size_t n;
 	pid_t pid;
 
 	identity_get(data, len, "pid", pid_text, sizeof(pid_text));
@@ -71,12 +107,23 @@ void fs_lock_lost(const char *node, const char *why, const void *data,
 		"its descriptor now fail with EIO",
 		node, pid_text, cmd, why);
 	pid = (pid_t)strtol(pid_text, NULL, 10);
-	if (!fs->on_lost_signal || pid <= 1)
+	if (!fs->on_lost_signal)
 		return;
-	if (!lost_holder_alive(pid, cmd)) {
+	if (pid <= 1) {
+		/* nobody named */
+	} else if (!lost_holder_alive(pid, cmd)) {
 		log_msg(LOG_INFO, "pid %d (%s) is gone: nobody to signal",
 			(int)pid, cmd);
-		return;
+	} else {
+		lost_signal_holder(pid, fs->on_lost_signal);
 	}
-	lost_signal_holder(pid, fs->on_lost_signal);
+	/* Whoever took it again holds it too (-o reentrant). */
+	n = lost_other_holders(fs, node, pid, others, LOST_MAX_OTHERS);
+	for (size_t i = 0; i < n; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < i; j++)
+			seen |= others[j].pid == others[i].pid;
+		if (!seen && lineage_still_runs(others[i]))
+			lost_signal_holder(others[i].pid, fs->on_lost_signal);
+	}
 }

@@ -21,7 +21,6 @@
 #include <sys/file.h>
 #include <syslog.h>
 
-#include "lockquery.h"
 #include "log.h"
 
 /* ---- grants ------------------------------------------------------------ */
@@ -48,7 +47,7 @@ static void flock_granted(struct waiter *w, struct zkl_lockreq *lr)
 	 * last grant is the file's lock, as the last call would be. */
 	old = lf->held;
 	lf->held = lr;
-	lf->holder = w->nlineage ? w->lineage[0] : 0;
+	lf->holder = w->nlineage ? w->lineage[0] : (struct lineage_proc){ 0 };
 	memcpy(lf->identity, w->identity, w->identity_len);
 	lf->identity_len = w->identity_len;
 	pthread_mutex_unlock(&w->fs->lock);
@@ -84,7 +83,7 @@ static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 		list_add_tail(&fs->posix_locks, &p->link);
 	}
 	p->lr = lr;
-	p->holder = w->nlineage ? w->lineage[0] : 0;
+	p->holder = w->nlineage ? w->lineage[0] : (struct lineage_proc){ 0 };
 	p->via = w->lf;
 	memcpy(p->identity, w->identity, w->identity_len);
 	p->identity_len = w->identity_len;
@@ -132,23 +131,36 @@ static const struct waiter_ops posix_ops = {
 
 /* ---- flock(2) ---------------------------------------------------------- */
 
-/* From a write lock held to a read lock: can the read lock take the
- * write lock's place in the queue (lockreq_start_in_place)?  1 if so; 0
- * if not (a multi-lock, a lock of several owners, a lost one: convert
- * the old way, as flock(2) does); -EAGAIN for a try while the connection
- * is down, which fails and keeps the lock, as a local downgrade never
- * loses it. */
-static int downgrade_in_place(struct zkl_lockreq *old, enum zkl_mode mode,
-			      unsigned flags)
-{
-	int place;
+/* From a write lock held to a read lock: how?  In place, the read lock
+ * taking the write lock's place in the queue (lockreq_start_in_place):
+ * DOWNGRADE_IN_PLACE.  DOWNGRADE_KEEP: the write lock has other owners
+ * too (-o reentrant), so it stays, covering the read asked.
+ * DOWNGRADE_TRY_FAILS: a try while the connection is down, which fails
+ * and keeps the lock, as a local downgrade never loses it.  Else
+ * DOWNGRADE_OLD_WAY (a multi-lock, a lost lock): as flock(2) converts. */
+enum downgrade {
+	DOWNGRADE_OLD_WAY,
+	DOWNGRADE_IN_PLACE,
+	DOWNGRADE_KEEP,
+	DOWNGRADE_TRY_FAILS,
+};
 
+static enum downgrade downgrade_how(struct zkl_lockreq *old, enum zkl_mode mode,
+				    unsigned flags)
+{
 	if (!old || mode != ZKL_MODE_READ)
-		return 0;
-	place = lockreq_place_to_take(old);
-	if (place == -EAGAIN && (flags & LOCKREQ_TRY))
-		return -EAGAIN;
-	return place == 0 || place == -EAGAIN;
+		return DOWNGRADE_OLD_WAY;
+	switch (lockreq_place_to_take(old)) {
+	case 0:
+		return DOWNGRADE_IN_PLACE;
+	case -EBUSY:
+		return DOWNGRADE_KEEP;
+	case -EAGAIN: /* a blocking one waits for the connection */
+		return (flags & LOCKREQ_TRY) ? DOWNGRADE_TRY_FAILS
+					     : DOWNGRADE_IN_PLACE;
+	default:
+		return DOWNGRADE_OLD_WAY;
+	}
 }
 
 void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -160,9 +172,9 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	enum zkl_mode mode = lockfile_mode(ino, how == LOCK_EX ? ZKL_MODE_WRITE
 							       : ZKL_MODE_READ);
 	unsigned flags = (op & LOCK_NB) ? LOCKREQ_TRY : 0;
+	enum downgrade down = DOWNGRADE_OLD_WAY;
 	struct zkl_lockreq *old;
 	struct unlock *u;
-	int in_place = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	old = lf->held;
@@ -174,19 +186,21 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		return fs_reply_err(req, 0);
 	}
 	if (how != LOCK_UN)
-		in_place = downgrade_in_place(old, mode, flags);
+		down = downgrade_how(old, mode, flags);
 	/* LOCK_UN, or a conversion: the old lock goes first, and for every
 	 * session (unlock.c); a downgrade passes it to the new request. */
-	if (in_place >= 0)
+	if (down == DOWNGRADE_OLD_WAY || down == DOWNGRADE_IN_PLACE)
 		lf->held = NULL;
 	pthread_mutex_unlock(&fs->lock);
-	if (in_place < 0)
+	if (down == DOWNGRADE_KEEP)
+		return fs_reply_err(req, 0);
+	if (down == DOWNGRADE_TRY_FAILS)
 		return fs_reply_err(req, EWOULDBLOCK);
 	if (!old && how == LOCK_UN)
 		return fs_reply_err(req, 0);
 	if (!old)
 		return waiter_park(req, &flock_ops, lf, mode, flags, 0);
-	if (in_place) /* never a try: nobody can block it */
+	if (down == DOWNGRADE_IN_PLACE) /* never a try: nobody blocks it */
 		return waiter_park_in_place(req, &flock_ops, lf, mode, 0, 0,
 					    old);
 	u = unlock_begin(req);
@@ -198,30 +212,20 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 /* ---- fcntl(2) ---------------------------------------------------------- */
 
-/* Only whole-file locks: the kernel hands them over as start 0, length 0
- * (to the end, whatever the end becomes). */
-static int whole_file(const struct flock *lock)
-{
-	return lock->l_start == 0 && lock->l_len == 0;
-}
-
-static enum zkl_mode mode_of_type(short type)
-{
-	return type == F_WRLCK ? ZKL_MODE_WRITE : ZKL_MODE_READ;
-}
-
 void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock, int sleep)
 {
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
-	enum zkl_mode mode = lockfile_mode(ino, mode_of_type(lock->l_type));
+	enum zkl_mode mode =
+		lockfile_mode(ino, lockfile_mode_of_type(lock->l_type));
+	enum downgrade down = DOWNGRADE_OLD_WAY;
 	struct zkl_lockreq *from = NULL;
 	struct posixlock *p;
 	struct unlock *u;
-	int err = -1, in_place = 0;
+	int err = -1;
 
-	if (!whole_file(lock))
+	if (!lockfile_whole_file(lock))
 		return fs_reply_err(req, EINVAL);
 	if (lock->l_type == F_UNLCK) {
 		u = unlock_begin(req);
@@ -236,11 +240,13 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		if (p && lockreq_holds(p->lr) && lockreq_mode(p->lr) == mode)
 			err = 0;
 		else if (p)
-			in_place = downgrade_in_place(p->lr, mode,
-						      sleep ? 0 : LOCKREQ_TRY);
-		if (in_place < 0) {
+			down = downgrade_how(p->lr, mode,
+					     sleep ? 0 : LOCKREQ_TRY);
+		if (down == DOWNGRADE_KEEP) {
+			err = 0;
+		} else if (down == DOWNGRADE_TRY_FAILS) {
 			err = EAGAIN; /* the lock kept */
-		} else if (in_place) {
+		} else if (down == DOWNGRADE_IN_PLACE) {
 			list_del(&p->link);
 			from = p->lr;
 			free(p);
@@ -257,120 +263,4 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	posix_drop(fs, ino, fi->lock_owner, NULL, u);
 	unlock_park_when_done(u, req, &posix_ops, lf, mode,
 			      sleep ? 0 : LOCKREQ_TRY, fi->lock_owner);
-}
-
-/* An F_GETLK in flight: the resources to ask about, one after the other
- * (several for a list directory's lock file, where the first resource
- * that blocks answers), and the tags to skip. */
-struct getlk_query {
-	fuse_req_t req;
-	struct zkl_fs *fs;
-	struct flock lock;
-	enum zkl_mode mode;
-	const char *skip[LOCKQUERY_MAX_SKIP];
-	size_t nskip;
-	char guids[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
-	const char *paths[MULTINAME_MAX_ITEMS];
-	int n, next;
-	char buf[]; /* the paths */
-};
-
-static void getlk_answered(int err, const struct lockquery_answer *a,
-			   void *arg);
-
-/* Ask about the next resource.  Returns 0 (the answer comes) or -errno. */
-static int getlk_ask_next(struct getlk_query *q)
-{
-	return lockquery_start(q->fs->session, q->paths[q->next++], q->mode,
-			       q->skip, q->nskip, getlk_answered, q);
-}
-
-/* F_GETLK's l_pid: the blocking holder's pid if it is on this host (the
- * kernel maps it into the caller's namespace), else 0. */
-static pid_t getlk_local_pid(struct zkl_fs *fs, const char *data, size_t len)
-{
-	char host[256], pid[16];
-
-	if (!data || identity_get(data, len, "host", host, sizeof(host)) < 0 ||
-	    strcmp(host, fs->hostname) != 0 ||
-	    identity_get(data, len, "pid", pid, sizeof(pid)) < 0)
-		return 0;
-	return (pid_t)strtol(pid, NULL, 10);
-}
-
-static void getlk_answered(int err, const struct lockquery_answer *a, void *arg)
-{
-	struct getlk_query *q = arg;
-
-	if (err == 0 && !a->blocked && q->next < q->n) {
-		err = getlk_ask_next(q);
-		if (err == 0)
-			return;
-	}
-	if (err < 0) {
-		fs_reply_err(q->req, -err);
-	} else {
-		q->lock.l_type = F_UNLCK;
-		if (a->blocked) {
-			/* A lease excludes like a write lock, to a
-			 * lease request. */
-			q->lock.l_type = a->mode == ZKL_MODE_READ ? F_RDLCK
-								  : F_WRLCK;
-			q->lock.l_pid =
-				getlk_local_pid(q->fs, a->data, a->datalen);
-		}
-		fuse_reply_lock(q->req, &q->lock);
-	}
-	free(q);
-}
-
-void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		    struct flock *lock)
-{
-	struct lockfile *lf = lockfile_of(fi);
-	struct zkl_fs *fs = lf->fs;
-	enum zkl_mode mode = lockfile_mode(ino, mode_of_type(lock->l_type));
-	struct zkl_lockreq *mine[LOCKQUERY_MAX_SKIP];
-	struct getlk_query *q;
-	struct posixlock *p;
-	int covered, err;
-
-	if (!whole_file(lock))
-		return fs_reply_err(req, EINVAL);
-	q = malloc(sizeof(*q) + TREE_MULTI_BUF);
-	if (!q)
-		return fs_reply_err(req, ENOMEM);
-	q->req = req;
-	q->fs = fs;
-	q->lock = *lock;
-	q->mode = mode;
-	q->nskip = 0;
-	q->next = 0;
-	/* Our own locks never conflict with our own test. */
-	pthread_mutex_lock(&fs->lock);
-	p = posix_find_locked(fs, ino, fi->lock_owner);
-	mine[0] = lf->held;
-	mine[1] = p ? p->lr : NULL;
-	covered = lockfile_covers(mine[0], mode) ||
-		  lockfile_covers(mine[1], mode);
-	for (size_t k = 0; k < LOCKQUERY_MAX_SKIP; k++) {
-		if (!mine[k])
-			continue;
-		memcpy(q->guids[q->nskip], lockreq_guid(mine[k]),
-		       sizeof(q->guids[0]));
-		q->skip[q->nskip] = q->guids[q->nskip];
-		q->nskip++;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	if (covered) {
-		free(q);
-		lock->l_type = F_UNLCK;
-		return (void)fuse_reply_lock(req, lock);
-	}
-	q->n = lockfile_zpaths(fs, ino, q->buf, TREE_MULTI_BUF, q->paths);
-	err = getlk_ask_next(q);
-	if (err < 0) {
-		free(q);
-		fs_reply_err(req, -err);
-	}
 }

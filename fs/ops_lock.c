@@ -106,7 +106,7 @@ static void lockfile_open_granted(struct waiter *w, struct zkl_lockreq *lr)
 	pthread_mutex_lock(&fs->lock);
 	lf->state = LF_OPEN;
 	lf->held = lr;
-	lf->holder = w->nlineage ? w->lineage[0] : 0;
+	lf->holder = w->nlineage ? w->lineage[0] : (struct lineage_proc){ 0 };
 	memcpy(lf->identity, w->identity, w->identity_len);
 	lf->identity_len = w->identity_len;
 	pthread_mutex_unlock(&fs->lock);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "lineage.h"
 #include "lockreq.h"
 
 /* What a held lock of `held` gives a request of `asked` by its holder's
@@ -29,20 +30,22 @@ int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked);
 
 /* The lock a request of `mode` on lock file ino, by a process whose
  * lineage (lineage.h) is lineage[0..n), takes again: a held write lock of
- * its resource, else a held read lock, held through any open file
- * description or fcntl lock owner of this mount by one of them, into
+ * its resource, else a held read lock, taken through any open file
+ * description or as an fcntl lock of this mount by one of them that
+ * still runs and still has a descriptor of the resource open, into
  * *held (not shared yet: lockreq_share it, under fs->lock).  Returns
  * reentrant_verdict's 0 or EDEADLK, or -1 if no such lock is held.  A
  * list directory's and a lease file's requests never take a lock again.
  * fs->lock held. */
 int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
-			  const pid_t *lineage, size_t n,
+			  const struct lineage_proc *lineage, size_t n,
 			  struct zkl_lockreq **held);
 
 /* reentrant_find_locked, taking fs->lock, and the lock found shared
  * (lockreq_share) for the caller, who owns that hold then.  Nothing at
  * unmount (-1).  Returns 0 (*held shared), EDEADLK, or -1. */
 int reentrant_take(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
-		   const pid_t *lineage, size_t n, struct zkl_lockreq **held);
+		   const struct lineage_proc *lineage, size_t n,
+		   struct zkl_lockreq **held);
 
 #endif

@@ -201,6 +201,10 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	 * lock, if its own request can still be given up. */
 	if (!answered)
 		holder = waiter_holder_answer_locked(kept, &dropped);
+	/* Waiting again may close a cycle that formed meanwhile. */
+	if (!answered && holder < 0 &&
+	    waiter_would_deadlock_locked(kept, lockreq_mode(kept->lr)))
+		holder = EDEADLK;
 	if (holder >= 0 && lockreq_cancel(kept->lr) != 0)
 		holder = -1; /* its answer is on its way: it decides */
 	if (!answered && holder < 0)
@@ -285,9 +289,10 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		struct zkl_lockreq *held = NULL;
 		int verdict = reentrant_take(fs, lf->ino, mode, w->lineage,
 					     w->nlineage, &held);
-		if (verdict == 0)
+		if (verdict == 0) {
+			w->lr = held; /* an unmount's failure lets it go */
 			waiter_done(held, 0, w);
-		else if (verdict > 0)
+		} else if (verdict > 0)
 			waiter_fail(w, verdict);
 		if (verdict >= 0) {
 			if (from) /* after: it may be the lock taken again */
@@ -298,19 +303,14 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	}
 	err = lockfile_new_request(fs, lf->ino, mode, flags, w->identity,
 				   w->identity_len, waiter_done, w, &w->lr);
+	if (err < 0)
+		w->lr = NULL;
+	else
+		err = -waiter_list_unless_deadlock(w, mode);
 	if (err < 0) {
 		if (from)
 			lockreq_release(from);
-		w->lr = NULL;
 		waiter_fail(w, -err);
-		waiter_put(w); /* ours */
-		return;
-	}
-	err = waiter_list_unless_deadlock(w, mode);
-	if (err) {
-		if (from)
-			lockreq_release(from);
-		waiter_fail(w, err);
 		waiter_put(w); /* ours */
 		return;
 	}

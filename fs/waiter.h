@@ -40,6 +40,8 @@ void waiter_list_locked(struct zkl_fs *fs, struct waiter *w);
  * listed.  The check and the listing at once: of two owners closing a
  * cycle together, the second sees the first.  Returns 0 or EDEADLK. */
 int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode);
+/* The check alone; fs->lock held. */
+int waiter_would_deadlock_locked(const struct waiter *w, enum zkl_mode mode);
 void waiter_unlist(struct waiter *w);
 /* Answer with errno err once the request's node is gone (or at
  * WAITER_ANSWER_MS).  The caller owns the reply, and gives its reference

@@ -59,14 +59,19 @@ void waiter_list_locked(struct zkl_fs *fs, struct waiter *w)
 	}
 }
 
+int waiter_would_deadlock_locked(const struct waiter *w, enum zkl_mode mode)
+{
+	return w->owner && !(w->flags & LOCKREQ_TRY) &&
+	       deadlock_would_close_locked(w->fs, w->lf->ino, w->owner, mode);
+}
+
 int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode)
 {
 	struct zkl_fs *fs = w->fs;
 	int cycle;
 
 	pthread_mutex_lock(&fs->lock);
-	cycle = w->owner && !(w->flags & LOCKREQ_TRY) &&
-		deadlock_would_close_locked(fs, w->lf->ino, w->owner, mode);
+	cycle = waiter_would_deadlock_locked(w, mode);
 	if (!cycle)
 		waiter_list_locked(fs, w);
 	pthread_mutex_unlock(&fs->lock);

@@ -82,9 +82,14 @@ int lockreq_place_to_take(struct zkl_lockreq *from)
 	int err;
 
 	pthread_mutex_lock(&from->s->lock);
-	err = !lr_heir_can_take(from)                 ? -EINVAL
-	      : !session_is_connected_locked(from->s) ? -EAGAIN
-						      : 0;
+	if (!lr_heir_can_share(from))
+		err = -EINVAL;
+	else if (from->owners > 1)
+		err = -EBUSY;
+	else if (!session_is_connected_locked(from->s))
+		err = -EAGAIN;
+	else
+		err = 0;
 	pthread_mutex_unlock(&from->s->lock);
 	return err;
 }
@@ -156,6 +161,16 @@ int lockreq_share(struct zkl_lockreq *lr)
 		lr->owners++;
 	pthread_mutex_unlock(&lr->s->lock);
 	return err;
+}
+
+int lockreq_node_is(struct zkl_lockreq *lr, const char *node)
+{
+	int same;
+
+	pthread_mutex_lock(&lr->s->lock);
+	same = lr_has_node(lr) && strcmp(lr->node, node) == 0;
+	pthread_mutex_unlock(&lr->s->lock);
+	return same;
 }
 
 unsigned lockreq_owners(struct zkl_lockreq *lr)

@@ -73,8 +73,9 @@ int lockreq_start(struct zkl_lockreq *lr);
 /* Can a read request take the place of `from` (a downgrade,
  * lockreq_start_in_place)?  0: yes; -EAGAIN: yes, but the session is not
  * connected now, so a try must fail (the lock kept) and a blocking call
- * wait; -EINVAL: no (not a plain write lock held by one owner, or lost):
- * convert the old way, release then queue. */
+ * wait; -EBUSY: other owners hold it too (lockreq_share), so it stays a
+ * write lock, which covers the read asked; -EINVAL: no (not a plain
+ * write lock, or lost): convert the old way, release then queue. */
 int lockreq_place_to_take(struct zkl_lockreq *from);
 
 /* lockreq_start for a read request lr that replaces `from`, a write lock
@@ -119,6 +120,9 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
  * leaves ZooKeeper).  Returns 0, -EINVAL for a lease or a multi-lock, or
  * as lockreq_describe (-ENOENT: not held; -EIO: lost). */
 int lockreq_share(struct zkl_lockreq *lr);
+
+/* Is `node` (a full path) lr's lock node?  Whatever lr's state. */
+int lockreq_node_is(struct zkl_lockreq *lr, const char *node);
 
 /* How many owners lr has (1 unless shared). */
 unsigned lockreq_owners(struct zkl_lockreq *lr);

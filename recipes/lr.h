@@ -292,6 +292,8 @@ void lr_heir_detach_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* A downgrade (lr_heir.c).  Can `from` be replaced by an heir now: a
  * plain write lock, held and not lost, with nothing in flight? */
 int lr_heir_can_take(const struct zkl_lockreq *from);
+/* The same, whatever the number of its owners. */
+int lr_heir_can_share(const struct zkl_lockreq *from);
 /* Send the transaction that creates lr's node in its write lock's place
  * and deletes that lock's node (lr_queue_create's step for an heir).
  * Returns 0 or -errno (nothing sent). */

@@ -49,10 +49,15 @@ struct lr_heir_txn {
 int lr_heir_can_take(const struct zkl_lockreq *from)
 {
 	/* A lock of several owners stays theirs (lockreq_share). */
+	return from->owners == 1 && lr_heir_can_share(from);
+}
+
+int lr_heir_can_share(const struct zkl_lockreq *from)
+{
 	return from->mode == ZKL_MODE_WRITE && from->outcome == LR_HELD &&
-	       from->owners == 1 && !from->lost && !from->grant_deferred &&
-	       from->phase == PH_IDLE && !from->multi && !from->peer &&
-	       !from->group && !from->mutex_names && lr_has_node(from);
+	       !from->lost && !from->grant_deferred && from->phase == PH_IDLE &&
+	       !from->multi && !from->peer && !from->group &&
+	       !from->mutex_names && lr_has_node(from);
 }
 
 int lr_heir_data(int64_t token, const void *data, size_t len, char **out,

@@ -89,3 +89,34 @@ def test_a_cycle_through_another_host_is_not_detected(zk, base, m1, m2):
     b.proc.wait(15)
     assert a.answer() == "ok"
     a.exit()
+
+
+def test_a_cycle_is_found_on_a_mount_busy_with_other_locks(zk, base, m1):
+    """Many unrelated fcntl locks do not hide a cycle of two."""
+    busy = Driver()
+    for i in range(300):
+        busy.ok(f"open x{i} {m1.path(f'x{i}', 'lock')}")
+        busy.ok(f"lockf x{i} wr")
+    a, b = holding(m1, "r1"), holding(m1, "r2")
+    waiting(zk, base, a, m1, "r2")
+    b.ok(f"open r1 {m1.path('r1', 'lock')}")
+    assert b.do("lockf r1 wr") == EDEADLK
+    b.ok("lockf r2 un")
+    assert a.answer() == "ok"
+    for d in (a, b, busy):
+        d.exit()
+
+
+def test_a_wait_asked_again_after_a_signal_is_checked_again(zk, base, m1):
+    """a's wait for r2 is interrupted by a caught signal (its place kept);
+    meanwhile b waits for a's r1; a asking again would close the cycle."""
+    a, b = holding(m1, "r1"), holding(m1, "r2")
+    a.ok(f"open r2 {m1.path('r2', 'lock')}")
+    a.ok("alarm 1")
+    assert a.do("lockf r2 wr") == "err EINTR"
+    waiting(zk, base, b, m1, "r1")
+    assert a.do("lockf r2 wr") == EDEADLK
+    a.ok("lockf r1 un")
+    assert b.answer() == "ok"
+    for d in (a, b):
+        d.exit()

@@ -5,11 +5,15 @@ over a held read lock is EDEADLK.  Anyone else, another host or an
 unrelated process of the same host, still waits.  Without the option
 nothing changes."""
 import errno
+import os
+import select
+import signal
 import subprocess
+import sys
 
 import pytest
 
-from harness import Driver, Locker, lock_nodes, running, wait_until
+from harness import LOCKER, Driver, Locker, lock_nodes, running, wait_until
 from test_core import still_waiting
 
 EDEADLK = "err " + errno.errorcode[errno.EDEADLK]  # EDEADLOCK on Linux
@@ -160,3 +164,79 @@ def test_a_downgrade_of_a_shared_hold_leaves_the_others_write_lock(
     other_host.granted()
     other_host.close()
     holder.exit()
+
+
+def test_a_holder_that_passed_its_descriptor_on_holds_nothing(zk, base, rm):
+    """The shell takes write, leaves fd 9 to a background job and closes
+    its own: its next flock is not the job's lock again."""
+    script = (f"exec 9>{rm.path('r', 'write')} || exit 9\n"
+              "sleep 30 &\n"
+              "exec 9>&-\n"
+              f"flock -n {rm.path('r', 'lock')} -c 'echo second holder'\n"
+              "echo rc=$?\n"
+              "kill %1\n")
+    res = subprocess.run(["bash", "-c", script], capture_output=True,
+                         text=True, timeout=30)
+    assert res.stdout.split() == ["rc=1"], res.stdout
+    nodes(zk, base, 0)
+
+
+def test_a_downgrade_by_one_of_several_owners_keeps_the_write_lock(
+        zk, base, rm, m2):
+    holder = Driver()
+    holder.ok(f"open a {rm.path('r', 'lock')}")
+    holder.ok("flock a ex")
+    holder.ok(f"open b {rm.path('r', 'write')} w")  # taken again
+    write_node, = nodes(zk, base, 1)
+    holder.ok("flock a sh nb")  # b still holds write: nothing changes
+    assert lock_nodes(zk, base) == [write_node]
+    reader = Locker(m2.path("r", "read"), "r")
+    assert still_waiting(reader), "a reader beside b's write lock"
+    holder.exit()
+    reader.granted()
+    reader.close()
+
+
+def test_getlk_counts_a_lock_others_hold_too(zk, base, rm):
+    """Its own read lock, held by a second description too, blocks the
+    caller's write: F_GETLK says so, as F_SETLK would find."""
+    holder = Driver()
+    holder.ok(f"open a {rm.path('r', 'lock')}")
+    holder.ok("lockf a rd")
+    holder.ok(f"open b {rm.path('r', 'read')} r")  # taken again
+    assert holder.ok("getlk a wr").startswith("rd"), "the shared read lock"
+    assert holder.ok("getlk a rd") == "unlocked"
+    holder.exit()
+
+
+def test_a_lost_lock_of_several_owners_signals_each(zk, base, mounts):
+    """The first owner let go and is gone; the one that took the lock
+    again holds it still, and is the one told when another client deletes
+    the node (whose data names the first)."""
+    m = mounts.new("-o", "reentrant", "-o", "on_lost=signal:USR1")
+    write = m.path("r", "write")
+    script = (f"exec 9>{write} || exit 9\n"
+              # Its input a pipe that stays open (a job's is /dev/null),
+              # not holding the shell's own descriptor of it (9>&-).
+              f"{{ sleep 300 | {sys.executable} {LOCKER} {write} w "
+              "--trap SIGUSR1; } 9>&- &\n"
+              "read go\n"
+              "exec 9>&-\n"
+              "echo parent-let-go\n")  # and exits: nobody is named now
+    with running(["bash", "-c", script], stdin=subprocess.PIPE,
+                 stdout=subprocess.PIPE, text=True,
+                 start_new_session=True) as sh:
+        assert sh.stdout.readline().strip() == "ok", "the child took it"
+        node, = nodes(zk, base, 1)
+        assert holders_tool(m) == ["zklockfs:holds=2"]
+        sh.stdin.write("go\n")
+        sh.stdin.flush()
+        assert sh.stdout.readline().strip() == "parent-let-go"
+        assert sh.wait(15) == 0
+        wait_until(lambda: holders_tool(m) == ["zklockfs"], 15,
+                   "one owner left")
+        zk.delete(node)
+        ready, _, _ = select.select([sh.stdout], [], [], 15)
+        assert ready, "the holder left was not signalled within 15 s"
+        assert sh.stdout.readline().strip() == "signal SIGUSR1"
+        os.killpg(sh.pid, signal.SIGKILL)

@@ -350,8 +350,8 @@ Test(downgrade, only_a_plain_write_lock_of_one_owner_gives_its_place)
 		     "a try fails, keeping the lock, while disconnected");
 	fake_set_state(s, ZKL_CONN_CONNECTED);
 	cr_assert_eq(lockreq_share(from), 0);
-	cr_assert_eq(lockreq_place_to_take(from), -EINVAL,
-		     "another owner holds it still");
+	cr_assert_eq(lockreq_place_to_take(from), -EBUSY,
+		     "another owner holds it still: it stays a write lock");
 	lockreq_release(from);
 	cr_assert_eq(lockreq_place_to_take(from), 0);
 	lockreq_release(from);

@@ -2,6 +2,8 @@
  * held lock gives its process tree's request. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,23 +37,62 @@ Test(lineage, refuses_a_missing_or_malformed_line)
 		     -EINVAL);
 }
 
+Test(lineage, parses_ppid_and_start_time_of_proc_stat)
+{
+	/* A command with a space and a parenthesis of its own. */
+	const char *stat = "4123 (my) prog) S 4000 4123 4000 0 -1 4194560 "
+			   "100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10\n";
+	unsigned long long start;
+	pid_t ppid;
+
+	cr_assert_eq(lineage_parse_stat(stat, &ppid, &start), 0);
+	cr_assert_eq(ppid, 4000);
+	cr_assert_eq(start, 987654ULL);
+	cr_assert_eq(lineage_parse_stat("4123 (sh) S 4000 1 2\n", &ppid,
+					&start),
+		     -EINVAL, "too short");
+	cr_assert_eq(lineage_parse_stat("4123 sh S 4000\n", &ppid, &start),
+		     -EINVAL);
+}
+
 Test(lineage, of_this_thread_is_this_process_then_its_parent)
 {
-	pid_t out[LINEAGE_MAX];
+	struct lineage_proc out[LINEAGE_MAX], again[LINEAGE_MAX];
 	size_t n = lineage_of(getpid(), out, LINEAGE_MAX);
 
 	cr_assert_geq(n, 1);
-	cr_assert_eq(out[0], getpid());
-	if (getppid() > 1) {
-		cr_assert_geq(n, 2);
-		cr_assert_eq(out[1], getppid());
-	}
-	cr_assert_eq(lineage_of(getpid(), out, 1), 1, "at most max");
+	cr_assert_eq(out[0].pid, getpid());
+	cr_assert_gt(out[0].start, 0);
+	cr_assert_geq(n, 2);
+	cr_assert_eq(out[1].pid, getppid());
+	cr_assert_eq(out[n - 1].pid, 1, "up to init, included");
+	cr_assert_eq(lineage_of(getpid(), again, 1), 1, "at most max");
+	cr_assert(lineage_has(out, n, again[0]));
+	again[0].start++;
+	cr_assert(!lineage_has(out, n, again[0]),
+		  "another process of the same pid is no ancestor");
+}
+
+Test(lineage, a_process_with_the_file_open_is_found_by_its_inode)
+{
+	struct lineage_proc me[1];
+	struct stat st;
+	uint64_t ino, other = 1;
+	FILE *f = tmpfile();
+
+	cr_assert(f);
+	cr_assert_eq(fstat(fileno(f), &st), 0);
+	ino = st.st_ino;
+	cr_assert_eq(lineage_of(getpid(), me, 1), 1);
+	cr_assert(lineage_has_open(me[0], &ino, 1));
+	cr_assert(!lineage_has_open(me[0], &other, 1));
+	fclose(f);
+	cr_assert(!lineage_has_open(me[0], &ino, 1), "closed: holds nothing");
 }
 
 Test(lineage, of_a_thread_that_is_gone_is_empty)
 {
-	pid_t out[LINEAGE_MAX];
+	struct lineage_proc out[LINEAGE_MAX];
 	pid_t child = fork();
 
 	cr_assert_geq(child, 0);
