@@ -108,11 +108,10 @@ int lineage_has(const struct lineage_proc *lineage, size_t n,
 /* The "ino:" line of a /proc/<pid>/fdinfo/<fd> text, or 0. */
 static uint64_t lineage_fdinfo_ino(const char *text)
 {
-	const char *p = strstr(text, "\nino:");
+	const char *p = strncmp(text, "ino:", 4) == 0 ? text
+						      : strstr(text, "\nino:");
 
-	if (!p && strncmp(text, "ino:", 4) == 0)
-		p = text - 1;
-	return p ? strtoull(p + 5, NULL, 10) : 0;
+	return p ? strtoull(strchr(p, ':') + 1, NULL, 10) : 0;
 }
 
 int lineage_has_open(struct lineage_proc p, const uint64_t *inos, size_t n)
