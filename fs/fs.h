@@ -95,6 +95,14 @@ void info_read(fuse_req_t req, size_t size, off_t off,
 	       struct fuse_file_info *fi);
 void info_release(fuse_req_t req, struct fuse_file_info *fi);
 
+/* MOUNT/<resource>/revoke (ops_revoke.c): write-only; a write of "ask"
+ * or "break" asks or breaks the resource's holders.  Its release is
+ * info_release. */
+void revoke_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 const struct fuse_entry_param *create_entry);
+void revoke_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		  off_t off);
+
 /* The semaphore's limit file (ops_limit.c); its reads and release are
  * info_read and info_release. */
 void limit_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

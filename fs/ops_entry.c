@@ -20,6 +20,9 @@ void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st)
 	} else if (tree_kind_is_info(tree_kind_of(ino))) {
 		st->st_mode = S_IFREG | (fs->file_mode & 0444);
 		st->st_nlink = 1;
+	} else if (tree_kind_of(ino) == TREE_REVOKE) {
+		st->st_mode = S_IFREG | (fs->file_mode & 0222);
+		st->st_nlink = 1;
 	} else {
 		st->st_mode = S_IFREG | fs->file_mode;
 		st->st_nlink = 1;

@@ -1,7 +1,8 @@
 /*
  * ops_file.c - route each file operation to the kind of file it is about:
  * a lock file (ops_lock.c, ops_flock.c) or a text file (ops_info.c; the
- * limit file is opened and written by ops_limit.c).  Their open files are different structures, so nothing
+ * limit file is opened and written by ops_limit.c, the revoke file by
+ * ops_revoke.c).  Their open files are different structures, so nothing
  * else may look at fi->fh before this choice.
  */
 #include "ops.h"
@@ -21,6 +22,8 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 					 create_entry, EISDIR);
 	if (tree_kind_of(ino) == TREE_LIMIT)
 		return limit_open(req, ino, fi, create_entry);
+	if (tree_kind_of(ino) == TREE_REVOKE)
+		return revoke_open(req, ino, fi, create_entry);
 	if (file_is_text(ino))
 		return info_open(req, ino, fi, create_entry);
 	lockfile_open(req, ino, fi, create_entry);
@@ -41,6 +44,8 @@ void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	if (tree_kind_of(ino) == TREE_LIMIT)
 		return limit_write(req, ino, buf, size, off);
+	if (tree_kind_of(ino) == TREE_REVOKE)
+		return revoke_write(req, ino, buf, size, off);
 	if (file_is_text(ino))
 		return fs_reply_err(req, EBADF);
 	lockfile_write(req, ino, buf, size, off, fi);

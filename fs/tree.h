@@ -29,8 +29,10 @@ enum tree_kind {
 	TREE_HOLDERS = 5, /* <resource>/holders: who holds and waits (text) */
 	TREE_LIMIT = 6,   /* <resource>/limit: the semaphore's N (text, and
 			   * written to set it) */
-	TREE_LAST_FILE = TREE_LIMIT, /* files of every resource: 1..this */
-	TREE_STATUS = 7, /* MOUNT/.status: the session (text), root only */
+	TREE_REVOKE = 7,  /* <resource>/revoke: write-only, asks or breaks
+			   * the holders (revoke.h) */
+	TREE_LAST_FILE = TREE_REVOKE, /* files of every resource: 1..this */
+	TREE_STATUS = 8, /* MOUNT/.status: the session (text), root only */
 	TREE_KIND_MAX = 15,
 };
 
@@ -43,7 +45,8 @@ static inline int tree_kind_is_info(enum tree_kind kind)
 /* The files whose reads come from a text taken at open (snapshot.h). */
 static inline int tree_kind_is_text(enum tree_kind kind)
 {
-	return tree_kind_is_info(kind) || kind == TREE_LIMIT;
+	return tree_kind_is_info(kind) || kind == TREE_LIMIT ||
+	       kind == TREE_REVOKE;
 }
 
 /* The lock files: an open or a flock of them queues a request. */

@@ -206,6 +206,22 @@ def test_the_reentrant_example_lets_the_inner_flock_in(tmp_path, mounts,
     assert open(m2.path("db", "holders")).read() == "", "released"
 
 
+def test_the_revoke_example_asks_then_breaks(tmp_path, zk, base, m1, m2):
+    holder = Locker(m2.path("db", "write"), "rw")
+    holder.granted()
+    node, = lock_nodes(zk, f"{base}/db")
+    lines = readme_block("echo ask > /mnt/zklock/db/revoke     # every holder of db, on every host, of any tool, is asked").text.splitlines()
+    res = bash(as_test(lines[0], m1.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert zk.get(node)[0] == b"__REVOKE__"
+    assert holder.command("read").split("|")[0].isdigit(), "still held"
+    res = bash(as_test(lines[1], m1.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert not zk.exists(node)
+    assert holder.command("read") == "err EIO"
+    holder.close()
+
+
 def test_the_semaphore_example(tmp_path, m1, m2):
     block = readme_block("echo 3 > /mnt/zklock/jobs/limit                        # once, on any host")
     stub(tmp_path, "job.sh", m2, "jobs")

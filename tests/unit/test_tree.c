@@ -47,6 +47,10 @@ Test(tree, classifies_names)
 	cr_assert_eq(tree_classify("holders", 0, &kind), TREE_NAME_FILE);
 	cr_assert_eq(kind, TREE_HOLDERS);
 	cr_assert_eq(tree_classify("holders", 1, &kind), TREE_NAME_INVALID);
+	cr_assert_eq(tree_classify("revoke", 0, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_REVOKE);
+	cr_assert_eq(tree_classify("revoke", 1, &kind), TREE_NAME_INVALID,
+		     "no resource may be called revoke");
 	cr_assert_eq(tree_classify(".status", 1, &kind), TREE_NAME_FILE);
 	cr_assert_eq(kind, TREE_STATUS);
 	cr_assert_eq(tree_classify(".status", 0, &kind), TREE_NAME_INVALID,

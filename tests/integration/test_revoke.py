@@ -1,0 +1,117 @@
+"""MOUNT/<resource>/revoke on real mounts: `echo ask > revoke` marks every
+holding node of the resource, of any tool, with Curator's __REVOKE__ and
+takes nothing away; `echo break > revoke` deletes them (orphans too), so
+another host takes the lock at once and the holder's mount treats its
+lock as lost.  Only root or the mount's owner may break; anything but
+ask or break is EINVAL."""
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness import Driver, Locker, lock_nodes, wait_until
+from test_core import still_waiting
+from test_exclusion import try_open
+from test_names_and_errors import expect_errno
+
+
+def revoke(mount, word, res="r"):
+    """As the shell writes it: one write of the word and a newline."""
+    fd = os.open(mount.path(res, "revoke"), os.O_WRONLY)
+    try:
+        return os.write(fd, (word + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def test_revoke_is_a_write_only_file_of_every_resource(m1):
+    assert "revoke" in os.listdir(m1.path("r"))
+    st = os.stat(m1.path("r", "revoke"))
+    assert st.st_mode & 0o777 == 0o222
+    expect_errno(errno.EACCES, os.open, m1.path("r", "revoke"), os.O_RDONLY)
+    assert not os.path.exists(m1.path(".all", "a,b", "revoke"))
+
+
+@pytest.mark.parametrize("word", ["", "asks", "ASK", "break now", "ask\nask"])
+def test_anything_but_ask_or_break_is_einval(m1, word):
+    expect_errno(errno.EINVAL, revoke, m1, word)
+
+
+def test_ask_marks_the_holders_nodes_and_takes_nothing(zk, base, m1, m2):
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    waiter = Locker(m1.path("r", "read"), "r")
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 2, 15,
+               "the waiter queued")
+    held, waiting = sorted(lock_nodes(zk, f"{base}/r"),
+                           key=lambda p: p[-10:])
+    assert revoke(m2, "ask") == 4
+    assert zk.get(held)[0] == b"__REVOKE__", "the holder's node is asked"
+    assert zk.get(waiting)[0] != b"__REVOKE__", "a waiter is not"
+    assert try_open(m2.path("r", "write")) is None, "still held"
+    assert still_waiting(waiter)
+    holder.close()
+    waiter.granted()
+    waiter.close()
+
+
+def test_break_takes_the_lock_away_and_the_holder_loses_it(zk, base, m1, m2):
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    waiter = Locker(m2.path("r", "write"))
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 2, 15,
+               "the waiter queued")
+    assert revoke(m2, "break") == 6
+    waiter.granted()
+    assert holder.command("read") == "err EIO", "told its lock is gone"
+    holder.close()
+    waiter.close()
+
+
+def test_break_removes_orphans_too(zk, base, m1):
+    orphan = zk.create(f"{base}/r/_c_0123abcd-0000-4000-8000-00000000000a"
+                       "-write-", b"", sequence=True, makepath=True)
+    assert try_open(m1.path("r", "write")) is None, "the orphan blocks"
+    revoke(m1, "break")
+    assert not zk.exists(orphan)
+    fd = try_open(m1.path("r", "write"))
+    assert fd is not None
+    os.close(fd)
+
+
+def write_as(uid, path, text):
+    """Write text to path as uid (and gid) uid, no other groups: "ok" or
+    the errno name."""
+    code = ("import errno, os, sys\n"
+            "try:\n"
+            "    fd = os.open(sys.argv[1], os.O_WRONLY)\n"
+            "    os.write(fd, sys.argv[2].encode())\n"
+            "    os.close(fd)\n"
+            "    print('ok')\n"
+            "except OSError as e:\n"
+            "    print(errno.errorcode[e.errno])\n")
+    out = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}",
+                          "--clear-groups", sys.executable, "-c", code, path,
+                          text], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@pytest.mark.parametrize("owner", [None, 65534])
+def test_only_root_or_the_owner_may_break(zk, base, mounts, owner):
+    opts = "allow_other" + (f",uid={owner}" if owner else "")
+    m = mounts.new("-o", opts)
+    holder = Locker(m.path("r", "write"), "rw")
+    holder.granted()
+    if owner is None:
+        assert write_as(65534, m.path("r", "revoke"), "break\n") == "EPERM"
+        assert len(lock_nodes(zk, f"{base}/r")) == 1, "nothing broken"
+        assert write_as(65534, m.path("r", "revoke"), "ask\n") == "ok", \
+            "anyone who may write the file may ask"
+    else:
+        assert write_as(owner, m.path("r", "revoke"), "break\n") == "ok"
+        wait_until(lambda: not lock_nodes(zk, f"{base}/r"), 15,
+                   "the holder's node deleted by the mount's owner")
+    holder.close()
