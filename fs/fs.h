@@ -21,10 +21,11 @@ struct zkl_fs {
 	struct tree tree;
 	uid_t uid; /* owner of every file and directory */
 	gid_t gid;
-	mode_t file_mode;   /* permission bits of the lock files */
-	mode_t dir_mode;    /* ... and of the resource directories */
-	int on_lost_signal; /* 0: a lost lock is only logged */
-	int reentrant;      /* -o reentrant (reentrant.h) */
+	mode_t file_mode;     /* permission bits of the lock files */
+	mode_t dir_mode;      /* ... and of the resource directories */
+	int on_lost_signal;   /* 0: a lost lock is only logged */
+	int on_revoke_signal; /* 0: a request to let go is only logged */
+	int reentrant;        /* -o reentrant (reentrant.h) */
 	char hostname[256];
 	struct timespec started; /* CLOCK_MONOTONIC, at mount */
 
@@ -129,9 +130,19 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock);
 void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock, int sleep);
+/* poll(2) (ops_poll.c): POLLPRI once the lock held through the file is
+ * asked to let go.  lockfile_notify_revoked wakes the pollers of the
+ * files holding the lock at `node`; fs->lock not held. */
+void lockfile_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   struct fuse_pollhandle *ph);
+void lockfile_notify_revoked(struct zkl_fs *fs, const char *node);
 /* session_lost_fn: log a lost lock, signal its holder (lost.c). */
 void fs_lock_lost(const char *node, const char *why, const void *data,
 		  size_t len, void *arg);
+/* The same for a held lock asked to let go: log, wake its pollers,
+ * signal its holder with -o on_revoke=signal (lost.c). */
+void fs_lock_revoked(const char *node, const char *why, const void *data,
+		     size_t len, void *arg);
 
 /* At unmount: fail every waiting open, let go of every held lock. */
 void lockfile_shutdown_all(struct zkl_fs *fs);

@@ -24,6 +24,8 @@ void lockfile_put(struct lockfile *lf)
 	pthread_mutex_unlock(&fs->lock);
 	if (lf->held)
 		lockreq_release(lf->held);
+	if (lf->ph)
+		fuse_pollhandle_destroy(lf->ph);
 	free(lf);
 }
 

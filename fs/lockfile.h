@@ -47,7 +47,9 @@ struct lockfile {
 				     * reentrant; else none) */
 	size_t identity_len;        /* of whoever took `held` */
 	char identity[IDENTITY_MAX];
-	off_t read_base; /* file offset where read()'s text starts */
+	off_t read_base;            /* file offset where read()'s text starts */
+	struct fuse_pollhandle *ph; /* a poller to wake (ops_poll.c), or
+				     * NULL */
 
 	/* The OPEN or CREATE, until it is answered. */
 	struct fuse_file_info fi;

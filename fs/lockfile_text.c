@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* A resource path of a list as the line shows it: bytes that would split
  * or garble the line as \ooo, as holders does. */
@@ -47,7 +48,7 @@ int lockfile_text(struct zkl_fs *fs, fuse_ino_t ino, struct zkl_lockreq *lr,
 {
 	const struct tree_res *res = tree_res_of(&fs->tree, ino);
 	char path[NAMES_MAX_NODE_PATH + 1];
-	int64_t token, session;
+	int64_t token, session, asked_ms;
 	FILE *out;
 	int err = lockreq_describe(lr, &token, path, sizeof(path), &session);
 
@@ -62,6 +63,15 @@ int lockfile_text(struct zkl_fs *fs, fuse_ino_t ino, struct zkl_lockreq *lr,
 		err = lockfile_text_members(out, res, lr);
 	fprintf(out, "node %s\nsession 0x%" PRIx64 "\nmode %s\n", path,
 		(uint64_t)session, names_mode_str(lockreq_mode(lr)));
+	if (lockreq_revoke_asked(lr, &asked_ms)) {
+		/* When this host saw the request, in UTC, ISO 8601. */
+		time_t t = (time_t)(asked_ms / 1000);
+		struct tm tm;
+		char when[32];
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ",
+			 gmtime_r(&t, &tm));
+		fprintf(out, "revoke requested %s\n", when);
+	}
 	if (fclose(out) != 0 && err == 0)
 		err = -ENOMEM;
 	if (err < 0) {

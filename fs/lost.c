@@ -1,9 +1,15 @@
 /*
- * lost.c - a held lock was lost with the mount's ZooKeeper session.
+ * lost.c - a held lock's holder is told: its lock was lost (with the
+ * mount's ZooKeeper session, or its node deleted), or it was asked to let
+ * go (its node given the revocation mark: MOUNT/<resource>/revoke, or
+ * Curator's Revoker).
  *
- * The descriptor already answers EIO (lockreq knows it is lost).  Here we
- * say so in the log, naming the holder, and with -o on_lost=signal tell
- * the holder itself: shell scripts do not poll their lock descriptors.
+ * The descriptor already answers EIO for a lost lock, and read() shows a
+ * request to let go (lockreq knows both).  Here we say so in the log,
+ * naming the holder, and with -o on_lost=signal or -o on_revoke=signal
+ * tell the holder itself: shell scripts do not poll their lock
+ * descriptors.  Never called with fs->lock held: the reports come from
+ * the session's threads.
  */
 #include "fs.h"
 
@@ -91,10 +97,12 @@ static size_t lost_other_holders(struct zkl_fs *fs, const char *node,
 	return n;
 }
 
-void fs_lock_lost(const char *node, const char *why, const void *data,
-		  size_t len, void *arg)
+/* Tell the holders of the lock at `node` with signal sig: the process its
+ * identity (data[0..len)) names, and anyone else of this host holding it
+ * too (-o reentrant). */
+static void lost_tell_holders(struct zkl_fs *fs, const char *node,
+			      const void *data, size_t len, int sig)
 {
-	struct zkl_fs *fs = arg;
 	char pid_text[16] = "?", cmd[64] = "?";
 	struct lineage_proc others[LOST_MAX_OTHERS];
 	size_t n;
@@ -102,28 +110,60 @@ void fs_lock_lost(const char *node, const char *why, const void *data,
 
 	identity_get(data, len, "pid", pid_text, sizeof(pid_text));
 	identity_get(data, len, "cmd", cmd, sizeof(cmd));
-	log_msg(LOG_WARNING,
-		"lost lock %s held by pid %s (%s): %s; reads and writes of "
-		"its descriptor now fail with EIO",
-		node, pid_text, cmd, why);
 	pid = (pid_t)strtol(pid_text, NULL, 10);
-	if (!fs->on_lost_signal)
-		return;
 	if (pid <= 1) {
 		/* nobody named */
 	} else if (!lost_holder_alive(pid, cmd)) {
 		log_msg(LOG_INFO, "pid %d (%s) is gone: nobody to signal",
 			(int)pid, cmd);
 	} else {
-		lost_signal_holder(pid, fs->on_lost_signal);
+		lost_signal_holder(pid, sig);
 	}
-	/* Whoever took it again holds it too (-o reentrant). */
 	n = lost_other_holders(fs, node, pid, others, LOST_MAX_OTHERS);
 	for (size_t i = 0; i < n; i++) {
 		int seen = 0;
 		for (size_t j = 0; j < i; j++)
 			seen |= others[j].pid == others[i].pid;
 		if (!seen && lineage_still_runs(others[i]))
-			lost_signal_holder(others[i].pid, fs->on_lost_signal);
+			lost_signal_holder(others[i].pid, sig);
 	}
+}
+
+/* The holder identity's pid and command, for the log. */
+static void lost_who(const void *data, size_t len, char pid[16], char cmd[64])
+{
+	strcpy(pid, "?");
+	strcpy(cmd, "?");
+	identity_get(data, len, "pid", pid, 16);
+	identity_get(data, len, "cmd", cmd, 64);
+}
+
+void fs_lock_lost(const char *node, const char *why, const void *data,
+		  size_t len, void *arg)
+{
+	struct zkl_fs *fs = arg;
+	char pid[16], cmd[64];
+
+	lost_who(data, len, pid, cmd);
+	log_msg(LOG_WARNING,
+		"lost lock %s held by pid %s (%s): %s; reads and writes of "
+		"its descriptor now fail with EIO",
+		node, pid, cmd, why);
+	if (fs->on_lost_signal)
+		lost_tell_holders(fs, node, data, len, fs->on_lost_signal);
+}
+
+void fs_lock_revoked(const char *node, const char *why, const void *data,
+		     size_t len, void *arg)
+{
+	struct zkl_fs *fs = arg;
+	char pid[16], cmd[64];
+
+	lost_who(data, len, pid, cmd);
+	log_msg(LOG_NOTICE,
+		"lock %s held by pid %s (%s): %s; it holds on until it does",
+		node, pid, cmd, why);
+	lockfile_notify_revoked(fs, node);
+	if (fs->on_revoke_signal)
+		lost_tell_holders(fs, node, data, len, fs->on_revoke_signal);
 }

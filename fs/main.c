@@ -262,8 +262,10 @@ int main(int argc, char **argv)
 		goto out_tree;
 	}
 	fs.on_lost_signal = o.on_lost_signal;
+	fs.on_revoke_signal = o.on_revoke_signal;
 	fs.reentrant = o.reentrant;
 	session_set_lost_hook(fs.session, fs_lock_lost, &fs);
+	session_set_revoke_hook(fs.session, fs_lock_revoked, &fs);
 	if (fuse_set_signal_handlers(se) < 0)
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) < 0) {

@@ -32,6 +32,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.getlk = file_getlk,
 	.setlk = file_setlk,
 	.flock = file_flock,
+	.poll = file_poll,
 	.ioctl = entry_ioctl,
 	.opendir = dir_opendir,
 	.readdir = dir_readdir,

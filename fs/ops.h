@@ -57,6 +57,8 @@ void file_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		int op);
 void file_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		struct flock *lock);
+void file_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	       struct fuse_pollhandle *ph);
 void file_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		struct flock *lock, int sleep);
 

@@ -8,6 +8,7 @@
 #include "ops.h"
 
 #include <errno.h>
+#include <poll.h>
 
 static int file_is_text(fuse_ino_t ino)
 {
@@ -88,6 +89,17 @@ void file_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (file_is_text(ino))
 		return fs_reply_err(req, EINVAL);
 	lockfile_getlk(req, ino, fi, lock);
+}
+
+/* A text file is always readable, and never asked anything. */
+void file_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+	       struct fuse_pollhandle *ph)
+{
+	if (!file_is_text(ino))
+		return lockfile_poll(req, ino, fi, ph);
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	fuse_reply_poll(req, POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM);
 }
 
 void file_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

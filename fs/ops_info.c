@@ -25,6 +25,7 @@
 #include "identity.h"
 #include "log.h"
 #include "names.h"
+#include "revoke.h"
 #include "snapshot.h"
 
 /* Close the stream: open_memstream sets *text and *len only then.
@@ -201,6 +202,10 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 	info_multi_mark(out, n);
 	if (n->holds > 1) /* counted holds of this host (-o reentrant) */
 		fprintf(out, ":holds=%u", n->holds);
+	/* Asked to let go: the mark replaced its holder's identity. */
+	if (n->len == strlen(REVOKE_MARK) &&
+	    memcmp(n->data, REVOKE_MARK, n->len) == 0)
+		fputs(":revoke", out);
 	info_identity_field(out, n, "note", 1);
 	fputc('\n', out);
 }

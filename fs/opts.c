@@ -28,6 +28,7 @@ enum {
 	OPTS_KEY_UMASK,
 	/* Strings, kept as given. */
 	OPTS_KEY_ON_LOST,
+	OPTS_KEY_ON_REVOKE,
 	OPTS_KEY_AUTH_FILE,
 	OPTS_KEY_DIALECT,
 	OPTS_KEY_MAX_READ, /* refused: a lock file's text needs more */
@@ -36,6 +37,7 @@ enum {
 
 static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("on_lost=", OPTS_KEY_ON_LOST),
+	FUSE_OPT_KEY("on_revoke=", OPTS_KEY_ON_REVOKE),
 	FUSE_OPT_KEY("auth_file=", OPTS_KEY_AUTH_FILE),
 	FUSE_OPT_KEY("dialect=", OPTS_KEY_DIALECT),
 	FUSE_OPT_KEY("max_read=", OPTS_KEY_MAX_READ),
@@ -165,6 +167,7 @@ static int opts_proc_string(struct opts_ctx *c, const char *arg, int key)
 {
 	char *value = strdup(strchr(arg, '=') + 1);
 	char **slot = key == OPTS_KEY_ON_LOST     ? &c->o->on_lost
+		      : key == OPTS_KEY_ON_REVOKE ? &c->o->on_revoke
 		      : key == OPTS_KEY_AUTH_FILE ? &c->o->auth_file
 						  : &c->o->dialect;
 
@@ -190,6 +193,7 @@ static int opts_proc_ours(struct opts_ctx *c, const char *arg, int key)
 	c->seen[key] = 1;
 	switch (key) {
 	case OPTS_KEY_ON_LOST:
+	case OPTS_KEY_ON_REVOKE:
 	case OPTS_KEY_AUTH_FILE:
 	case OPTS_KEY_DIALECT:
 		return opts_proc_string(c, arg, key);
@@ -346,6 +350,14 @@ int opts_parse(int argc, char **argv, struct opts *o,
 			 o->on_lost);
 		return -EINVAL;
 	}
+	if (o->on_revoke &&
+	    opts_parse_on_lost(o->on_revoke, &o->on_revoke_signal)) {
+		snprintf(err, errlen,
+			 "on_revoke=%s: expected log, signal or "
+			 "signal:SIG (e.g. signal:USR1)",
+			 o->on_revoke);
+		return -EINVAL;
+	}
 	/* Beyond a quarter, heartbeats answered on time would reach it. */
 	if (o->jeopardy_margin_ms * 4 >= o->session_timeout * 1000) {
 		snprintf(err, errlen,
@@ -362,7 +374,9 @@ void opts_free(struct opts *o)
 	free(o->hosts);
 	free(o->base);
 	free(o->on_lost);
+	free(o->on_revoke);
 	free(o->dialect);
 	free(o->auth_file);
 	o->hosts = o->base = o->on_lost = o->auth_file = o->dialect = NULL;
+	o->on_revoke = NULL;
 }

@@ -29,6 +29,9 @@ struct zkl_session {
 	pthread_t keeper;       /* replaces an expired handle (session.c) */
 	session_lost_fn lost_hook;
 	void *lost_arg;
+	session_lost_fn revoke_hook; /* a held lock asked to let go */
+	void *revoke_arg;
+	uint64_t revokes_seen; /* held locks asked to let go, counted */
 
 	/* Guards everything below, and every field of every lock request of
 	 * this session (its state, references and list links).  It is never

@@ -289,6 +289,25 @@ int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 	return err;
 }
 
+int lockreq_revoke_asked(struct zkl_lockreq *lr, int64_t *when_ms)
+{
+	int asked;
+
+	pthread_mutex_lock(&lr->s->lock);
+	asked = lr->revoke_asked && lr->outcome == LR_HELD && !lr->lost;
+	if (asked)
+		*when_ms = lr->revoke_ms;
+	/* A multi-lock is asked when any of its members is. */
+	for (unsigned i = 0; !asked && lr->multi && i < lr->nmembers; i++) {
+		const struct zkl_lockreq *m = lr->members[i];
+		asked = m->revoke_asked && lr->outcome == LR_HELD && !lr->lost;
+		if (asked)
+			*when_ms = m->revoke_ms;
+	}
+	pthread_mutex_unlock(&lr->s->lock);
+	return asked;
+}
+
 int lockreq_holds(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;

@@ -145,6 +145,10 @@ enum zkl_mode lockreq_mode(const struct zkl_lockreq *lr);
  * NUL), fixed at lockreq_new. */
 const char *lockreq_guid(const struct zkl_lockreq *lr);
 
+/* Was the held lock asked to let go (its node given the revocation mark,
+ * revoke.h)?  1 and when (CLOCK_REALTIME ms) into *when_ms, else 0. */
+int lockreq_revoke_asked(struct zkl_lockreq *lr, int64_t *when_ms);
+
 /* 1 if the lock is held now (granted, not released, not lost), else 0. */
 int lockreq_holds(struct zkl_lockreq *lr);
 

@@ -141,6 +141,8 @@ struct zkl_lockreq {
 				      * its node's changes are the heir's */
 	unsigned inherited : 1;      /* an heir: czxid is its write lock's
 				      * token, kept in its data (lr_heir.c) */
+	unsigned revoke_asked : 1;   /* held, and asked to let go (its node
+				      * got the revocation mark) at revoke_ms */
 
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
@@ -157,7 +159,8 @@ struct zkl_lockreq {
 	enum zkl_mode mode;
 	char guid[NAMES_TAG_MAX + 1];
 	int64_t czxid;
-	int64_t lost_ms; /* jeopardy_wait's start, CLOCK_BOOTTIME ms */
+	int64_t lost_ms;   /* jeopardy_wait's start, CLOCK_BOOTTIME ms */
+	int64_t revoke_ms; /* revoke_asked: when seen, CLOCK_REALTIME ms */
 	lockreq_done_fn done;
 	void *arg;
 	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
@@ -247,8 +250,8 @@ void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
 void lr_ignore_void(int rc, const void *data);
 
 /* The files of the request call down this list only: lr_core.c (above),
- * lr_watch.c, lr_steps.c, lr_heir.c, lr_create.c, lr_machine.c,
- * lr_hooks.c, peerlease.c, lockreq.c. */
+ * lr_watch.c, lr_steps.c, lr_heir.c, lr_revoke.c, lr_create.c,
+ * lr_machine.c, lr_hooks.c, peerlease.c, lockreq.c. */
 
 /* What the request watches (lr_watch.c).  Each registration takes its
  * hold (WATCH, AHEAD, LIMIT, HELD); the unwatch calls drop it (the caller
@@ -338,6 +341,10 @@ int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 		struct zkl_link *notify);
 const char *lr_lost_node(const struct zkl_member *m);
 const char *lr_shared_node(const struct zkl_member *m, unsigned *owners);
+
+/* A held request's node data changed: read it; the revocation mark
+ * there is remembered and told (lr_revoke.c). */
+void lr_read_revoke(struct zkl_lockreq *lr);
 
 /* A multi-lock (multilock.c; its note, ml_create.c). */
 int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify);

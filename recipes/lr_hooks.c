@@ -207,7 +207,10 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 		 * set it again once connected (lr_resume). */
 		lr_defer(lr, notify);
 	} else {
+		/* Its data set: a note of ours, a lease's mark, or someone
+		 * asking it to let go.  Watch again, and look. */
 		lr_watch_held(lr);
+		lr_read_revoke(lr);
 	}
 	lr_end_entry_locked(lr, notify);
 }

@@ -60,6 +60,14 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn,
 			   void *arg);
 
+/* Who to tell about held locks asked to let go (a node of ours given
+ * the revocation mark, revoke.h): called once per lock, as the lost hook
+ * is, with why "it was asked to let go" and the holder's identity (the
+ * node's data before the mark replaced it).  Set it before the first
+ * lock request. */
+void session_set_revoke_hook(struct zkl_session *s, session_lost_fn fn,
+			     void *arg);
+
 /* Close the ZooKeeper handle (deleting this session's ephemeral nodes) and
  * free the session.  Every lock request must have been released before. */
 void session_close(struct zkl_session *s);

@@ -14,6 +14,15 @@ void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn, void *arg)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void session_set_revoke_hook(struct zkl_session *s, session_lost_fn fn,
+			     void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->revoke_hook = fn;
+	s->revoke_arg = arg;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void session_tell_lost(struct zkl_lost *item)
 {
 	struct zkl_session *s = item->s;

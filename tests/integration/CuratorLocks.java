@@ -10,10 +10,15 @@
 //   write ID PATH MS   InterProcessReadWriteLock(PATH).writeLock()
 //   read ID PATH MS    InterProcessReadWriteLock(PATH).readLock()
 //   mutex ID PATH MS   InterProcessMutex(PATH)
+//   revocable ID PATH MS
+//                      InterProcessMutex(PATH), made revocable: a request
+//                      to let go answers "ID revoke requested" (it lets go
+//                      only when told to release)
 //   lease ID PATH MS N InterProcessSemaphoreV2(PATH, N): one lease
 //                      acquire, waiting at most MS ms (-1: for ever);
 //                      answers "ID held" or "ID timeout"
 //   release ID         answers "ID released"
+//   revoke ID NODE     Revoker.attemptRevoke(NODE): answers "ID asked"
 //
 // A failure answers "ID error TEXT".  End of input closes the client.
 //
@@ -31,6 +36,7 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.RetryOneTime;
 
 public class CuratorLocks {
@@ -76,6 +82,11 @@ public class CuratorLocks {
                 new InterProcessReadWriteLock(client, w[2]).readLock());
         case "mutex":
             return mutexOf(new InterProcessMutex(client, w[2]));
+        case "revocable": {
+            InterProcessMutex lock = new InterProcessMutex(client, w[2]);
+            lock.makeRevocable(l -> answer(w[1] + " revoke requested"));
+            return mutexOf(lock);
+        }
         default:
             throw new IllegalArgumentException("unknown command " + w[0]);
         }
@@ -117,7 +128,14 @@ public class CuratorLocks {
                 new BufferedReader(new InputStreamReader(System.in));
             for (String line; (line = in.readLine()) != null;) {
                 String[] w = line.trim().split(" ");
-                if (w[0].equals("release") && w.length == 2) {
+                if (w[0].equals("revoke") && w.length == 3) {
+                    try {
+                        Revoker.attemptRevoke(client, w[2]);
+                        answer(w[1] + " asked");
+                    } catch (Exception e) {
+                        answer(w[1] + " error " + e);
+                    }
+                } else if (w[0].equals("release") && w.length == 2) {
                     CountDownLatch release = releases.remove(w[1]);
                     if (release == null)
                         answer(w[1] + " error not held");

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from harness import Driver, Locker, lock_nodes, wait_until
+from harness import Locker, lock_nodes, wait_until
+from services import CuratorJava
 from test_core import still_waiting
 from test_exclusion import try_open
 from test_names_and_errors import expect_errno
@@ -114,4 +115,84 @@ def test_only_root_or_the_owner_may_break(zk, base, mounts, owner):
         assert write_as(owner, m.path("r", "revoke"), "break\n") == "ok"
         wait_until(lambda: not lock_nodes(zk, f"{base}/r"), 15,
                    "the holder's node deleted by the mount's owner")
+    holder.close()
+
+
+def test_a_holder_asked_is_told_and_keeps_its_lock(zk, base, mounts, m2):
+    m1 = mounts.new("-o", "on_revoke=signal:USR1")
+    holder = Locker(m1.path("r", "write"), "rw", ["--trap", "SIGUSR1"])
+    holder.granted()
+    revoke(m2, "ask")
+    assert holder.next_line(15, "on_revoke signal") == "signal SIGUSR1"
+    text = holder.command("read").split("|")
+    assert text[0].isdigit() and text[-1].startswith("revoke requested 20"), \
+        text
+    for m in (m1, m2):
+        with open(m.path("r", "holders")) as f:
+            line = f.read().splitlines()[0].split(" ")
+        assert line[0] == "held" and line[9].endswith(":revoke"), line
+    assert try_open(m2.path("r", "write")) is None, "asking took nothing"
+    holder.close()
+
+
+def test_poll_reports_pollpri_when_the_lock_is_asked(zk, base, m1, m2):
+    code = ("import fcntl, os, select, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "p = select.poll()\n"
+            "p.register(fd, select.POLLPRI)\n"
+            "print('before', p.poll(0), flush=True)\n"
+            "print('after', p.poll(15000), flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code,
+                             m1.path("r", "lock")], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "before []"
+        revoke(m2, "ask")
+        line = proc.stdout.readline().strip()
+        assert line.startswith("after [(") and "2)" in line, line
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def curator_java():
+    java = CuratorJava()
+    yield java
+    java.remove()
+
+
+def test_an_ask_reaches_a_revocable_curator_holder(zookeeper, zk, base, m1,
+                                                   curator_java):
+    svc = curator_java.service(zookeeper.connect)
+    try:
+        held = svc.hold("revocable", f"{base}/r")
+        revoke(m1, "ask")
+        assert svc.wait_for(held, "Curator's RevocationListener call") == \
+            "revoke requested"
+        assert try_open(m1.path("r", "write")) is None, "asking took nothing"
+        svc.release(held)
+    finally:
+        svc.close()
+
+
+def test_curators_revoker_reaches_a_mount_holder(zookeeper, zk, base, mounts,
+                                                 curator_java):
+    m = mounts.new("-o", "on_revoke=signal:USR1")
+    holder = Locker(m.path("r", "write"), "rw", ["--trap", "SIGUSR1"])
+    holder.granted()
+    node, = lock_nodes(zk, f"{base}/r")
+    svc = curator_java.service(zookeeper.connect)
+    try:
+        svc.send(f"revoke R1 {node}")
+        assert svc.wait_for("R1", "Revoker.attemptRevoke") == "asked"
+        assert holder.next_line(15, "the on_revoke signal") == \
+            "signal SIGUSR1"
+        assert holder.command("read").split("|")[-1].startswith(
+            "revoke requested")
+    finally:
+        svc.close()
     holder.close()

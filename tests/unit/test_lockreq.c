@@ -545,9 +545,11 @@ Test(lockreq, a_held_node_deleted_by_another_client_is_a_lost_lock)
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_held_watch(my_name);
 	snprintf(full, sizeof(full), "/b/r/%s", my_name);
-	/* Our own note changes the data: the watch is set again. */
+	/* Our own note changes the data: the watch is set again, and the
+	 * data read (is it a request to let go?  No). */
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
 	fake_complete_held_watch(my_name);
+	fake_complete_read(ZOK, "host h\nnote x\n", 1001, 0);
 	cr_assert_eq(lost_calls, 0);
 	cr_assert_eq(lockreq_holds(lr), 1);
 	/* Then an operator deletes it. */
@@ -760,5 +762,47 @@ Test(lockreq, only_a_held_lock_is_shared)
 	lockreq_release(lr);
 	fake_complete_get(ZOK);
 	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
+static int revoke_calls;
+
+static void on_revoke(const char *node, const char *why, const void *data,
+		      size_t len, void *arg)
+{
+	(void)arg;
+	cr_assert(strstr(node, my_name), "asked %s, expected ours", node);
+	cr_assert(strstr(why, "let go"), "%s", why);
+	cr_assert_eq(len, 2, "the holder's identity, as it was");
+	cr_assert(memcmp(data, "id", 2) == 0);
+	revoke_calls++;
+}
+
+Test(lockreq, a_held_node_given_the_revocation_mark_is_asked_once)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	int64_t when;
+	char full[300];
+
+	revoke_calls = 0;
+	session_set_revoke_hook(s, on_revoke, NULL);
+	created(1);
+	listed_with(my_name, NULL);
+	fake_complete_held_watch(my_name);
+	cr_assert_eq(lockreq_revoke_asked(lr, &when), 0);
+	snprintf(full, sizeof(full), "/b/r/%s", my_name);
+	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
+	fake_complete_held_watch(my_name);
+	fake_complete_read(ZOK, "__REVOKE__", 1001, 0);
+	/* Asked again: nothing more to read or tell. */
+	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
+	fake_complete_held_watch(my_name);
+	cr_assert_eq(fake_pending(), 0);
+	cr_assert_eq(revoke_calls, 1, "told once");
+	cr_assert_eq(lockreq_revoke_asked(lr, &when), 1);
+	cr_assert_gt(when, 0);
+	cr_assert_eq(lockreq_holds(lr), 1, "asking takes nothing away");
+	lockreq_release(lr);
+	fake_expect_delete_of(my_name);
 	cr_assert_eq(fake_pending(), 0);
 }

@@ -346,6 +346,23 @@ Test(opts, max_read_is_refused_and_default_permissions_seen)
 	opts_free(&o);
 }
 
+Test(opts, on_revoke_takes_log_or_a_signal)
+{
+	struct opts o;
+	char err[256];
+
+	cr_assert_eq(parse_option(&o, err, "on_revoke=signal:USR1"), 0, "%s",
+		     err);
+	cr_assert_eq(o.on_revoke_signal, SIGUSR1);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "on_revoke=log"), 0, "%s", err);
+	cr_assert_eq(o.on_revoke_signal, 0);
+	opts_free(&o);
+	cr_assert_eq(parse_option(&o, err, "on_revoke=shout"), -EINVAL);
+	cr_assert(strstr(err, "on_revoke=shout"), "%s", err);
+	opts_free(&o);
+}
+
 Test(opts, reentrant_is_off_unless_asked)
 {
 	struct opts o;
