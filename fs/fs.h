@@ -7,6 +7,7 @@
 #include <fuse_lowlevel.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -26,6 +27,8 @@ struct zkl_fs {
 	int on_lost_signal;   /* 0: a lost lock is only logged */
 	int on_revoke_signal; /* 0: a request to let go is only logged */
 	int reentrant;        /* -o reentrant (reentrant.h) */
+	atomic_ullong asks_sent, breaks_sent; /* nodes the revoke files asked
+					       * or broke (ops_revoke.c) */
 	char hostname[256];
 	struct timespec started; /* CLOCK_MONOTONIC, at mount */
 

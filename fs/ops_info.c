@@ -76,14 +76,17 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		"waiting %" PRIu64 "\nleases_held %" PRIu64
 		"\nleases_waiting %" PRIu64 "\ngrants %" PRIu64
 		"\nlosses %" PRIu64 "\n"
-		"expirations %" PRIu64 "\njeopardies %" PRIu64
+		"expirations %" PRIu64 "\nasked %" PRIu64
+		"\nasks_sent %llu\nbreaks_sent %llu\njeopardies %" PRIu64
 		"\nlast_jeopardy %s\njeopardy_margin_ms %d\n"
 		"heartbeat_age_ms %" PRId64 "\nuptime_s %lld\nversion %s\n",
 		info_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
 		session_hosts(fs->session), st.server[0] ? st.server : "-",
 		session_base(fs->session), st.held, st.waiting, st.leases_held,
 		st.leases_waiting, st.grants, st.losses, st.expirations,
-		st.jeopardies, jeopardy_at, st.margin_ms, st.heartbeat_age_ms,
+		st.asked, atomic_load(&fs->asks_sent),
+		atomic_load(&fs->breaks_sent), st.jeopardies, jeopardy_at,
+		st.margin_ms, st.heartbeat_age_ms,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);

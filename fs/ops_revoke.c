@@ -25,6 +25,7 @@
 #include "snapshot.h"
 
 struct revoke_write_ctx {
+	struct zkl_fs *fs;
 	fuse_req_t req;
 	size_t size;
 	enum revoke_how how;
@@ -67,6 +68,9 @@ static void revoke_done(int err, const struct revoke_result *r, void *arg)
 			ctx->dir, strerror(-err));
 		fs_reply_err(ctx->req, -err);
 	} else {
+		atomic_fetch_add(ctx->how == REVOKE_ASK ? &ctx->fs->asks_sent
+							: &ctx->fs->breaks_sent,
+				 r->done);
 		log_msg(LOG_NOTICE, "%s: %s %zu holder%s (%zu failed), for %s",
 			ctx->dir, what, r->done, r->done == 1 ? "" : "s",
 			r->failed, ctx->who);
@@ -102,6 +106,7 @@ void revoke_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	ctx = malloc(sizeof(*ctx) + len + 1);
 	if (!ctx)
 		return fs_reply_err(req, ENOMEM);
+	ctx->fs = fs;
 	ctx->req = req;
 	ctx->size = size;
 	ctx->how = how;

@@ -94,6 +94,7 @@ struct zkl_session_stats {
 	uint64_t losses; /* held locks lost (session ended, node deleted,
 			  * jeopardy) */
 	uint64_t expirations;
+	uint64_t asked;           /* held locks asked to let go (revoke.h) */
 	int jeopardy;             /* declared, no answer since */
 	uint64_t jeopardies;      /* declared since the mount */
 	int64_t jeopardy_wall_ms; /* the last one, CLOCK_REALTIME; 0: none */

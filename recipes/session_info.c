@@ -71,6 +71,7 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	out->grants = s->grants;
 	out->losses = s->losses;
 	out->expirations = s->expirations;
+	out->asked = s->revokes_seen;
 	session_clock_stats_locked(s, out);
 	pthread_mutex_unlock(&s->lock);
 }

@@ -15,6 +15,7 @@ from harness import Locker, lock_nodes, wait_until
 from services import CuratorJava
 from test_core import still_waiting
 from test_exclusion import try_open
+from test_hangs import status
 from test_names_and_errors import expect_errno
 
 
@@ -65,6 +66,7 @@ def test_break_takes_the_lock_away_and_the_holder_loses_it(zk, base, m1, m2):
     wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 2, 15,
                "the waiter queued")
     assert revoke(m2, "break") == 6
+    assert status(m2)["breaks_sent"] == "1"
     waiter.granted()
     assert holder.command("read") == "err EIO", "told its lock is gone"
     holder.close()
@@ -132,6 +134,8 @@ def test_a_holder_asked_is_told_and_keeps_its_lock(zk, base, mounts, m2):
             line = f.read().splitlines()[0].split(" ")
         assert line[0] == "held" and line[9].endswith(":revoke"), line
     assert try_open(m2.path("r", "write")) is None, "asking took nothing"
+    assert status(m1)["asked"] == "1", "counted where the holder is"
+    assert status(m2)["asks_sent"] == "1", "and where the ask came from"
     holder.close()
 
 
