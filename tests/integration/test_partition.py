@@ -22,6 +22,11 @@ TOLD_CASES = [("write", 0.5), ("flock", 0.5), ("lease", 0.5)] + \
     ([] if SANITIZED else [("fcntl", 0.5), ("multi", 0.5), ("write", 0.1),
                            ("write", 0.9)])
 ASAN = "address" in os.environ.get("ZKLOCKFS_SANITIZE", "")
+# The suite's length: the plain and ThreadSanitizer runs cut the links
+# (the clock thread's races are ThreadSanitizer's business); under
+# AddressSanitizer the unit tests of the jeopardy and heartbeat run.
+pytestmark = pytest.mark.skipif(ASAN, reason="the plain and ThreadSanitizer "
+                                "runs have the partitions")
 BLIP_PHASES = [0.35] if SANITIZED else [0.1, 0.35, 0.6, 0.85]
 
 
@@ -266,8 +271,6 @@ def test_a_cut_off_waiter_keeps_its_place(pmounts, pclient, pbase,
     waiter.close()
 
 
-@pytest.mark.skipif(ASAN, reason="30 s; the plain and ThreadSanitizer "
-                    "runs have it")
 def test_a_cut_off_waiter_whose_turn_comes_during_the_cut_keeps_the_lock(
         pmounts, pclient, pbase, cut_host):
     """The review's case: the holder on the other host lets go while the
