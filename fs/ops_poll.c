@@ -56,14 +56,15 @@ static int poll_holds(struct zkl_lockreq *lr, const char *node)
 	return lr && lockreq_node_is(lr, node);
 }
 
-void lockfile_notify_revoked(struct zkl_fs *fs, const char *node)
+/* Take up to max poll handles of the files holding the lock at node.
+ * fs->lock held. */
+static size_t poll_take_locked(struct zkl_fs *fs, const char *node,
+			       struct fuse_pollhandle **woken, size_t max)
 {
-	struct fuse_pollhandle *woken[16];
 	size_t n = 0;
 
-	pthread_mutex_lock(&fs->lock);
 	for (struct zkl_link *l = fs->lockfiles.next;
-	     l != &fs->lockfiles && n < 16; l = l->next) {
+	     l != &fs->lockfiles && n < max; l = l->next) {
 		struct lockfile *lf =
 			ZKL_CONTAINER_OF(l, struct lockfile, link);
 		int holds = poll_holds(lf->held, node);
@@ -78,9 +79,22 @@ void lockfile_notify_revoked(struct zkl_fs *fs, const char *node)
 			lf->ph = NULL;
 		}
 	}
-	pthread_mutex_unlock(&fs->lock);
-	for (size_t i = 0; i < n; i++) {
-		fuse_lowlevel_notify_poll(woken[i]);
-		fuse_pollhandle_destroy(woken[i]);
-	}
+	return n;
+}
+
+void lockfile_notify_revoked(struct zkl_fs *fs, const char *node)
+{
+	struct fuse_pollhandle *woken[16];
+	size_t n;
+
+	/* A handle taken is gone from its file: each pass takes new ones. */
+	do {
+		pthread_mutex_lock(&fs->lock);
+		n = poll_take_locked(fs, node, woken, 16);
+		pthread_mutex_unlock(&fs->lock);
+		for (size_t i = 0; i < n; i++) {
+			fuse_lowlevel_notify_poll(woken[i]);
+			fuse_pollhandle_destroy(woken[i]);
+		}
+	} while (n == 16);
 }

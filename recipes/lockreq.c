@@ -169,6 +169,10 @@ int lockreq_node_is(struct zkl_lockreq *lr, const char *node)
 
 	pthread_mutex_lock(&lr->s->lock);
 	same = lr_has_node(lr) && strcmp(lr->node, node) == 0;
+	/* A multi-lock has a node on each of its resources. */
+	for (unsigned i = 0; !same && lr->multi && i < lr->nmembers; i++)
+		same = lr_has_node(lr->members[i]) &&
+		       strcmp(lr->members[i]->node, node) == 0;
 	pthread_mutex_unlock(&lr->s->lock);
 	return same;
 }

@@ -121,7 +121,8 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
  * as lockreq_describe (-ENOENT: not held; -EIO: lost). */
 int lockreq_share(struct zkl_lockreq *lr);
 
-/* Is `node` (a full path) lr's lock node?  Whatever lr's state. */
+/* Is `node` (a full path) lr's lock node (a multi-lock's: one of its
+ * members')?  Whatever lr's state. */
 int lockreq_node_is(struct zkl_lockreq *lr, const char *node);
 
 /* How many owners lr has (1 unless shared). */

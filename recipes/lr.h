@@ -143,6 +143,7 @@ struct zkl_lockreq {
 				      * token, kept in its data (lr_heir.c) */
 	unsigned revoke_asked : 1;   /* held, and asked to let go (its node
 				      * got the revocation mark) at revoke_ms */
+	unsigned revoke_told : 1;    /* ... and its owner was told so */
 
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
@@ -250,7 +251,7 @@ void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
 void lr_ignore_void(int rc, const void *data);
 
 /* The files of the request call down this list only: lr_core.c (above),
- * lr_watch.c, lr_steps.c, lr_heir.c, lr_revoke.c, lr_create.c,
+ * lr_revoke.c, lr_watch.c, lr_steps.c, lr_heir.c, lr_create.c,
  * lr_machine.c, lr_hooks.c, peerlease.c, lockreq.c. */
 
 /* What the request watches (lr_watch.c).  Each registration takes its
@@ -342,9 +343,25 @@ int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 const char *lr_lost_node(const struct zkl_member *m);
 const char *lr_shared_node(const struct zkl_member *m, unsigned *owners);
 
-/* A held request's node data changed: read it; the revocation mark
- * there is remembered and told (lr_revoke.c). */
-void lr_read_revoke(struct zkl_lockreq *lr);
+/* A held request asked to let go (lr_revoke.c): what to tell the daemon,
+ * gathered under the session's lock and told without it. */
+struct lr_revoke_report {
+	session_lost_fn hook;
+	void *arg;
+	char *node; /* NULL: nothing to tell */
+	char *who;
+	size_t wholen;
+};
+/* The held node's data, as the get that watches it read it: the
+ * revocation mark there is remembered, and *r filled if it is news to
+ * tell (r zeroed by the caller). */
+void lr_revoke_check_locked(struct zkl_lockreq *lr, const char *value, int len,
+			    struct lr_revoke_report *r);
+/* Fill *r if lr was asked and its owner holds and was not told yet. */
+void lr_revoke_report_locked(struct zkl_lockreq *lr,
+			     struct lr_revoke_report *r);
+/* Tell it (no lock of ours held), and free what *r holds. */
+void lr_revoke_tell(struct lr_revoke_report *r);
 
 /* A multi-lock (multilock.c; its note, ml_create.c). */
 int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify);

@@ -81,6 +81,10 @@ void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
 		return;
 	lr->czxid = lr->heir_of->czxid;
 	lr->inherited = 1;
+	/* Asked to let go, it still is: the same hold goes on. */
+	lr->revoke_asked = lr->heir_of->revoke_asked;
+	lr->revoke_told = lr->heir_of->revoke_told;
+	lr->revoke_ms = lr->heir_of->revoke_ms;
 	lr->heir_of->phase = PH_GONE; /* nothing left to delete */
 	lr_heir_detach_locked(lr, notify);
 }

@@ -209,8 +209,7 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 	} else {
 		/* Its data set: a note of ours, a lease's mark, or someone
 		 * asking it to let go.  Watch again, and look. */
-		lr_watch_held(lr);
-		lr_read_revoke(lr);
+		lr_watch_held(lr); /* its get reads the data */
 	}
 	lr_end_entry_locked(lr, notify);
 }

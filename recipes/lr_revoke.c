@@ -1,10 +1,13 @@
 /*
- * lr_revoke.c - a holder asked to let go (lr.h): when its held node's data
- * changes, the data is read; Curator's revocation mark there (revoke.h:
- * set by a mount's `echo ask > revoke` or by Curator's
- * Revoker.attemptRevoke) is remembered, with when it was seen, and told
- * to the daemon once (session_set_revoke_hook).  Asking takes nothing
- * away: the lock stays held.  Below lr_hooks.c; above lr_core.c.
+ * lr_revoke.c - a holder asked to let go (lr.h): the get that sets the
+ * watch on a held node (lr_watch_held: at the grant, after a change of
+ * the node's data, after a reconnection) also reads the data; Curator's
+ * revocation mark there (revoke.h: set by a mount's `echo ask > revoke`
+ * or by Curator's Revoker.attemptRevoke, before the grant or after) is
+ * remembered, with when it was seen, and told to the daemon once
+ * (session_set_revoke_hook).  A multi-lock's member is told as its
+ * multi-lock: only once that holds, and once for all its members.
+ * Asking takes nothing away: the lock stays held.  Above lr_core.c only.
  */
 #include "lr.h"
 #include "revoke.h"
@@ -13,50 +16,64 @@
 #include <string.h>
 #include <time.h>
 
-static void lr_on_held_data(int rc, const char *value, int len,
-			    const struct Stat *st, const void *data)
+static int64_t lr_revoke_now_ms(void)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
-	struct zkl_session *s = lr->s;
-	session_lost_fn hook = NULL;
-	struct zkl_link notify;
-	char *node = NULL, *who = NULL;
-	size_t wholen = 0;
-	void *arg = NULL;
+	struct timespec now;
 
-	(void)st;
-	session_enter(s, &notify);
-	if (rc == ZOK && len == (int)strlen(REVOKE_MARK) &&
-	    memcmp(value, REVOKE_MARK, (size_t)len) == 0 && lr_node_holds(lr) &&
-	    !lr->lost && !lr->revoke_asked) {
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		lr->revoke_asked = 1;
-		lr->revoke_ms =
-			(int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-		s->revokes_seen++;
-		hook = s->revoke_hook;
-		arg = s->revoke_arg;
-		/* Its identity, which the mark replaced in the node. */
-		node = strdup(lr->node);
-		who = malloc(lr->datalen ? lr->datalen : 1);
-		if (who) {
-			memcpy(who, lr->data, lr->datalen);
-			wholen = lr->datalen;
-		}
-	}
-	lr_end_completion(lr, &notify);
-	if (hook && node)
-		hook(node, "it was asked to let go", who, wholen, arg);
-	free(node);
-	free(who);
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
-void lr_read_revoke(struct zkl_lockreq *lr)
+/* The request whose owner hears of it: a member's multi-lock. */
+static struct zkl_lockreq *lr_revoke_owner(struct zkl_lockreq *lr)
 {
-	if (!lr_node_holds(lr) || lr->lost || lr->revoke_asked)
+	return lr->group ? lr->group : lr;
+}
+
+void lr_revoke_check_locked(struct zkl_lockreq *lr, const char *value, int len,
+			    struct lr_revoke_report *r)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (!value || len != (int)strlen(REVOKE_MARK) ||
+	    memcmp(value, REVOKE_MARK, (size_t)len) != 0 || lr->revoke_asked)
 		return;
-	lr_hold(lr, LR_HOLD_CALL);
-	if (zoo_aget(lr->s->zh, lr->node, 0, lr_on_held_data, lr) != ZOK)
-		lr_drop_locked(lr, LR_HOLD_CALL); /* a dead handle */
+	lr->revoke_asked = 1;
+	lr->revoke_ms = lr_revoke_now_ms();
+	lr_revoke_report_locked(lr, r);
+}
+
+void lr_revoke_report_locked(struct zkl_lockreq *lr, struct lr_revoke_report *r)
+{
+	struct zkl_lockreq *owner = lr_revoke_owner(lr);
+
+	/* Told once per lock its owner holds: a waiting multi-lock's member
+	 * is told when the multi-lock is granted (ml_grant). */
+	if (!lr->revoke_asked || owner->revoke_told ||
+	    owner->outcome != LR_HELD || owner->lost || r->node)
+		return;
+	owner->revoke_told = 1;
+	if (owner != lr) {
+		owner->revoke_asked = 1;
+		owner->revoke_ms = lr->revoke_ms;
+	}
+	lr->s->revokes_seen++;
+	r->hook = lr->s->revoke_hook;
+	r->arg = lr->s->revoke_arg;
+	/* Its identity, which the mark replaced in the node. */
+	r->node = strdup(owner->node);
+	r->who = malloc(owner->datalen ? owner->datalen : 1);
+	if (r->who) {
+		memcpy(r->who, owner->data, owner->datalen);
+		r->wholen = owner->datalen;
+	}
+}
+
+void lr_revoke_tell(struct lr_revoke_report *r)
+{
+	if (r->hook && r->node)
+		r->hook(r->node, "it was asked to let go", r->who, r->wholen,
+			r->arg);
+	free(r->node);
+	free(r->who);
+	memset(r, 0, sizeof(*r));
 }

@@ -122,8 +122,36 @@ void lr_unwatch(struct zkl_lockreq *lr)
 	}
 }
 
+/* The get that set the held watch: the node's data (is it the
+ * revocation mark?), or that the node is gone (lost), or that no watch
+ * was set (set it again once connected: lr_held_fired's UNKNOWN). */
+static void lr_on_held_armed(int rc, const char *value, int len,
+			     const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct lr_revoke_report report = { 0 };
+	struct zkl_link notify;
+
+	(void)st;
+	session_enter(s, &notify);
+	if (rc == ZOK) {
+		if (lr->held_watch.entry && lr_node_holds(lr))
+			lr_revoke_check_locked(lr, value, len, &report);
+	} else if (watchtab_remove(&s->watches, &lr->held_watch)) {
+		/* Its hold passes to the handler, as for a fired watch. */
+		lr->held_watch.fired_locked(&lr->held_watch, lr->node,
+					    rc == ZNONODE ? WATCH_VANISHED
+							  : WATCH_UNKNOWN,
+					    &notify);
+	}
+	lr_end_completion(lr, &notify);
+	lr_revoke_tell(&report);
+}
+
 void lr_watch_held(struct zkl_lockreq *lr)
 {
+	struct zkl_session *s = lr->s;
 	int err;
 
 	/* A peer's lock taken on a lease's way is let go at once; a lock
@@ -131,15 +159,25 @@ void lr_watch_held(struct zkl_lockreq *lr)
 	if (!lr_node_holds(lr) || lr->lost || lr->mutex_names || lr->passing ||
 	    lr->held_watch.entry)
 		return;
-	err = session_watch_locked(lr->s, lr->node, &lr->held_watch);
+	/* Our own get, rather than the table's: its answer carries the
+	 * data, where a request to let go may be already. */
+	err = session_watch_armed_locked(s, lr->node, &lr->held_watch);
 	if (err == 0) {
 		lr_hold(lr, LR_HOLD_HELD);
-	} else {
+		lr_hold(lr, LR_HOLD_CALL);
+		if (session_awget_locked(s, lr->node, lr_on_held_armed, lr) !=
+		    ZOK) {
+			lr_drop_locked(lr, LR_HOLD_CALL);
+			if (watchtab_remove(&s->watches, &lr->held_watch))
+				lr_drop_locked(lr, LR_HOLD_HELD);
+			err = -ENOTCONN;
+		}
+	}
+	if (err < 0)
 		log_msg(LOG_WARNING,
 			"%s: cannot watch the held lock node (%s): its "
 			"deletion by another client would go unnoticed",
 			lr->node, strerror(-err));
-	}
 }
 
 void lr_unwatch_all(struct zkl_lockreq *lr)

@@ -58,10 +58,18 @@ static void revoke_on_deleted(int rc, const void *data)
 	revoke_one_done((struct revoke_ctx *)data, rc);
 }
 
-/* Does the how take this node?  Holders, and for a break orphans too. */
+/* Does the how take this node?  Holders, and for a break orphans too;
+ * only lock nodes and leases: in kazoo's layout holders counts every
+ * child of the resource as a lease (kazoo does), sub-resources too, and
+ * those are no one's lock to ask or break. */
 static int revoke_takes(const struct revoke_ctx *c,
 			const struct holders_node *n)
 {
+	struct zkl_node parsed;
+
+	if (names_parse(n->name, &parsed) < 0 &&
+	    names_parse_peer_lease(ZKL_STYLE_KAZOO, n->name, &parsed) < 0)
+		return 0;
 	return n->state == HOLDERS_HELD ||
 	       (c->how == REVOKE_BREAK && n->orphan);
 }

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from harness import Locker, lock_nodes, wait_until
+from harness import Driver, Locker, lock_nodes, running, wait_until
 from services import CuratorJava
 from test_core import still_waiting
 from test_exclusion import try_open
@@ -200,3 +200,82 @@ def test_curators_revoker_reaches_a_mount_holder(zookeeper, zk, base, mounts,
     finally:
         svc.close()
     holder.close()
+
+
+def test_a_mark_set_on_a_waiting_node_is_seen_at_its_grant(zk, base, m1, m2):
+    """Curator's Revoker sets the mark on any node it is given: a waiter
+    asked before its turn is told when it holds."""
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    waiter = Locker(m2.path("r", "write"), "rw")
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 2, 15,
+               "the waiter queued")
+    waiting = max(lock_nodes(zk, f"{base}/r"), key=lambda p: p[-10:])
+    zk.set(waiting, b"__REVOKE__")
+    holder.close()
+    waiter.granted()
+    # Told a moment after the grant: the get that watches the held node
+    # reads the mark (no round trip more before the grant).
+    wait_until(lambda: waiter.command("read").split("|")[-1].startswith(
+        "revoke requested"), 15, "the new holder told it was asked")
+    assert status(m2)["asked"] == "1"
+    waiter.close()
+
+
+def test_a_waiting_multi_lock_is_told_only_once_it_holds(zk, base, mounts,
+                                                         m2):
+    m1 = mounts.new("-o", "on_revoke=signal:USR1")
+    other = Locker(m2.path("b", "write"), "rw")
+    other.granted()
+    multi = Locker(m1.path(".all", "a,b", "write"), "rw",
+                   ["--trap", "SIGUSR1"])
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/a")) == 1 and
+               len(lock_nodes(zk, f"{base}/b")) == 2, 15, "the multi-lock queued")
+    revoke(m2, "ask", "a")  # its node on a holds, the multi-lock waits
+    assert still_waiting(multi), "a waiting multi-lock was signalled"
+    other.close()
+    multi.granted()
+    assert multi.command("read").split("|")[-1].startswith(
+        "revoke requested"), "asked, as its read shows once it holds"
+    multi.close()
+
+
+def test_poll_wakes_for_any_resource_of_a_multi_lock(zk, base, m1, m2):
+    code = ("import fcntl, os, select, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "p = select.poll()\n"
+            "p.register(fd, select.POLLPRI)\n"
+            "print('before', p.poll(0), flush=True)\n"
+            "print('after', p.poll(15000), flush=True)\n")
+    with running([sys.executable, "-c", code,
+                  m1.path(".all", "a,b", "lock")], stdout=subprocess.PIPE,
+                 text=True) as proc:
+        assert proc.stdout.readline().strip() == "before []"
+        revoke(m2, "ask", "b")  # the list's second resource
+        line = proc.stdout.readline().strip()
+        assert line.startswith("after [(") and "2)" in line, line
+        assert proc.wait(15) == 0
+
+
+def test_a_downgrade_is_still_asked(zk, base, m1, m2):
+    holder = Driver()
+    holder.ok(f"open f {m1.path('r', 'lock')}")
+    holder.ok("flock f ex")
+    revoke(m2, "ask")
+    wait_until(lambda: holder.ok("read f").split("|")[-1].startswith(
+        "revoke requested"), 15, "the holder told")
+    holder.ok("flock f sh")
+    assert holder.ok("read f").split("|")[-1].startswith("revoke requested")
+    holder.exit()
+
+
+def test_a_kazoo_mounts_sub_resources_are_no_holders(zk, base, mounts):
+    """In kazoo's layout every child of the resource counts as a lease
+    (kazoo's Semaphore counts them): a sub-resource is none to ask."""
+    m = mounts.new("-o", "dialect=kazoo")
+    with open(m.path("db", "sub", "limit"), "w") as f:  # makes its znode
+        f.write("3\n")
+    revoke(m, "ask", "db")
+    revoke(m, "break", "db")
+    assert zk.get(f"{base}/db/sub")[0] == b"3", "its limit left as it was"

@@ -548,8 +548,8 @@ Test(lockreq, a_held_node_deleted_by_another_client_is_a_lost_lock)
 	/* Our own note changes the data: the watch is set again, and the
 	 * data read (is it a request to let go?  No). */
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
-	fake_complete_held_watch(my_name);
-	fake_complete_read(ZOK, "host h\nnote x\n", 1001, 0);
+	cr_assert(strstr(fake_peek(FAKE_GET)->path, my_name));
+	fake_complete_get_data(ZOK, "host h\nnote x\n", 1);
 	cr_assert_eq(lost_calls, 0);
 	cr_assert_eq(lockreq_holds(lr), 1);
 	/* Then an operator deletes it. */
@@ -792,16 +792,33 @@ Test(lockreq, a_held_node_given_the_revocation_mark_is_asked_once)
 	cr_assert_eq(lockreq_revoke_asked(lr, &when), 0);
 	snprintf(full, sizeof(full), "/b/r/%s", my_name);
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
-	fake_complete_held_watch(my_name);
-	fake_complete_read(ZOK, "__REVOKE__", 1001, 0);
-	/* Asked again: nothing more to read or tell. */
+	fake_complete_get_data(ZOK, "__REVOKE__", 1);
+	/* Asked again: nothing more to tell. */
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
-	fake_complete_held_watch(my_name);
+	fake_complete_get_data(ZOK, "__REVOKE__", 2);
 	cr_assert_eq(fake_pending(), 0);
 	cr_assert_eq(revoke_calls, 1, "told once");
 	cr_assert_eq(lockreq_revoke_asked(lr, &when), 1);
 	cr_assert_gt(when, 0);
 	cr_assert_eq(lockreq_holds(lr), 1, "asking takes nothing away");
+	lockreq_release(lr);
+	fake_expect_delete_of(my_name);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, a_mark_there_before_the_grant_is_seen_at_once)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	int64_t when;
+
+	revoke_calls = 0;
+	session_set_revoke_hook(s, on_revoke, NULL);
+	created(1);
+	listed_with(my_name, NULL);
+	/* The get that watches the held node reads the mark. */
+	fake_complete_get_data(ZOK, "__REVOKE__", 1);
+	cr_assert_eq(revoke_calls, 1);
+	cr_assert_eq(lockreq_revoke_asked(lr, &when), 1);
 	lockreq_release(lr);
 	fake_expect_delete_of(my_name);
 	cr_assert_eq(fake_pending(), 0);
