@@ -139,27 +139,29 @@ def test_a_holder_asked_is_told_and_keeps_its_lock(zk, base, mounts, m2):
     holder.close()
 
 
-def test_poll_reports_pollpri_when_the_lock_is_asked(zk, base, m1, m2):
-    code = ("import fcntl, os, select, sys\n"
-            "fd = os.open(sys.argv[1], os.O_RDWR)\n"
-            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
-            "p = select.poll()\n"
-            "p.register(fd, select.POLLPRI)\n"
-            "print('before', p.poll(0), flush=True)\n"
-            "print('after', p.poll(15000), flush=True)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code,
-                             m1.path("r", "lock")], stdout=subprocess.PIPE,
-                            text=True)
-    try:
+POLLER = ("import fcntl, os, select, sys\n"
+          "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+          "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+          "p = select.poll()\n"
+          "p.register(fd, select.POLLPRI)\n"
+          "print('before', p.poll(0), flush=True)\n"
+          "print('after', p.poll(15000), flush=True)\n")
+
+
+def poll_sees_the_ask(lock_file, asker, res):
+    """A holder of lock_file polls for POLLPRI; asker asks res's holders:
+    the poll returns with it, and not before."""
+    with running([sys.executable, "-c", POLLER, lock_file],
+                 stdout=subprocess.PIPE, text=True) as proc:
         assert proc.stdout.readline().strip() == "before []"
-        revoke(m2, "ask")
+        revoke(asker, "ask", res)
         line = proc.stdout.readline().strip()
         assert line.startswith("after [(") and "2)" in line, line
         assert proc.wait(15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+
+def test_poll_reports_pollpri_when_the_lock_is_asked(zk, base, m1, m2):
+    poll_sees_the_ask(m1.path("r", "lock"), m2, "r")
 
 
 @pytest.fixture(scope="module")
@@ -241,21 +243,7 @@ def test_a_waiting_multi_lock_is_told_only_once_it_holds(zk, base, mounts,
 
 
 def test_poll_wakes_for_any_resource_of_a_multi_lock(zk, base, m1, m2):
-    code = ("import fcntl, os, select, sys\n"
-            "fd = os.open(sys.argv[1], os.O_RDWR)\n"
-            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
-            "p = select.poll()\n"
-            "p.register(fd, select.POLLPRI)\n"
-            "print('before', p.poll(0), flush=True)\n"
-            "print('after', p.poll(15000), flush=True)\n")
-    with running([sys.executable, "-c", code,
-                  m1.path(".all", "a,b", "lock")], stdout=subprocess.PIPE,
-                 text=True) as proc:
-        assert proc.stdout.readline().strip() == "before []"
-        revoke(m2, "ask", "b")  # the list's second resource
-        line = proc.stdout.readline().strip()
-        assert line.startswith("after [(") and "2)" in line, line
-        assert proc.wait(15) == 0
+    poll_sees_the_ask(m1.path(".all", "a,b", "lock"), m2, "b")  # the second
 
 
 def test_a_downgrade_is_still_asked(zk, base, m1, m2):
