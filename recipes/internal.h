@@ -190,6 +190,12 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 int session_awget_locked(struct zkl_session *s, const char *path,
 			 data_completion_t done, const void *data);
 
+/* Wake every watch registered for path with ev, and forget the path: no
+ * ZooKeeper watch is set on it (the get that would have set one found the
+ * node gone, or could not be answered).  s->lock held. */
+void session_wake_path_locked(struct zkl_session *s, const char *path,
+			      enum zkl_watch_event ev, struct zkl_link *notify);
+
 /* Register w for path, to be woken by the changes that a get sent with
  * session_awget_locked (by the caller, now or soon) asks ZooKeeper to
  * report.  Returns 0 or -ENOMEM.  s->lock held. */

@@ -123,8 +123,9 @@ void lr_unwatch(struct zkl_lockreq *lr)
 }
 
 /* The get that set the held watch: the node's data (is it the
- * revocation mark?), or that the node is gone (lost), or that no watch
- * was set (set it again once connected: lr_held_fired's UNKNOWN). */
+ * revocation mark?), or no watch set: the node is gone (lost), or the
+ * connection broke (set it again once connected: lr_held_fired's
+ * UNKNOWN), for every watch of that path. */
 static void lr_on_held_armed(int rc, const char *value, int len,
 			     const struct Stat *st, const void *data)
 {
@@ -138,12 +139,11 @@ static void lr_on_held_armed(int rc, const char *value, int len,
 	if (rc == ZOK) {
 		if (lr->held_watch.entry && lr_node_holds(lr))
 			lr_revoke_check_locked(lr, value, len, &report);
-	} else if (watchtab_remove(&s->watches, &lr->held_watch)) {
-		/* Its hold passes to the handler, as for a fired watch. */
-		lr->held_watch.fired_locked(&lr->held_watch, lr->node,
-					    rc == ZNONODE ? WATCH_VANISHED
-							  : WATCH_UNKNOWN,
-					    &notify);
+	} else {
+		session_wake_path_locked(s, lr->node,
+					 rc == ZNONODE ? WATCH_VANISHED
+						       : WATCH_UNKNOWN,
+					 &notify);
 	}
 	lr_end_completion(lr, &notify);
 	lr_revoke_tell(&report);
@@ -152,32 +152,39 @@ static void lr_on_held_armed(int rc, const char *value, int len,
 void lr_watch_held(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;
-	int err;
+	int first;
 
 	/* A peer's lock taken on a lease's way is let go at once; a lock
 	 * that an heir replaces sees its own node deleted by the heir. */
 	if (!lr_node_holds(lr) || lr->lost || lr->mutex_names || lr->passing ||
 	    lr->held_watch.entry)
 		return;
-	/* Our own get, rather than the table's: its answer carries the
-	 * data, where a request to let go may be already. */
-	err = session_watch_armed_locked(s, lr->node, &lr->held_watch);
-	if (err == 0) {
-		lr_hold(lr, LR_HOLD_HELD);
+	first = watchtab_add(&s->watches, lr->node, &lr->held_watch);
+	if (first > 0) {
+		/* Our own get, rather than the table's: its answer carries
+		 * the data, where a request to let go may be already. */
 		lr_hold(lr, LR_HOLD_CALL);
 		if (session_awget_locked(s, lr->node, lr_on_held_armed, lr) !=
 		    ZOK) {
+			struct zkl_link taken;
 			lr_drop_locked(lr, LR_HOLD_CALL);
-			if (watchtab_remove(&s->watches, &lr->held_watch))
-				lr_drop_locked(lr, LR_HOLD_HELD);
-			err = -ENOTCONN;
+			/* No entry may claim a watch nobody asked for. */
+			watchtab_take(&s->watches, lr->node, &taken);
+			list_del(&lr->held_watch.link);
+			first = -ENOTCONN;
 		}
 	}
-	if (err < 0)
-		log_msg(LOG_WARNING,
-			"%s: cannot watch the held lock node (%s): its "
-			"deletion by another client would go unnoticed",
-			lr->node, strerror(-err));
+	/* Else a waiter of ours behind it watches it already: ZooKeeper
+	 * tells every change of it, and a handoff costs no request more (a
+	 * mark set before the grant is seen at its next change). */
+	if (first >= 0) {
+		lr_hold(lr, LR_HOLD_HELD);
+		return;
+	}
+	log_msg(LOG_WARNING,
+		"%s: cannot watch the held lock node (%s): its deletion by "
+		"another client would go unnoticed",
+		lr->node, strerror(-first));
 }
 
 void lr_unwatch_all(struct zkl_lockreq *lr)

@@ -26,9 +26,8 @@ static void session_fire_locked(struct zkl_link *fired, const char *path,
 }
 
 /* Wake every request watching path. */
-static void session_wake_path_locked(struct zkl_session *s, const char *path,
-				     enum zkl_watch_event ev,
-				     struct zkl_link *notify)
+void session_wake_path_locked(struct zkl_session *s, const char *path,
+			      enum zkl_watch_event ev, struct zkl_link *notify)
 {
 	struct zkl_link fired;
 
