@@ -174,7 +174,7 @@ def test_a_holder_that_passed_its_descriptor_on_holds_nothing(zk, base, rm):
               "exec 9>&-\n"
               f"flock -n {rm.path('r', 'lock')} -c 'echo second holder'\n"
               "echo rc=$?\n"
-              "kill %1\n")
+              "kill $!\n")
     res = subprocess.run(["bash", "-c", script], capture_output=True,
                          text=True, timeout=30)
     assert res.stdout.split() == ["rc=1"], res.stdout
