@@ -107,12 +107,12 @@ void revoke_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void revoke_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		  off_t off);
 
-/* The semaphore's limit file (ops_limit.c); its reads and release are
- * info_read and info_release. */
-void limit_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		const struct fuse_entry_param *create_entry);
-void limit_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-		 off_t off);
+/* A resource's settings, the files limit and maxhold (ops_setting.c);
+ * their reads and release are info_read and info_release. */
+void setting_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		  const struct fuse_entry_param *create_entry);
+void setting_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		   size_t size, off_t off);
 
 /* Lock-file operations (ops_lock.c). */
 void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

@@ -1,7 +1,7 @@
 /*
  * ops_file.c - route each file operation to the kind of file it is about:
  * a lock file (ops_lock.c, ops_flock.c) or a text file (ops_info.c; the
- * limit file is opened and written by ops_limit.c, the revoke file by
+ * limit and maxhold files are opened and written by ops_setting.c, the revoke file by
  * ops_revoke.c).  Their open files are different structures, so nothing
  * else may look at fi->fh before this choice.
  */
@@ -21,8 +21,8 @@ void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (tree_kind_of(ino) == TREE_DIR)
 		return fs_reply_open_err(fuse_req_userdata(req), req,
 					 create_entry, EISDIR);
-	if (tree_kind_of(ino) == TREE_LIMIT)
-		return limit_open(req, ino, fi, create_entry);
+	if (tree_kind_is_setting(tree_kind_of(ino)))
+		return setting_open(req, ino, fi, create_entry);
 	if (tree_kind_of(ino) == TREE_REVOKE)
 		return revoke_open(req, ino, fi, create_entry);
 	if (file_is_text(ino))
@@ -38,13 +38,13 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	lockfile_read(req, ino, size, off, fi);
 }
 
-/* Text files other than limit are opened read-only: the kernel sends no
+/* Text files other than the settings and revoke are opened read-only: the kernel sends no
  * write for them. */
 void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		off_t off, struct fuse_file_info *fi)
 {
-	if (tree_kind_of(ino) == TREE_LIMIT)
-		return limit_write(req, ino, buf, size, off);
+	if (tree_kind_is_setting(tree_kind_of(ino)))
+		return setting_write(req, ino, buf, size, off);
 	if (tree_kind_of(ino) == TREE_REVOKE)
 		return revoke_write(req, ino, buf, size, off);
 	if (file_is_text(ino))

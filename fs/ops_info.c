@@ -1,7 +1,8 @@
 /*
  * ops_info.c - the text files: MOUNT/.status (this mount's session) and
  * MOUNT/<resource>/holders (everyone queued on a resource), and the reads
- * and release of every text file (limit's too: ops_limit.c opens it).
+ * and release of every text file (the settings' too: ops_setting.c opens
+ * them).
  *
  * Each open takes a fresh snapshot and keeps it until release, so a
  * reader sees one consistent text however it reads; nothing is cached
@@ -24,6 +25,7 @@
 #include "holders.h"
 #include "identity.h"
 #include "log.h"
+#include "maxhold.h"
 #include "names.h"
 #include "revoke.h"
 #include "snapshot.h"
@@ -77,7 +79,8 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		"\nleases_waiting %" PRIu64 "\ngrants %" PRIu64
 		"\nlosses %" PRIu64 "\n"
 		"expirations %" PRIu64 "\nasked %" PRIu64
-		"\nasks_sent %llu\nbreaks_sent %llu\njeopardies %" PRIu64
+		"\nasks_sent %llu\nbreaks_sent %llu\nmaxhold_asks %" PRIu64
+		"\nmaxhold_breaks %" PRIu64 "\njeopardies %" PRIu64
 		"\nlast_jeopardy %s\njeopardy_margin_ms %d\n"
 		"heartbeat_age_ms %" PRId64 "\nuptime_s %lld\nversion %s\n",
 		info_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
@@ -85,7 +88,8 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		session_base(fs->session), st.held, st.waiting, st.leases_held,
 		st.leases_waiting, st.grants, st.losses, st.expirations,
 		st.asked, atomic_load(&fs->asks_sent),
-		atomic_load(&fs->breaks_sent), st.jeopardies, jeopardy_at,
+		atomic_load(&fs->breaks_sent), st.maxhold_asks,
+		st.maxhold_breaks, st.jeopardies, jeopardy_at,
 		st.margin_ms, st.heartbeat_age_ms,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
@@ -168,9 +172,26 @@ static void info_multi_mark(FILE *out, const struct holders_node *n)
 	info_field(out, list, (size_t)len, 0);
 }
 
+/* Asked to let go: the mark replaced its holder's identity. */
+static int info_is_asked(const struct holders_node *n)
+{
+	return n->len == strlen(REVOKE_MARK) &&
+	       memcmp(n->data, REVOKE_MARK, n->len) == 0;
+}
+
+/* A holder past the resource's hold limit (limit_ms, 0: none), by its
+ * node's age on the server's clock.  An orphan or a lost node holds
+ * nothing to let go of. */
+static int info_is_overdue(const struct holders_node *n, int64_t now_ms,
+			   int64_t limit_ms)
+{
+	return limit_ms > 0 && n->state == HOLDERS_HELD && !n->orphan &&
+	       !n->lost && now_ms - n->ctime_ms > limit_ms;
+}
+
 /* state mode token host pid uid cmd age node tool note */
 static void info_holder_line(FILE *out, const struct holders_node *n,
-			     int64_t now_ms)
+			     int64_t now_ms, int64_t limit_ms)
 {
 	int64_t age = (now_ms - n->ctime_ms) / 1000;
 	int64_t token = n->token;
@@ -205,10 +226,10 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 	info_multi_mark(out, n);
 	if (n->holds > 1) /* counted holds of this host (-o reentrant) */
 		fprintf(out, ":holds=%u", n->holds);
-	/* Asked to let go: the mark replaced its holder's identity. */
-	if (n->len == strlen(REVOKE_MARK) &&
-	    memcmp(n->data, REVOKE_MARK, n->len) == 0)
+	if (info_is_asked(n))
 		fputs(":revoke", out);
+	if (info_is_overdue(n, now_ms, limit_ms))
+		fputs(":overdue", out);
 	info_identity_field(out, n, "note", 1);
 	fputc('\n', out);
 }
@@ -236,7 +257,10 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 				void *arg)
 {
 	struct info_holders_ctx *ctx = arg;
-	struct timespec now;
+	struct zkl_session *s = ctx->open.fs->session;
+	int64_t now_ms = session_server_now_ms(s);
+	unsigned maxhold = session_maxhold(s, ctx->dir);
+	size_t asked = 0, overdue = 0;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out = NULL;
@@ -250,12 +274,17 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 		free(ctx);
 		return;
 	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	for (size_t i = 0; i < n; i++)
-		info_holder_line(out, &nodes[i],
-				 (int64_t)now.tv_sec * 1000 +
-					 now.tv_nsec / 1000000);
+	for (size_t i = 0; i < n; i++) {
+		info_holder_line(out, &nodes[i], now_ms,
+				 (int64_t)maxhold * 1000);
+		asked += info_is_asked(&nodes[i]);
+		overdue += info_is_overdue(&nodes[i], now_ms,
+					   (int64_t)maxhold * 1000);
+	}
 	info_lease_line(out, sem);
+	if (maxhold > 0 || asked > 0)
+		fprintf(out, "maxhold %u asked %zu overdue %zu\n", maxhold,
+			asked, overdue);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
 	if (info_close(out, &text) != 0)
 		snapshot_pending_fail(&ctx->open, ENOMEM);

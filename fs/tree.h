@@ -31,8 +31,10 @@ enum tree_kind {
 			   * written to set it) */
 	TREE_REVOKE = 7,  /* <resource>/revoke: write-only, asks or breaks
 			   * the holders (revoke.h) */
-	TREE_LAST_FILE = TREE_REVOKE, /* files of every resource: 1..this */
-	TREE_STATUS = 8, /* MOUNT/.status: the session (text), root only */
+	TREE_MAXHOLD = 8, /* <resource>/maxhold: how long a hold may last
+			   * (text, and written to set it; maxhold.h) */
+	TREE_LAST_FILE = TREE_MAXHOLD, /* files of every resource: 1..this */
+	TREE_STATUS = 9, /* MOUNT/.status: the session (text), root only */
 	TREE_KIND_MAX = 15,
 };
 
@@ -42,10 +44,16 @@ static inline int tree_kind_is_info(enum tree_kind kind)
 	return kind == TREE_HOLDERS || kind == TREE_STATUS;
 }
 
+/* A resource's settings: read, and written to set them. */
+static inline int tree_kind_is_setting(enum tree_kind kind)
+{
+	return kind == TREE_LIMIT || kind == TREE_MAXHOLD;
+}
+
 /* The files whose reads come from a text taken at open (snapshot.h). */
 static inline int tree_kind_is_text(enum tree_kind kind)
 {
-	return tree_kind_is_info(kind) || kind == TREE_LIMIT ||
+	return tree_kind_is_info(kind) || tree_kind_is_setting(kind) ||
 	       kind == TREE_REVOKE;
 }
 

@@ -12,7 +12,8 @@ static const char *const tree_file_names[] = {
 	[TREE_WRITE] = "write",     [TREE_READ] = "read",
 	[TREE_LEASE] = "lease",     [TREE_LOCK] = "lock",
 	[TREE_HOLDERS] = "holders", [TREE_LIMIT] = "limit",
-	[TREE_REVOKE] = "revoke",   [TREE_STATUS] = ".status",
+	[TREE_REVOKE] = "revoke",   [TREE_MAXHOLD] = "maxhold",
+	[TREE_STATUS] = ".status",
 };
 
 #define TREE_NFILES (sizeof(tree_file_names) / sizeof(tree_file_names[0]))

@@ -10,6 +10,7 @@
 
 #include "held.h"
 #include "list.h"
+#include "maxhold.h"
 #include "notice.h"
 #include "queue.h"
 #include "heartbeat.h"
@@ -53,6 +54,14 @@ struct zkl_session {
 	struct watchtab watches;
 	struct strtab queues; /* of struct zkl_queue, by resource path */
 	uint64_t grants, losses, expirations; /* since session_open */
+
+	/* The hold limits (session_maxhold.c): the table as last read, a
+	 * read of it in flight, another wanted after that one. */
+	struct maxhold_table maxhold;
+	int maxhold_loading, maxhold_again;
+	uint64_t maxhold_asks, maxhold_breaks; /* holds past their limit */
+	int64_t server_lead_ms; /* how far our CLOCK_REALTIME runs ahead of
+				 * the server's clock, at most */
 
 	/* The clock (session_clock.c): until when the server keeps the
 	 * session for sure.  Times are CLOCK_BOOTTIME milliseconds. */
@@ -113,6 +122,10 @@ struct zkl_member_ops {
 	 * function: never. */
 	const char *(*shared_node_locked)(const struct zkl_member *m,
 					  unsigned *owners);
+	/* The hold limits' sweep (lr_maxhold.c): a holder past its
+	 * resource's limit is asked to let go, and broken a grace later.
+	 * now: CLOCK_BOOTTIME ms.  NULL function: never. */
+	void (*hold_check_locked)(struct zkl_member *m, int64_t now);
 	/* Count m into the held or waiting counters of st, if it is either. */
 	void (*count_locked)(const struct zkl_member *m,
 			     struct zkl_session_stats *st);
@@ -230,6 +243,17 @@ void session_count_grant_locked(struct zkl_session *s);
 /* Its part of session_stats. */
 void session_clock_stats_locked(const struct zkl_session *s,
 				struct zkl_session_stats *st);
+
+/* session_maxhold.c.  The connection is (back) up: read the hold limits
+ * and watch them.  A limit of resource znode dir as last read (0: none).
+ * The server stamped ctime_ms on a node of ours just created. */
+void session_maxhold_connected_locked(struct zkl_session *s);
+unsigned session_maxhold_of_locked(struct zkl_session *s,
+				   const char *dir);
+void session_note_server_time_locked(struct zkl_session *s, int64_t ctime_ms);
+
+/* CLOCK_BOOTTIME in ms: the session's clock (session_clock.c). */
+int64_t session_clock_now(void);
 
 /* session_acl.c.  With credentials: does acl grant anything to an id other
  * than the mount's identity?  Then 1, and that entry as "scheme:id:perms"

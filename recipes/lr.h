@@ -162,6 +162,10 @@ struct zkl_lockreq {
 	int64_t czxid;
 	int64_t lost_ms;   /* jeopardy_wait's start, CLOCK_BOOTTIME ms */
 	int64_t revoke_ms; /* revoke_asked: when seen, CLOCK_REALTIME ms */
+	/* The hold's limit (lr_maxhold.c), CLOCK_BOOTTIME ms: its grant (a
+	 * downgrade's write lock's); when asked to let go for passing its
+	 * limit, and when last told to break (0: not yet). */
+	int64_t granted_ms, maxhold_ask_ms, maxhold_break_ms;
 	lockreq_done_fn done;
 	void *arg;
 	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
@@ -341,6 +345,8 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 		struct zkl_link *notify);
 const char *lr_lost_node(const struct zkl_member *m);
+/* The hold limits' sweep (internal.h, lr_maxhold.c). */
+void lr_hold_check(struct zkl_member *m, int64_t now);
 const char *lr_shared_node(const struct zkl_member *m, unsigned *owners);
 
 /* A held request asked to let go (lr_revoke.c): what to tell the daemon,

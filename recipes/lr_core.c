@@ -214,6 +214,8 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 		return;
 	lr->outcome = err ? LR_FINISHED : LR_HELD;
 	lr->notify_err = err;
+	if (!lr->inherited) /* an heir goes on with its write lock's hold */
+		lr->granted_ms = session_clock_now();
 	if (!err && !lr->group) /* a multi-lock counts as one */
 		session_count_grant_locked(lr->s);
 	lr_post_locked(lr, notify);

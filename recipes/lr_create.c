@@ -162,6 +162,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 		/* The session expired under us: nothing to do. */
 	} else if (rc == ZOK) {
 		lr->czxid = st->czxid;
+		session_note_server_time_locked(s, st->ctime);
 		if (lr_set_node(lr, name, NULL) < 0) {
 			lr->phase = PH_GONE;
 			lr_finish_locked(lr, -ENAMETOOLONG, &notify);

@@ -85,6 +85,9 @@ void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr->revoke_asked = lr->heir_of->revoke_asked;
 	lr->revoke_told = lr->heir_of->revoke_told;
 	lr->revoke_ms = lr->heir_of->revoke_ms;
+	lr->granted_ms = lr->heir_of->granted_ms;
+	lr->maxhold_ask_ms = lr->heir_of->maxhold_ask_ms;
+	lr->maxhold_break_ms = lr->heir_of->maxhold_break_ms;
 	lr->heir_of->phase = PH_GONE; /* nothing left to delete */
 	lr_heir_detach_locked(lr, notify);
 }

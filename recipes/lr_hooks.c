@@ -157,6 +157,18 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 	lr_end_entry_locked(lr, notify);
 }
 
+/* Why a held node is gone: broken by this session (held past its limit,
+ * lr_maxhold.c), or deleted by another client. */
+static const char *lr_held_gone_why(const struct zkl_lockreq *lr)
+{
+	const struct zkl_lockreq *owner = lr->group ? lr->group : lr;
+
+	return owner->maxhold_break_ms != 0
+		       ? "it was held past its limit and grace (maxhold), and "
+			 "broken"
+		       : "its lock node was deleted by another client";
+}
+
 /* Our own held node changed.  Deleted (not by us: the release takes the
  * watch away first): the lock is lost, whoever deleted it, and the next
  * waiter may hold already.  Its data set (a note, a lease's mark, someone
@@ -185,22 +197,15 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 		lr_tell_locked(lr, -EIO, notify);
 		lr->outcome = LR_FINISHED;
 	} else if (ev == WATCH_GONE || ev == WATCH_VANISHED) {
-		log_msg(LOG_WARNING,
-			"lock node %s was deleted by another client while "
-			"held: the lock is lost",
-			lr->node);
+		const char *why = lr_held_gone_why(lr);
+		log_msg(LOG_WARNING, "lock node %s: %s: the lock is lost",
+			lr->node, why);
 		lr->phase = PH_GONE;
 		if (lr->gops) {
 			lr->lost = 1;
-			lr->gops->lost(lr,
-				       "its lock node was deleted by another "
-				       "client",
-				       notify);
+			lr->gops->lost(lr, why, notify);
 		} else {
-			lr_lose_locked(lr,
-				       "its lock node was deleted by another "
-				       "client",
-				       notify);
+			lr_lose_locked(lr, why, notify);
 		}
 	} else if (ev == WATCH_UNKNOWN) {
 		/* No watch is set (the connection broke while setting it):
@@ -327,6 +332,7 @@ static const struct zkl_member_ops lr_member_ops = {
 	.lost_node_locked = lr_lost_node,
 	.shared_node_locked = lr_shared_node,
 	.count_locked = lr_count,
+	.hold_check_locked = lr_hold_check,
 };
 
 void lr_wire(struct zkl_lockreq *lr)

@@ -307,6 +307,7 @@ static const struct zkl_member_ops ml_member_ops = {
 	.jeopardy_locked = ml_jeopardy,
 	.lost_node_locked = ml_lost_node,
 	.count_locked = lr_count,
+	.hold_check_locked = lr_hold_check,
 };
 
 int lockreq_new_multi(struct zkl_session *s, const char *const *dirs, size_t n,

@@ -177,6 +177,7 @@ const struct zkl_member_ops peerlease_member_ops = {
 	.jeopardy_locked = lr_jeopardy,
 	.lost_node_locked = lr_lost_node,
 	.count_locked = lr_count,
+	.hold_check_locked = lr_hold_check,
 };
 
 void peerlease_wire(struct zkl_lockreq *lr)

@@ -41,6 +41,7 @@ static void session_connected_locked(struct zkl_session *s,
 	s->watches.connection++;
 	s->client_id = cid ? cid->client_id : 0;
 	session_clock_connected_locked(s);
+	session_maxhold_connected_locked(s);
 	if (!s->draining)
 		session_resume_all_locked(s, notify);
 }
@@ -146,6 +147,7 @@ void session_free(struct zkl_session *s)
 	watchtab_destroy(&s->watches);
 	strtab_destroy(&s->queues);
 	session_clock_destroy(s);
+	maxhold_table_free(&s->maxhold);
 	pthread_cond_destroy(&s->state_changed);
 	pthread_mutex_destroy(&s->lock);
 	free(s->base);

@@ -95,6 +95,8 @@ struct zkl_session_stats {
 			  * jeopardy) */
 	uint64_t expirations;
 	uint64_t asked;           /* held locks asked to let go (revoke.h) */
+	uint64_t maxhold_asks;    /* holds past their limit asked to let go */
+	uint64_t maxhold_breaks;  /* ... and broken (maxhold.h) */
 	int jeopardy;             /* declared, no answer since */
 	uint64_t jeopardies;      /* declared since the mount */
 	int64_t jeopardy_wall_ms; /* the last one, CLOCK_REALTIME; 0: none */

@@ -147,6 +147,7 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 {
 	char probe[NAMES_MAX_NODE_PATH + 64];
 	struct String_vector children = { 0 };
+	struct Stat st;
 	unsigned char r[8];
 	int rc;
 
@@ -156,10 +157,15 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 	 * goes with the session if the delete never comes. */
 	snprintf(probe, sizeof(probe), "%s/.zklockfs-probe-%02x%02x%02x%02x",
 		 s->base, r[0], r[1], r[2], r[3]);
-	rc = zoo_create(s->zh, probe, "", 0, s->acl, ZOO_EPHEMERAL, NULL, 0);
+	rc = zoo_create2(s->zh, probe, "", 0, s->acl, ZOO_EPHEMERAL, NULL, 0,
+			 &st);
 	if (rc != ZOK)
 		return session_probe_failed(s, rc, "create nodes", "create",
 					    err, errlen);
+	/* The server's clock, before any lock node tells it (holders). */
+	pthread_mutex_lock(&s->lock);
+	session_note_server_time_locked(s, st.ctime);
+	pthread_mutex_unlock(&s->lock);
 	rc = s->auth ? session_learn_identity(s, probe, err, errlen) : 0;
 	if (rc == 0) {
 		int zrc = zoo_get_children(s->zh, s->base, 0, &children);

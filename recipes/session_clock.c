@@ -58,7 +58,7 @@ static int64_t clock_ms(clockid_t id)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static int64_t clock_now(void)
+int64_t session_clock_now(void)
 {
 	return clock_ms(CLOCK_BOOTTIME);
 }
@@ -102,7 +102,7 @@ static void clock_on_heartbeat(int rc, const char *value, const void *data)
 	/* A reply of a handle closed since is not this session's proof. */
 	if (hb == &s->hb[s->hb_slot] && s->hb_sent_ms != 0) {
 		if (rc == ZOK) {
-			int64_t now = clock_now();
+			int64_t now = session_clock_now();
 			/* The next one a period after this answer, not after
 			 * this send: two heartbeats then reach the server a
 			 * period apart at least, with a leader's ping between
@@ -156,6 +156,21 @@ static void clock_sweep_locked(struct zkl_session *s, int64_t now,
 	}
 }
 
+/* Holders past their resource's limit (lr_maxhold.c): only while
+ * connected (the asks and breaks are requests) and never in a jeopardy
+ * (every holder is lost then anyway). */
+static void clock_check_holds_locked(struct zkl_session *s, int64_t now)
+{
+	if (s->maxhold.n == 0 || s->jeopardy_ms != 0 ||
+	    !session_is_connected_locked(s))
+		return;
+	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
+		struct zkl_member *m = member_of_live(l);
+		if (m->ops->hold_check_locked)
+			m->ops->hold_check_locked(m, now);
+	}
+}
+
 static void clock_declare_locked(struct zkl_session *s, int64_t now,
 				 struct zkl_link *notify)
 {
@@ -196,7 +211,7 @@ static void *clock_run(void *arg)
 
 	session_enter(s, &notify);
 	while (!s->closing) {
-		int64_t now = clock_now();
+		int64_t now = session_clock_now();
 		int64_t next_hb = s->hb_next_ms;
 		int64_t due;
 
@@ -212,6 +227,7 @@ static void *clock_run(void *arg)
 				/* a grant to lose; nodes whose margin ran */
 				clock_sweep_locked(s, now, &notify);
 		}
+		clock_check_holds_locked(s, now);
 		if (!list_empty(&notify)) {
 			session_leave(s, &notify);
 			session_enter(s, &notify);
@@ -236,7 +252,7 @@ static void *clock_run(void *arg)
 
 void session_clock_new_handle_locked(struct zkl_session *s)
 {
-	int64_t now = clock_now();
+	int64_t now = session_clock_now();
 
 	ZKL_ASSERT_HELD(&s->lock);
 	/* Called before the handle is made: its session is created after
@@ -256,7 +272,7 @@ void session_clock_connected_locked(struct zkl_session *s)
 	ZKL_ASSERT_HELD(&s->lock);
 	/* A heartbeat at once (if none is in flight): after a reconnection
 	 * its answer is the proof that the session lives. */
-	heartbeat_connected(&s->proof, clock_now());
+	heartbeat_connected(&s->proof, session_clock_now());
 	s->hb_next_ms = 0;
 	pthread_cond_broadcast(&s->clock_changed);
 }
@@ -276,7 +292,7 @@ void session_clock_stats_locked(const struct zkl_session *s,
 	st->jeopardies = s->jeopardies;
 	st->jeopardy_wall_ms = s->jeopardy_wall_ms;
 	st->margin_ms = (int)clock_margin_locked(s);
-	st->heartbeat_age_ms = clock_now() - s->proof.answered[0];
+	st->heartbeat_age_ms = session_clock_now() - s->proof.answered[0];
 }
 
 void session_clock_init(struct zkl_session *s, int margin_ms)

@@ -72,6 +72,8 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	out->losses = s->losses;
 	out->expirations = s->expirations;
 	out->asked = s->revokes_seen;
+	out->maxhold_asks = s->maxhold_asks;
+	out->maxhold_breaks = s->maxhold_breaks;
 	session_clock_stats_locked(s, out);
 	pthread_mutex_unlock(&s->lock);
 }

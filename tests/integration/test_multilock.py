@@ -54,7 +54,7 @@ def test_a_bad_list_is_no_directory(m1, bad):
 
 
 def test_only_write_read_and_lock_are_in_a_list_directory(m1):
-    for name in ("lease", "limit", "holders", "x"):
+    for name in ("lease", "limit", "holders", "revoke", "maxhold", "x"):
         assert not os.path.exists(m1.path(".all", "a,b", name)), name
     with pytest.raises(OSError) as e:
         os.mkdir(m1.path(".all", "a,b", "x"))

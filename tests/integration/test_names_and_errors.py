@@ -50,7 +50,7 @@ def test_bad_names_and_refused_operations(zk, base, m1):
 def test_lock_files_look_like_empty_regular_files(m1):
     st = os.stat(m1.path("r", "write"))
     assert st.st_size == 0 and (st.st_mode & 0o170000) == 0o100000
-    assert sorted(os.listdir(m1.path("r"))) == ["holders", "lease", "limit", "lock", "read", "revoke", "write"]
+    assert sorted(os.listdir(m1.path("r"))) == ["holders", "lease", "limit", "lock", "maxhold", "read", "revoke", "write"]
     for info in (m1.path("r", "holders"), m1.path(".status")):
         st = os.stat(info)
         assert (st.st_mode & 0o170777) == 0o100444, oct(st.st_mode)
@@ -60,7 +60,7 @@ def test_readdir_lists_resources_that_exist_and_rmdir(zk, base, m1):
     zk.ensure_path(base + "/one/two")
     zk.ensure_path(base + "/three")
     assert sorted(os.listdir(m1.mountpoint)) == [".status", "one", "three"]
-    assert sorted(os.listdir(m1.path("one"))) == ["holders", "lease", "limit", "lock", "read", "revoke", "two", "write"]
+    assert sorted(os.listdir(m1.path("one"))) == ["holders", "lease", "limit", "lock", "maxhold", "read", "revoke", "two", "write"]
     expect_errno(errno.ENOTEMPTY, os.rmdir, m1.path("one"))
     os.rmdir(m1.path("one", "two"))
     os.rmdir(m1.path("one"))

@@ -222,6 +222,20 @@ def test_the_revoke_example_asks_then_breaks(tmp_path, zk, base, m1, m2):
     holder.close()
 
 
+def test_the_maxhold_example_sets_reads_and_removes(tmp_path, zk, base, m1,
+                                                    m2):
+    lines = readme_block("echo 60 > /mnt/zklock/db/maxhold     # root or the mount's owner, on any host").text.splitlines()
+    res = bash(as_test(lines[0], m1.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert open(m2.path("db", "maxhold")).read() == "60\n", "every host"
+    res = bash(as_test(lines[1], m2.mountpoint), tmp_path)
+    assert res.returncode == 0 and res.stdout == "60\n", res
+    res = bash(as_test(lines[2], m1.mountpoint), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert open(m2.path("db", "maxhold")).read() == "0\n"
+    assert not zk.exists(f"{base}/.maxhold"), "nothing left in ZooKeeper"
+
+
 def test_the_semaphore_example(tmp_path, m1, m2):
     block = readme_block("echo 3 > /mnt/zklock/jobs/limit                        # once, on any host")
     stub(tmp_path, "job.sh", m2, "jobs")

@@ -1,0 +1,137 @@
+/*
+ * lr_maxhold.c - a hold that outlasts its resource's limit (maxhold.h),
+ * looked at by the session's clock thread about once a second
+ * (hold_check_locked): first asked to let go, as `echo ask > revoke`
+ * would (its node gets the revocation mark, and the holder hears of it
+ * through its held node's watch, lr_revoke.c), then, a grace later
+ * (maxhold_grace_ms), broken: its node deleted, so that the watch finds
+ * the lock lost (EIO, on_lost) and the next waiter of any host is
+ * granted.  Both go through ZooKeeper, so every host sees them in that
+ * order, and the next waiter only after the break.
+ *
+ * A hold's time counts from its grant on this host (a downgrade goes on
+ * with its write lock's); the limit is the one this session last read,
+ * so a limit set or lowered while the lock is held applies at once.  A
+ * multi-lock is one hold: the least of its resources' limits, and all
+ * its nodes asked, then deleted.  A peer's own lock taken on a lease's
+ * way is no hold.  Above lr_core.c only.
+ */
+#include "lr.h"
+#include "log.h"
+#include "maxhold.h"
+#include "revoke.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+/* A break whose delete got no answer is sent again after this long. */
+#define LR_MAXHOLD_RESEND_MS 2000
+
+static void lr_maxhold_ignore_stat(int rc, const struct Stat *st,
+				   const void *data)
+{
+	(void)st;
+	if (rc != ZOK && rc != ZNONODE)
+		log_msg(LOG_WARNING, "maxhold: asking %s to let go: %s",
+			(const char *)data, zerror(rc));
+	free((void *)data);
+}
+
+static void lr_maxhold_ignore_void(int rc, const void *data)
+{
+	if (rc != ZOK && rc != ZNONODE)
+		log_msg(LOG_WARNING, "maxhold: breaking %s: %s",
+			(const char *)data, zerror(rc));
+	free((void *)data);
+}
+
+/* Ask (mark) or break (delete) the node of lr; the path is the
+ * completion's, for its log line. */
+static void lr_maxhold_send(struct zkl_lockreq *lr, int do_break)
+{
+	char *path = strdup(lr->node);
+	int rc;
+
+	if (!path)
+		return; /* the next sweep tries again (a break), or not (an
+			 * ask: the break still comes) */
+	if (do_break)
+		rc = zoo_adelete(lr->s->zh, path, -1, lr_maxhold_ignore_void,
+				 path);
+	else
+		rc = zoo_aset(lr->s->zh, path, REVOKE_MARK,
+			      (int)strlen(REVOKE_MARK), -1,
+			      lr_maxhold_ignore_stat, path);
+	if (rc != ZOK)
+		free(path);
+}
+
+/* The hold's limit in ms: its resource's, or a multi-lock's least. */
+static int64_t lr_maxhold_limit_ms(const struct zkl_lockreq *lr)
+{
+	unsigned least = 0;
+
+	if (!lr->multi)
+		return (int64_t)session_maxhold_of_locked(lr->s, lr->res) * 1000;
+	for (unsigned i = 0; i < lr->nmembers; i++) {
+		unsigned secs =
+			session_maxhold_of_locked(lr->s, lr->members[i]->dir);
+		if (secs > 0 && (least == 0 || secs < least))
+			least = secs;
+	}
+	return (int64_t)least * 1000;
+}
+
+/* Send to lr's node, or to each of a multi-lock's members'. */
+static void lr_maxhold_send_all(struct zkl_lockreq *lr, int do_break)
+{
+	if (!lr->multi)
+		return lr_maxhold_send(lr, do_break);
+	for (unsigned i = 0; i < lr->nmembers; i++)
+		if (lr_has_node(lr->members[i]))
+			lr_maxhold_send(lr->members[i], do_break);
+}
+
+void lr_hold_check(struct zkl_member *m, int64_t now)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+	int64_t limit, held;
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->outcome != LR_HELD || lr->lost || lr->group ||
+	    lr->mutex_names || lr->passing || (!lr->multi && !lr_has_node(lr)))
+		return;
+	limit = lr_maxhold_limit_ms(lr);
+	held = now - lr->granted_ms;
+	if (limit == 0 || held < limit)
+		return;
+	if (lr->maxhold_ask_ms == 0) {
+		lr->maxhold_ask_ms = now;
+		lr->s->maxhold_asks++;
+		log_msg(LOG_NOTICE,
+			"lock %s held %" PRId64 " s, past its limit of %" PRId64
+			" s (maxhold): asked to let go, broken in %" PRId64
+			" s if it does not",
+			lr->node, held / 1000, limit / 1000,
+			maxhold_grace_ms((unsigned)(limit / 1000)) / 1000);
+		lr_maxhold_send_all(lr, 0);
+	} else if (now >= lr->maxhold_ask_ms +
+				  maxhold_grace_ms((unsigned)(limit / 1000)) &&
+		   now >= lr->maxhold_break_ms + LR_MAXHOLD_RESEND_MS) {
+		if (lr->maxhold_break_ms == 0) {
+			lr->s->maxhold_breaks++;
+			log_msg(LOG_WARNING,
+				"lock %s held %" PRId64 " s, asked to let go "
+				"%" PRId64 " s ago (maxhold %" PRId64
+				" s): broken",
+				lr->node, held / 1000,
+				(now - lr->maxhold_ask_ms) / 1000,
+				limit / 1000);
+		}
+		lr->maxhold_break_ms = now;
+		lr_maxhold_send_all(lr, 1);
+	}
+}

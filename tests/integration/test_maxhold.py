@@ -1,0 +1,201 @@
+"""MOUNT/<resource>/maxhold on real mounts: the limit is stored in
+ZooKeeper for every host (<base>/.maxhold, gone with its last limit); a
+mount's hold that passes it is asked to let go, then broken a grace later
+(lost: EIO), and only then is the next waiter of another host granted;
+holders marks anyone's hold past it as overdue.  Only root or the mount's
+owner may set it."""
+import errno
+import os
+import time
+
+import pytest
+
+from harness import Locker, lock_nodes, wait_until
+from services import CuratorJava
+from test_core import still_waiting
+from test_hangs import status
+from test_names_and_errors import expect_errno
+from test_revoke import write_as
+
+# maxhold_grace_ms: a tenth of the limit, at least this.
+GRACE_MIN = 2.0
+
+
+def set_maxhold(mount, value, res="r"):
+    """As the shell writes it: one write of the number and a newline."""
+    fd = os.open(mount.path(res, "maxhold"), os.O_WRONLY)
+    try:
+        return os.write(fd, f"{value}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def maxhold(mount, res="r"):
+    with open(mount.path(res, "maxhold")) as f:
+        return f.read()
+
+
+def holders(mount, res="r"):
+    with open(mount.path(res, "holders")) as f:
+        return f.read().splitlines()
+
+
+def test_a_limit_set_on_one_host_is_read_on_another(zk, base, m1, m2):
+    assert maxhold(m2) == "0\n", "none by default"
+    assert set_maxhold(m1, 30) == 3
+    assert maxhold(m2) == "30\n", "as soon as the write returned"
+    assert zk.get(f"{base}/.maxhold")[0] == b"30 r\n"
+    set_maxhold(m2, 7, "a/b")
+    assert maxhold(m1, "a/b") == "7\n" and maxhold(m1) == "30\n"
+    set_maxhold(m1, 0)
+    set_maxhold(m1, 0, "a/b")
+    assert maxhold(m2) == "0\n"
+    assert not zk.exists(f"{base}/.maxhold"), "nothing left behind"
+    assert ".maxhold" not in os.listdir(m1.path()), "no resource"
+
+
+@pytest.mark.parametrize("text", ["", "-1", "1.5", "abc", "07", "31536001",
+                                  "5 s", "5\n\n"])
+def test_bad_limits_are_einval(m1, text):
+    expect_errno(errno.EINVAL, set_maxhold, m1, text)
+    assert maxhold(m1) == "0\n"
+
+
+def test_hosts_setting_limits_at_once_lose_none(zk, base, m1, m2):
+    """Each store rewrites the one table on the version it read: two hosts
+    writing together must keep both limits."""
+    for i in range(20):
+        set_maxhold(m1 if i % 2 else m2, i + 1, f"r{i}")
+    values = {f"r{i}": maxhold(m1, f"r{i}") for i in range(20)}
+    assert values == {f"r{i}": f"{i + 1}\n" for i in range(20)}
+    for i in range(20):
+        set_maxhold(m2, 0, f"r{i}")
+    assert not zk.exists(f"{base}/.maxhold")
+
+
+def test_only_root_or_the_owner_may_set_it(zk, base, mounts):
+    m = mounts.new("-o", "allow_other")
+    assert write_as(65534, m.path("r", "maxhold"), "5\n") == "EPERM"
+    assert maxhold(m) == "0\n"
+    owned = mounts.new("-o", "allow_other,uid=65534")
+    assert write_as(65534, owned.path("r", "maxhold"), "5\n") == "ok"
+    assert maxhold(m) == "5\n"
+    set_maxhold(m, 0)
+
+
+def test_a_stubborn_holder_is_asked_then_broken_then_the_next_granted(
+        zk, base, mounts, m2):
+    """The holder ignores the signal that asks it to let go: the order of
+    events, as the holder and the other host see them, is asked (POLLPRI,
+    the signal, holders' :revoke), then broken (EIO), and the waiter of
+    the other host is granted only after that."""
+    m1 = mounts.new("-o", "on_revoke=signal:USR1")
+    limit = 2
+    holder = Locker(m1.path("r", "write"), "rw", ["--trap", "SIGUSR1"])
+    holder.granted()
+    granted_at = time.monotonic()
+    waiter = Locker(m2.path("r", "write"))
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 2, 15,
+               "the waiter queued")
+    set_maxhold(m2, limit)
+    assert holder.next_line(15, "the on_revoke signal") == "signal SIGUSR1"
+    asked_at = time.monotonic()
+    assert asked_at - granted_at >= limit - 0.1, "not asked before its time"
+    assert holder.command("read").split("|")[-1].startswith(
+        "revoke requested 20")
+    line = holders(m2)[0].split(" ")
+    assert line[0] == "held" and ":revoke" in line[9], line
+    assert still_waiting(waiter), "asking took nothing"
+    waiter.granted(timeout=limit + 60)
+    granted2_at = time.monotonic()
+    assert granted2_at - asked_at >= GRACE_MIN - 0.5, \
+        f"broken {granted2_at - asked_at:.1f} s after the ask, before the grace"
+    assert holder.command("read") == "err EIO", "the holder lost it"
+    assert status(m1)["maxhold_asks"] == "1"
+    assert status(m1)["maxhold_breaks"] == "1"
+    assert status(m1)["losses"] == "1"
+    assert "held past its limit" in m1.log()
+    waiter.close()
+    holder.close()
+    set_maxhold(m2, 0)
+
+
+def test_a_holder_that_lets_go_when_asked_is_not_broken(zk, base, m1, m2):
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    set_maxhold(m2, 1)
+    wait_until(lambda: holder.command("read").split("|")[-1].startswith(
+        "revoke requested"), 15, "the holder asked")
+    holder.close()
+    again = Locker(m1.path("r", "write"), "rw")
+    again.granted()
+    assert status(m1)["maxhold_breaks"] == "0"
+    again.close()
+    set_maxhold(m2, 0)
+
+
+def test_a_limit_removed_in_time_asks_nothing(zk, base, m1, m2):
+    set_maxhold(m2, 3)
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    set_maxhold(m2, 0)
+    time.sleep(4)  # past the limit that was: nothing may come
+    assert holder.command("read").split("|")[-1] != "revoke requested"
+    assert "revoke" not in holder.command("read")
+    assert status(m1)["maxhold_asks"] == "0"
+    holder.close()
+
+
+@pytest.mark.parametrize("how", ["flock", "lease", "read"])
+def test_flock_leases_and_readers_are_bounded_alike(zk, base, m1, m2, how):
+    if how == "flock":
+        holder = Locker(m1.path("r", "lock"), "rw", ["--flock"])
+    else:
+        holder = Locker(m1.path("r", how), "rw")
+    holder.granted()
+    set_maxhold(m2, 1)
+    wait_until(lambda: holder.command("read") == "err EIO", 30,
+               f"the {how} holder broken")
+    assert not lock_nodes(zk, f"{base}/r"), "its node deleted"
+    holder.close()
+    set_maxhold(m2, 0)
+
+
+def test_a_multi_lock_is_bounded_by_its_least_limit(zk, base, m1, m2):
+    holder = Locker(m1.path(".all", "a,b", "write"), "rw")
+    holder.granted()
+    set_maxhold(m2, 1, "b")
+    wait_until(lambda: holder.command("read") == "err EIO", 30,
+               "the multi-lock broken")
+    wait_until(lambda: not lock_nodes(zk, base), 15,
+               "every node of it deleted")
+    holder.close()
+    set_maxhold(m2, 0, "b")
+
+
+@pytest.fixture(scope="module")
+def curator_java():
+    java = CuratorJava()
+    yield java
+    java.remove()
+
+
+def test_another_tools_holder_is_marked_overdue_not_broken(
+        zookeeper, zk, base, m1, m2, curator_java):
+    svc = curator_java.service(zookeeper.connect)
+    try:
+        held = svc.hold("mutex", f"{base}/r")
+        assert holders(m1)[-1].startswith("held"), holders(m1)
+        set_maxhold(m1, 1)
+
+        def overdue():
+            lines = holders(m2)
+            return ":overdue" in lines[0].split(" ")[9] and \
+                lines[-1] == "maxhold 1 asked 0 overdue 1"
+        wait_until(overdue, 15, "the Curator holder marked overdue")
+        assert len(lock_nodes(zk, f"{base}/r")) == 1, \
+            "another tool's holder is not broken"
+        svc.release(held)
+    finally:
+        svc.close()
+    set_maxhold(m1, 0)
