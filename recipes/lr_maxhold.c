@@ -84,13 +84,20 @@ static int64_t lr_maxhold_limit_ms(const struct zkl_lockreq *lr)
 	return (int64_t)least * 1000;
 }
 
+/* Does lr's node hold, with nothing else under way (a release deleting
+ * it, an heir replacing it)? */
+static int lr_maxhold_node_idle(const struct zkl_lockreq *lr)
+{
+	return lr->phase == PH_IDLE && !lr->passing && lr_has_node(lr);
+}
+
 /* Send to lr's node, or to each of a multi-lock's members'. */
 static void lr_maxhold_send_all(struct zkl_lockreq *lr, int do_break)
 {
 	if (!lr->multi)
 		return lr_maxhold_send(lr, do_break);
 	for (unsigned i = 0; i < lr->nmembers; i++)
-		if (lr_has_node(lr->members[i]))
+		if (lr_maxhold_node_idle(lr->members[i]))
 			lr_maxhold_send(lr->members[i], do_break);
 }
 
@@ -102,7 +109,7 @@ void lr_hold_check(struct zkl_member *m, int64_t now)
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	if (lr->outcome != LR_HELD || lr->lost || lr->group ||
-	    lr->mutex_names || lr->passing || (!lr->multi && !lr_has_node(lr)))
+	    lr->mutex_names || (!lr->multi && !lr_maxhold_node_idle(lr)))
 		return;
 	limit = lr_maxhold_limit_ms(lr);
 	held = now - lr->granted_ms;
