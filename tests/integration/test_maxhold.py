@@ -6,6 +6,7 @@ holders marks anyone's hold past it as overdue.  Only root or the mount's
 owner may set it."""
 import errno
 import os
+import subprocess
 import time
 
 import pytest
@@ -199,3 +200,45 @@ def test_another_tools_holder_is_marked_overdue_not_broken(
     finally:
         svc.close()
     set_maxhold(m1, 0)
+
+
+FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+
+
+def clock_off_by(offset):
+    """A host whose clock is off: the daemon sees CLOCK_REALTIME moved by
+    offset (libfaketime, as faketime(1) does; its monotonic clocks stay)."""
+    return ("env", f"LD_PRELOAD={FAKETIME}", f"FAKETIME={offset}",
+            "FAKETIME_DONT_FAKE_MONOTONIC=1")
+
+
+@pytest.mark.skipif(os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none",
+                    reason="a sanitizer's runtime must be the first library "
+                           "loaded; libfaketime is preloaded")
+def test_overdue_goes_by_the_servers_clock_not_the_hosts(zk, base, mounts):
+    """A kazoo holder (this test's own client) on a resource with a limit:
+    a host an hour ahead must not call it overdue at once, and a host an
+    hour behind must, once the limit passed on the server."""
+    ahead = mounts.new(prefix=clock_off_by("+1h"))
+    behind = mounts.new(prefix=clock_off_by("-1h"))
+    lock = zk.Lock(f"{base}/r", "kazoo holder")
+    assert lock.acquire(timeout=15)
+    try:
+        set_maxhold(ahead, 30)
+        line = holders(ahead)[0].split(" ")
+        assert line[9] == "kazoo" and int(line[7].rstrip("s")) < 30, line
+        set_maxhold(behind, 1)
+
+        def overdue_behind():
+            return holders(behind)[0].split(" ")[9] == "kazoo:overdue"
+        wait_until(overdue_behind, 15,
+                   "the host an hour behind sees the holder overdue")
+        assert holders(behind)[-1] == "maxhold 1 asked 0 overdue 1"
+        set_maxhold(ahead, 0)
+    finally:
+        lock.release()
+        # libfaketime's wrappers keep SIGTERM from waking libfuse's loop:
+        # unmount instead, and the daemons end as they do on umount(8).
+        for m in (ahead, behind):
+            subprocess.run(["fusermount3", "-u", m.mountpoint], check=True)
+            assert m.proc.wait(30) == 0, m.log()
