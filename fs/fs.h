@@ -111,8 +111,8 @@ void revoke_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
  * their reads and release are info_read and info_release. */
 void setting_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		  const struct fuse_entry_param *create_entry);
-void setting_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-		   size_t size, off_t off);
+void setting_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		   off_t off);
 
 /* Lock-file operations (ops_lock.c). */
 void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

@@ -89,8 +89,8 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		st.leases_waiting, st.grants, st.losses, st.expirations,
 		st.asked, atomic_load(&fs->asks_sent),
 		atomic_load(&fs->breaks_sent), st.maxhold_asks,
-		st.maxhold_breaks, st.jeopardies, jeopardy_at,
-		st.margin_ms, st.heartbeat_age_ms,
+		st.maxhold_breaks, st.jeopardies, jeopardy_at, st.margin_ms,
+		st.heartbeat_age_ms,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);

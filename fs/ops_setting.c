@@ -160,8 +160,8 @@ static void setting_stored(int err, void *arg)
 	free(ctx);
 }
 
-void setting_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-		   size_t size, off_t off)
+void setting_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		   off_t off)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct setting *setting = setting_of(ino);

@@ -248,8 +248,7 @@ void session_clock_stats_locked(const struct zkl_session *s,
  * and watch them.  A limit of resource znode dir as last read (0: none).
  * The server stamped ctime_ms on a node of ours just created. */
 void session_maxhold_connected_locked(struct zkl_session *s);
-unsigned session_maxhold_of_locked(struct zkl_session *s,
-				   const char *dir);
+unsigned session_maxhold_of_locked(struct zkl_session *s, const char *dir);
 void session_note_server_time_locked(struct zkl_session *s, int64_t ctime_ms);
 
 /* CLOCK_BOOTTIME in ms: the session's clock (session_clock.c). */

@@ -74,7 +74,8 @@ static int64_t lr_maxhold_limit_ms(const struct zkl_lockreq *lr)
 	unsigned least = 0;
 
 	if (!lr->multi)
-		return (int64_t)session_maxhold_of_locked(lr->s, lr->res) * 1000;
+		return (int64_t)session_maxhold_of_locked(lr->s, lr->res) *
+		       1000;
 	for (unsigned i = 0; i < lr->nmembers; i++) {
 		unsigned secs =
 			session_maxhold_of_locked(lr->s, lr->members[i]->dir);
@@ -126,7 +127,7 @@ void lr_hold_check(struct zkl_member *m, int64_t now)
 			maxhold_grace_ms((unsigned)(limit / 1000)) / 1000);
 		lr_maxhold_send_all(lr, 0);
 	} else if (now >= lr->maxhold_ask_ms +
-				  maxhold_grace_ms((unsigned)(limit / 1000)) &&
+				   maxhold_grace_ms((unsigned)(limit / 1000)) &&
 		   now >= lr->maxhold_break_ms + LR_MAXHOLD_RESEND_MS) {
 		if (lr->maxhold_break_ms == 0) {
 			lr->s->maxhold_breaks++;

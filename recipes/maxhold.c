@@ -87,7 +87,8 @@ static int maxhold_parse_line(const char *line, size_t len, unsigned *secs,
 
 	if (!space || space == line || space + 1 == line + len ||
 	    maxhold_parse_value(line, (size_t)(space - line), secs) < 0 ||
-	    *secs == 0 || memchr(space + 1, '\0', len - (size_t)(space + 1 - line)))
+	    *secs == 0 ||
+	    memchr(space + 1, '\0', len - (size_t)(space + 1 - line)))
 		return -EINVAL;
 	*res = strndup(space + 1, len - (size_t)(space + 1 - line));
 	return *res ? 0 : -ENOMEM;
@@ -136,8 +137,7 @@ unsigned maxhold_table_lookup(const struct maxhold_table *t, const char *res)
 	return found ? t->e[i].secs : 0;
 }
 
-int maxhold_table_format(const struct maxhold_table *t, char **out,
-			 size_t *len)
+int maxhold_table_format(const struct maxhold_table *t, char **out, size_t *len)
 {
 	FILE *f;
 

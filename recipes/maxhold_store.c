@@ -21,12 +21,12 @@
 
 struct maxhold_op {
 	struct zkl_session *s;
-	maxhold_read_fn read_cb; /* a read, or ... */
+	maxhold_read_fn read_cb;     /* a read, or ... */
 	maxhold_stored_fn stored_cb; /* ... a store of secs */
 	void *arg;
 	unsigned secs;
 	int attempts;
-	char *text; /* the table to write, while it is written */
+	char *text;      /* the table to write, while it is written */
 	const char *res; /* in path, after the base */
 	char path[];     /* the table znode's path, then a NUL, then dir */
 };

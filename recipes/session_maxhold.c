@@ -124,8 +124,7 @@ void session_maxhold_connected_locked(struct zkl_session *s)
 }
 
 /* dir's name relative to the base, or NULL if it is not under it. */
-static const char *maxhold_res_of(const struct zkl_session *s,
-				  const char *dir)
+static const char *maxhold_res_of(const struct zkl_session *s, const char *dir)
 {
 	size_t n = strlen(s->base);
 
@@ -134,8 +133,7 @@ static const char *maxhold_res_of(const struct zkl_session *s,
 	return dir + n + 1;
 }
 
-unsigned session_maxhold_of_locked(struct zkl_session *s,
-				   const char *dir)
+unsigned session_maxhold_of_locked(struct zkl_session *s, const char *dir)
 {
 	const char *res = maxhold_res_of(s, dir);
 

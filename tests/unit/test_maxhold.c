@@ -19,8 +19,11 @@ Test(maxhold, accepted_values)
 		const char *text;
 		unsigned secs;
 	} ok[] = {
-		{ "0", 0 },     { "0\n", 0 },           { "1", 1 },
-		{ "30\n", 30 }, { "31536000", 31536000 },
+		{ "0", 0 },
+		{ "0\n", 0 },
+		{ "1", 1 },
+		{ "30\n", 30 },
+		{ "31536000", 31536000 },
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		unsigned secs = 99;
@@ -32,9 +35,9 @@ Test(maxhold, accepted_values)
 Test(maxhold, refused_values)
 {
 	static const char *const bad[] = {
-		"",   "\n",  "00", "07",       "-1",  "+3",       " 3",
-		"3 ", "3s",  "1.5", "31536001", "0x10", "3\n\n", "3\r\n",
-		"999999999",
+		"",         "\n",   "00",    "07",    "-1",
+		"+3",       " 3",   "3 ",    "3s",    "1.5",
+		"31536001", "0x10", "3\n\n", "3\r\n", "999999999",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		unsigned secs = 99;
