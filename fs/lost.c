@@ -129,41 +129,39 @@ static void lost_tell_holders(struct zkl_fs *fs, const char *node,
 	}
 }
 
-/* The holder identity's pid and command, for the log. */
-static void lost_who(const void *data, size_t len, char pid[16], char cmd[64])
+/* Say in the log what happened to the lock at node (`what`, naming it,
+ * then its holder, `why` and what follows), and signal its holders with
+ * sig unless 0. */
+static void lost_tell(struct zkl_fs *fs, const char *node, const void *data,
+		      size_t len, int level, const char *what, const char *why,
+		      const char *then, int sig)
 {
-	strcpy(pid, "?");
-	strcpy(cmd, "?");
-	identity_get(data, len, "pid", pid, 16);
-	identity_get(data, len, "cmd", cmd, 64);
+	char pid[16] = "?", cmd[64] = "?";
+
+	identity_get(data, len, "pid", pid, sizeof(pid));
+	identity_get(data, len, "cmd", cmd, sizeof(cmd));
+	log_msg(level, "%s %s held by pid %s (%s): %s; %s", what, node, pid,
+		cmd, why, then);
+	if (sig)
+		lost_tell_holders(fs, node, data, len, sig);
 }
 
 void fs_lock_lost(const char *node, const char *why, const void *data,
 		  size_t len, void *arg)
 {
 	struct zkl_fs *fs = arg;
-	char pid[16], cmd[64];
 
-	lost_who(data, len, pid, cmd);
-	log_msg(LOG_WARNING,
-		"lost lock %s held by pid %s (%s): %s; reads and writes of "
-		"its descriptor now fail with EIO",
-		node, pid, cmd, why);
-	if (fs->on_lost_signal)
-		lost_tell_holders(fs, node, data, len, fs->on_lost_signal);
+	lost_tell(fs, node, data, len, LOG_WARNING, "lost lock", why,
+		  "reads and writes of its descriptor now fail with EIO",
+		  fs->on_lost_signal);
 }
 
 void fs_lock_revoked(const char *node, const char *why, const void *data,
 		     size_t len, void *arg)
 {
 	struct zkl_fs *fs = arg;
-	char pid[16], cmd[64];
 
-	lost_who(data, len, pid, cmd);
-	log_msg(LOG_NOTICE,
-		"lock %s held by pid %s (%s): %s; it holds on until it does",
-		node, pid, cmd, why);
 	lockfile_notify_revoked(fs, node);
-	if (fs->on_revoke_signal)
-		lost_tell_holders(fs, node, data, len, fs->on_revoke_signal);
+	lost_tell(fs, node, data, len, LOG_NOTICE, "lock", why,
+		  "it holds on until it does", fs->on_revoke_signal);
 }

@@ -23,27 +23,23 @@ struct revoke_ctx {
 	revoke_fn cb;
 	void *arg;
 	struct revoke_result r;
-	size_t pending; /* calls to be answered, and one for the sender */
-	pthread_mutex_t lock;
+	/* Calls to be answered, and one for the sender.  No mutex: the
+	 * listing's answer sends them, and theirs come, on ZooKeeper's one
+	 * completion thread. */
+	size_t pending;
 	char dir[];
 };
 
 /* One answer (or the sender's own share): the last tells the owner. */
 static void revoke_one_done(struct revoke_ctx *c, int rc)
 {
-	int last;
-
-	pthread_mutex_lock(&c->lock);
 	if (rc == ZOK)
 		c->r.done++;
 	else if (rc != ZNONODE) /* released meanwhile: nothing to do */
 		c->r.failed++;
-	last = --c->pending == 0;
-	pthread_mutex_unlock(&c->lock);
-	if (!last)
+	if (--c->pending > 0)
 		return;
 	c->cb(0, &c->r, c->arg);
-	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
 
@@ -81,9 +77,7 @@ static void revoke_send(struct revoke_ctx *c, const struct holders_node *n)
 	char path[NAMES_MAX_NODE_PATH + 1];
 	int rc = ZBADARGUMENTS;
 
-	pthread_mutex_lock(&c->lock);
 	c->pending++;
-	pthread_mutex_unlock(&c->lock);
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s%s", c->dir, n->where,
 			     n->name) < sizeof(path)) {
 		pthread_mutex_lock(&c->s->lock);
@@ -110,7 +104,6 @@ static void revoke_listed(int err, const struct holders_node *nodes, size_t n,
 	(void)sem;
 	if (err < 0) {
 		c->cb(err, &c->r, c->arg);
-		pthread_mutex_destroy(&c->lock);
 		free(c);
 		return;
 	}
@@ -134,12 +127,9 @@ int revoke_start(struct zkl_session *s, const char *dir, enum revoke_how how,
 	c->cb = cb;
 	c->arg = arg;
 	c->pending = 1;
-	pthread_mutex_init(&c->lock, NULL);
 	memcpy(c->dir, dir, len);
 	err = holders_start(s, dir, revoke_listed, c);
-	if (err < 0) {
-		pthread_mutex_destroy(&c->lock);
+	if (err < 0)
 		free(c);
-	}
 	return err;
 }
