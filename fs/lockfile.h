@@ -151,8 +151,13 @@ void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,
  */
 struct waiter;
 
+/* How a lock was asked for: its requests' kind (LOCKREQ_KIND), which
+ * the metrics count by. */
+enum fs_lock_kind { FS_KIND_OPEN, FS_KIND_FLOCK, FS_KIND_FCNTL, FS_KINDS };
+
 struct waiter_ops {
 	const char *what; /* "open", "flock", "fcntl": for the log */
+	enum fs_lock_kind kind;
 	/* The lock is held: adopt lr and reply.  Completion thread. */
 	void (*granted)(struct waiter *w, struct zkl_lockreq *lr);
 	/* Reply with errno err; the lock request is already given up.

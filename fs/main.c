@@ -24,6 +24,7 @@
 #include "fs.h"
 #include "authfile.h"
 #include "log.h"
+#include "metrics_file.h"
 #include "mountpoint.h"
 #include "notify.h"
 #include "opts.h"
@@ -163,6 +164,7 @@ int main(int argc, char **argv)
 	struct zkl_fs fs;
 	struct opts o;
 	char err[OPTS_MAX_BASE + 512], auth[256];
+	struct metrics_file *mf = NULL;
 	int report_fd = -1, rc = 1, opened, polling = 0;
 
 	/* First: every exit below tears down what this set up. */
@@ -207,7 +209,9 @@ int main(int argc, char **argv)
 		goto out_opts;
 	}
 	if (mountpoint_check(o.mountpoint, err, sizeof(err)) < 0 ||
-	    resolve_check(o.hosts, err, sizeof(err)) < 0) {
+	    resolve_check(o.hosts, err, sizeof(err)) < 0 ||
+	    (o.metrics_file &&
+	     metrics_file_check(o.metrics_file, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_fuse;
 	}
@@ -282,8 +286,12 @@ int main(int argc, char **argv)
 		main_quiet_stdio();
 	}
 	main_notify_ready(&o);
+	if (o.metrics_file && metrics_file_start(&fs, o.metrics_file, &mf) < 0)
+		log_msg(LOG_WARNING, "metrics_file=%s: cannot start its writer",
+			o.metrics_file);
 
 	rc = main_serve(se) < 0 ? 1 : 0;
+	metrics_file_stop(mf);
 
 	notify_send("STOPPING=1");
 	log_msg(LOG_INFO, "unmounting %s", o.mountpoint);

@@ -91,10 +91,10 @@ static int dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 				d, req, tree_kind_name((enum tree_kind)k),
 				tree_ino(&fs->tree, res, (enum tree_kind)k),
 				S_IFREG, &cap);
-	if (is_root)
-		err |= dir_add(d, req, tree_kind_name(TREE_STATUS),
-			       tree_ino(&fs->tree, res, TREE_STATUS), S_IFREG,
-			       &cap);
+	for (int k = TREE_STATUS; is_root && k <= TREE_METRICS; k++)
+		err |= dir_add(d, req, tree_kind_name((enum tree_kind)k),
+			       tree_ino(&fs->tree, res, (enum tree_kind)k),
+			       S_IFREG, &cap);
 	for (size_t i = 0; i < n && err == 0; i++) {
 		char name[256];
 		enum tree_kind kind;

@@ -118,6 +118,7 @@ static struct zkl_lockreq *posix_holder_lock(const struct waiter *w)
 
 static const struct waiter_ops flock_ops = {
 	.what = "flock",
+	.kind = FS_KIND_FLOCK,
 	.granted = flock_granted,
 	.holder_lock_locked = flock_holder_lock,
 	.holder_drop_locked = flock_holder_drop,
@@ -125,6 +126,7 @@ static const struct waiter_ops flock_ops = {
 
 static const struct waiter_ops posix_ops = {
 	.what = "fcntl",
+	.kind = FS_KIND_FCNTL,
 	.granted = posix_granted,
 	.holder_lock_locked = posix_holder_lock,
 };

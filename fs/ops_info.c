@@ -26,6 +26,7 @@
 #include "identity.h"
 #include "log.h"
 #include "maxhold.h"
+#include "metrics.h"
 #include "names.h"
 #include "revoke.h"
 #include "snapshot.h"
@@ -41,15 +42,6 @@ static int info_close(FILE *out, char **text)
 }
 
 /* ---- .status ------------------------------------------------------------ */
-
-static const char *info_state_name(const struct zkl_session_stats *st)
-{
-	if (st->dead || st->state == ZKL_CONN_EXPIRED)
-		return "expired";
-	if (st->jeopardy)
-		return "jeopardy";
-	return st->state == ZKL_CONN_CONNECTED ? "connected" : "suspended";
-}
 
 static void info_status(struct zkl_fs *fs, fuse_req_t req,
 			struct fuse_file_info *fi,
@@ -83,7 +75,7 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		"\nmaxhold_breaks %" PRIu64 "\njeopardies %" PRIu64
 		"\nlast_jeopardy %s\njeopardy_margin_ms %d\n"
 		"heartbeat_age_ms %" PRId64 "\nuptime_s %lld\nversion %s\n",
-		info_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
+		metrics_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
 		session_hosts(fs->session), st.server[0] ? st.server : "-",
 		session_base(fs->session), st.held, st.waiting, st.leases_held,
 		st.leases_waiting, st.grants, st.losses, st.expirations,
@@ -94,6 +86,21 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
+	snapshot_answer_open(fs, req, fi, create_entry, text, len);
+}
+
+/* ---- .metrics ----------------------------------------------------------- */
+
+static void info_metrics(struct zkl_fs *fs, fuse_req_t req,
+			 struct fuse_file_info *fi,
+			 const struct fuse_entry_param *create_entry)
+{
+	char *text;
+	size_t len;
+	int err = metrics_text(fs, &text, &len);
+
+	if (err < 0)
+		return fs_reply_open_err(fs, req, create_entry, -err);
 	snapshot_answer_open(fs, req, fi, create_entry, text, len);
 }
 
@@ -325,6 +332,8 @@ void info_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		return fs_reply_open_err(fs, req, create_entry, EACCES);
 	if (tree_kind_of(ino) == TREE_STATUS)
 		info_status(fs, req, fi, create_entry);
+	else if (tree_kind_of(ino) == TREE_METRICS)
+		info_metrics(fs, req, fi, create_entry);
 	else
 		info_holders(fs, req, ino, fi, create_entry);
 }

@@ -127,6 +127,7 @@ static void lockfile_open_failed(struct waiter *w, int err)
 
 static const struct waiter_ops lockfile_open_ops = {
 	.what = "open",
+	.kind = FS_KIND_OPEN,
 	.granted = lockfile_open_granted,
 	.failed = lockfile_open_failed,
 };

@@ -30,6 +30,7 @@ enum {
 	OPTS_KEY_ON_LOST,
 	OPTS_KEY_ON_REVOKE,
 	OPTS_KEY_AUTH_FILE,
+	OPTS_KEY_METRICS_FILE,
 	OPTS_KEY_DIALECT,
 	OPTS_KEY_MAX_READ, /* refused: a lock file's text needs more */
 	OPTS_KEY_COUNT
@@ -39,6 +40,7 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("on_lost=", OPTS_KEY_ON_LOST),
 	FUSE_OPT_KEY("on_revoke=", OPTS_KEY_ON_REVOKE),
 	FUSE_OPT_KEY("auth_file=", OPTS_KEY_AUTH_FILE),
+	FUSE_OPT_KEY("metrics_file=", OPTS_KEY_METRICS_FILE),
 	FUSE_OPT_KEY("dialect=", OPTS_KEY_DIALECT),
 	FUSE_OPT_KEY("max_read=", OPTS_KEY_MAX_READ),
 	FUSE_OPT_KEY("session_timeout=", OPTS_KEY_SESSION_TIMEOUT),
@@ -166,10 +168,11 @@ static int opts_proc_number(struct opts_ctx *c, const char *arg, int key)
 static int opts_proc_string(struct opts_ctx *c, const char *arg, int key)
 {
 	char *value = strdup(strchr(arg, '=') + 1);
-	char **slot = key == OPTS_KEY_ON_LOST     ? &c->o->on_lost
-		      : key == OPTS_KEY_ON_REVOKE ? &c->o->on_revoke
-		      : key == OPTS_KEY_AUTH_FILE ? &c->o->auth_file
-						  : &c->o->dialect;
+	char **slot = key == OPTS_KEY_ON_LOST        ? &c->o->on_lost
+		      : key == OPTS_KEY_ON_REVOKE    ? &c->o->on_revoke
+		      : key == OPTS_KEY_AUTH_FILE    ? &c->o->auth_file
+		      : key == OPTS_KEY_METRICS_FILE ? &c->o->metrics_file
+						     : &c->o->dialect;
 
 	if (!value)
 		return opts_fail(c, "out of memory (%s)", arg);
@@ -195,6 +198,7 @@ static int opts_proc_ours(struct opts_ctx *c, const char *arg, int key)
 	case OPTS_KEY_ON_LOST:
 	case OPTS_KEY_ON_REVOKE:
 	case OPTS_KEY_AUTH_FILE:
+	case OPTS_KEY_METRICS_FILE:
 	case OPTS_KEY_DIALECT:
 		return opts_proc_string(c, arg, key);
 	case OPTS_KEY_MAX_READ:
@@ -358,6 +362,13 @@ int opts_parse(int argc, char **argv, struct opts *o,
 			 o->on_revoke);
 		return -EINVAL;
 	}
+	/* The daemon leaves its working directory when it detaches. */
+	if (o->metrics_file && o->metrics_file[0] != '/') {
+		snprintf(err, errlen,
+			 "metrics_file=%s: must be an absolute path",
+			 o->metrics_file);
+		return -EINVAL;
+	}
 	/* Beyond a quarter, heartbeats answered on time would reach it. */
 	if (o->jeopardy_margin_ms * 4 >= o->session_timeout * 1000) {
 		snprintf(err, errlen,
@@ -377,6 +388,7 @@ void opts_free(struct opts *o)
 	free(o->on_revoke);
 	free(o->dialect);
 	free(o->auth_file);
+	free(o->metrics_file);
 	o->hosts = o->base = o->on_lost = o->auth_file = o->dialect = NULL;
-	o->on_revoke = NULL;
+	o->on_revoke = o->metrics_file = NULL;
 }

@@ -31,9 +31,11 @@ struct opts {
 	int jeopardy_margin_ms; /* 0: the session's default */
 	char *on_lost;          /* as given: "log", "signal" or "signal:SIG" */
 	char *on_revoke;        /* the same, for a holder asked to let go */
-	char *auth_file;   /* digest credentials "user:password", or NULL */
-	unsigned uid, gid; /* owner of every file, if has_uid / has_gid */
-	unsigned umask;    /* mode bits taken away, if has_umask */
+	char *auth_file;    /* digest credentials "user:password", or NULL */
+	char *metrics_file; /* absolute path kept current (metrics_file.c), or
+			     * NULL */
+	unsigned uid, gid;  /* owner of every file, if has_uid / has_gid */
+	unsigned umask;     /* mode bits taken away, if has_umask */
 	int has_uid, has_gid, has_umask;
 	int on_lost_signal;   /* 0: only log a lost lock */
 	int on_revoke_signal; /* 0: only log a request to let go */

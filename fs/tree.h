@@ -34,14 +34,17 @@ enum tree_kind {
 	TREE_MAXHOLD = 8, /* <resource>/maxhold: how long a hold may last
 			   * (text, and written to set it; maxhold.h) */
 	TREE_LAST_FILE = TREE_MAXHOLD, /* files of every resource: 1..this */
-	TREE_STATUS = 9, /* MOUNT/.status: the session (text), root only */
+	TREE_STATUS = 9,   /* MOUNT/.status: the session (text), root only */
+	TREE_METRICS = 10, /* MOUNT/.metrics: for Prometheus (text), root
+			    * only */
 	TREE_KIND_MAX = 15,
 };
 
 /* The read-only text files, as opposed to the lock files. */
 static inline int tree_kind_is_info(enum tree_kind kind)
 {
-	return kind == TREE_HOLDERS || kind == TREE_STATUS;
+	return kind == TREE_HOLDERS || kind == TREE_STATUS ||
+	       kind == TREE_METRICS;
 }
 
 /* A resource's settings: read, and written to set them. */

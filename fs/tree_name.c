@@ -13,7 +13,7 @@ static const char *const tree_file_names[] = {
 	[TREE_LEASE] = "lease",     [TREE_LOCK] = "lock",
 	[TREE_HOLDERS] = "holders", [TREE_LIMIT] = "limit",
 	[TREE_REVOKE] = "revoke",   [TREE_MAXHOLD] = "maxhold",
-	[TREE_STATUS] = ".status",
+	[TREE_STATUS] = ".status",  [TREE_METRICS] = ".metrics",
 };
 
 #define TREE_NFILES (sizeof(tree_file_names) / sizeof(tree_file_names[0]))
@@ -29,9 +29,11 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 	size_t len = strnlen(name, 256);
 	struct zkl_node node;
 
-	if (is_root && strcmp(name, tree_file_names[TREE_STATUS]) == 0) {
-		*kind = TREE_STATUS;
-		return TREE_NAME_FILE;
+	for (size_t k = TREE_STATUS; is_root && k <= TREE_METRICS; k++) {
+		if (strcmp(name, tree_file_names[k]) == 0) {
+			*kind = (enum tree_kind)k;
+			return TREE_NAME_FILE;
+		}
 	}
 	if (is_root && strcmp(name, TREE_ALL_NAME) == 0)
 		return TREE_NAME_ALL;

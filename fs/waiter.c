@@ -301,7 +301,8 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			return;
 		}
 	}
-	err = lockfile_new_request(fs, lf->ino, mode, flags, w->identity,
+	err = lockfile_new_request(fs, lf->ino, mode,
+				   flags | LOCKREQ_KIND(ops->kind), w->identity,
 				   w->identity_len, waiter_done, w, &w->lr);
 	if (err < 0)
 		w->lr = NULL;

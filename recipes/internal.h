@@ -54,6 +54,7 @@ struct zkl_session {
 	struct watchtab watches;
 	struct strtab queues; /* of struct zkl_queue, by resource path */
 	uint64_t grants, losses, expirations; /* since session_open */
+	struct zkl_session_metrics metrics;   /* session_metrics.c */
 
 	/* The hold limits (session_maxhold.c): the table as last read, a
 	 * read of it in flight, another wanted after that one. */
@@ -69,6 +70,7 @@ struct zkl_session {
 	pthread_cond_t clock_changed; /* waited on with CLOCK_MONOTONIC */
 	int margin_ms;      /* asked (0: the default, heartbeat_margin) */
 	int64_t hb_sent_ms; /* the heartbeat in flight: its send time */
+	int64_t hb_sent_us; /* ... by session_metrics_now_us */
 	int64_t hb_next_ms; /* when the next one is due */
 	int hb_slot;        /* its context (hb[]), switched per handle */
 	struct zkl_heartbeat {
@@ -253,6 +255,17 @@ void session_note_server_time_locked(struct zkl_session *s, int64_t ctime_ms);
 
 /* CLOCK_BOOTTIME in ms: the session's clock (session_clock.c). */
 int64_t session_clock_now(void);
+
+/* session_metrics.c: CLOCK_MONOTONIC in us, to time requests; a lock of
+ * mode and kind granted after wait_ms, or ended (released by its owner,
+ * or lost) after holding hold_ms; a request answered, sent at sent_us. */
+int64_t session_metrics_now_us(void);
+void session_metrics_granted_locked(struct zkl_session *s, enum zkl_mode mode,
+				    unsigned kind, int64_t wait_ms);
+void session_metrics_ended_locked(struct zkl_session *s, enum zkl_mode mode,
+				  unsigned kind, int lost, int64_t hold_ms);
+void session_metrics_answered_locked(struct zkl_session *s,
+				     enum zkl_request_op op, int64_t sent_us);
 
 /* session_acl.c.  With credentials: does acl grant anything to an id other
  * than the mount's identity?  Then 1, and that entry as "scheme:id:perms"

@@ -205,9 +205,11 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 	pthread_mutex_unlock(&s->lock);
 	session_enter(s, &notify);
 	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
-	if (lr->outcome == LR_HELD && !lr->lost)
+	if (lr->outcome == LR_HELD && !lr->lost) {
 		log_msg(LOG_DEBUG, "released %s lock %s",
 			names_mode_str(lr->mode), lr->node);
+		lr_metrics_ended_locked(lr, 0);
+	}
 	lr->gone_fn = gone;
 	lr->gone_arg = arg;
 	/* A multi-lock that ended with its session keeps its members until

@@ -35,6 +35,11 @@ enum lockreq_flags {
 	LOCKREQ_TRY = 1, /* fail with -EAGAIN instead of queueing */
 };
 
+/* A flag: the request is of kind k (0 to ZKL_KINDS - 1), the owner's name
+ * for how it was asked, which the session's metrics count it by. */
+#define LOCKREQ_KIND_SHIFT 8
+#define LOCKREQ_KIND(k) ((unsigned)(k) << LOCKREQ_KIND_SHIFT)
+
 /* Prepare a request for a lock on the resource znode `dir` (absolute, under
  * the session's base).  `data` (copied) becomes the node's content.
  * Returns 0 or -ENOMEM / -ENAMETOOLONG, or -EOPNOTSUPP for a lease on a

@@ -166,6 +166,11 @@ struct zkl_lockreq {
 	 * downgrade's write lock's); when asked to let go for passing its
 	 * limit, and when last told to break (0: not yet). */
 	int64_t granted_ms, maxhold_ask_ms, maxhold_break_ms;
+	/* Its metrics (session_metrics.c): its kind (LOCKREQ_KIND); when it
+	 * was made and when its owner was told it holds, CLOCK_BOOTTIME ms;
+	 * when its create and its delete were sent, CLOCK_MONOTONIC us. */
+	unsigned kind;
+	int64_t made_ms, told_ms, create_sent_us, delete_sent_us;
 	lockreq_done_fn done;
 	void *arg;
 	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
@@ -334,6 +339,12 @@ void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* A listing's verdict (lr_machine.c). */
 void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
+
+/* Is lr a lock its owner holds as such: not a multi-lock's member, nor a
+ * peer lease's step?  Only those are counted (lr_core.c).  Its hold ended:
+ * released by its owner (lost 0), or lost, counted in the metrics. */
+int lr_is_owners_lock(const struct zkl_lockreq *lr);
+void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost);
 
 /* The session's calls on a plain request (lr_hooks.c): its member hooks,
  * watch handlers and listing reply, set up; a request's count. */

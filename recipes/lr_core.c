@@ -65,6 +65,8 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	lr->mode = mode;
 	lr->mutex_names = mutex_names != 0;
 	lr->try_only = (flags & LOCKREQ_TRY) != 0;
+	lr->kind = (flags >> LOCKREQ_KIND_SHIFT) % ZKL_KINDS;
+	lr->made_ms = session_clock_now();
 	lr->done = done;
 	lr->arg = arg;
 	lr->owners = 1;
@@ -204,6 +206,18 @@ static void lr_post_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	notice_post(notify, &lr->notice);
 }
 
+int lr_is_owners_lock(const struct zkl_lockreq *lr)
+{
+	return !lr->group && !lr->mutex_names;
+}
+
+void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost)
+{
+	if (lr_is_owners_lock(lr) && lr->told_ms != 0)
+		session_metrics_ended_locked(lr->s, lr->mode, lr->kind, lost,
+					     session_clock_now() - lr->told_ms);
+}
+
 /* Decide the owner's answer (at most once) and queue it for after unlock. */
 void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 {
@@ -218,6 +232,13 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 		lr->granted_ms = session_clock_now();
 	if (!err && !lr->group) /* a multi-lock counts as one */
 		session_count_grant_locked(lr->s);
+	if (!err) {
+		lr->told_ms = session_clock_now();
+		if (lr_is_owners_lock(lr))
+			session_metrics_granted_locked(
+				lr->s, lr->mode, lr->kind,
+				lr->told_ms - lr->made_ms);
+	}
 	lr_post_locked(lr, notify);
 }
 

@@ -30,6 +30,7 @@ int lr_queue_create(struct zkl_lockreq *lr)
 	if (lr->heir_of) /* a downgrade: in its write lock's place */
 		return lr_heir_send(lr);
 	lr_hold(lr, LR_HOLD_CALL);
+	lr->create_sent_us = session_metrics_now_us();
 	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
 			  (int)lr->datalen, lr->s->acl,
 			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, lr);
@@ -158,6 +159,9 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
+	if (lr->phase == PH_CREATING)
+		session_metrics_answered_locked(s, ZKL_OP_CREATE,
+						lr->create_sent_us);
 	if (lr->phase != PH_CREATING) {
 		/* The session expired under us: nothing to do. */
 	} else if (rc == ZOK) {

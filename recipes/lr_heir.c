@@ -88,7 +88,8 @@ void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr->granted_ms = lr->heir_of->granted_ms;
 	lr->maxhold_ask_ms = lr->heir_of->maxhold_ask_ms;
 	lr->maxhold_break_ms = lr->heir_of->maxhold_break_ms;
-	lr->heir_of->phase = PH_GONE; /* nothing left to delete */
+	lr->heir_of->phase = PH_GONE;            /* nothing left to delete */
+	lr_metrics_ended_locked(lr->heir_of, 0); /* the write lock's hold */
 	lr_heir_detach_locked(lr, notify);
 }
 

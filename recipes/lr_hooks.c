@@ -319,9 +319,11 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		st->held++;
 		st->leases_held += lease;
+		st->held_by[lr->mode][lr->kind]++;
 	} else if (lr->outcome == LR_PENDING) {
 		st->waiting++;
 		st->leases_waiting += lease;
+		st->waiting_by[lr->mode][lr->kind]++;
 	}
 }
 

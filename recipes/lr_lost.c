@@ -15,6 +15,7 @@ static struct zkl_lost *lr_lost_report(struct zkl_lockreq *lr, const char *why)
 	struct zkl_lost *item = malloc(sizeof(*item) + lr->datalen);
 
 	lr->s->losses++;
+	lr_metrics_ended_locked(lr, 1);
 	if (!item)
 		return NULL;
 	item->node = strdup(lr_has_node(lr) ? lr->node : lr->dir);

@@ -74,6 +74,7 @@ void lr_delete_unsent_locked(struct zkl_lockreq *lr)
 void lr_delete(struct zkl_lockreq *lr)
 {
 	lr_delete_begin_locked(lr);
+	lr->delete_sent_us = session_metrics_now_us();
 	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK)
 		lr_delete_unsent_locked(lr);
 }
@@ -211,6 +212,9 @@ static void lr_on_deleted(int rc, const void *data)
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
+	if (lr->phase == PH_DELETING)
+		session_metrics_answered_locked(s, ZKL_OP_DELETE,
+						lr->delete_sent_us);
 	lr_deleted_locked(lr, rc, &notify);
 	lr_end_completion(lr, &notify);
 }

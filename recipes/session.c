@@ -90,6 +90,7 @@ static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
 		   zstate == ZOO_ASSOCIATING_STATE) {
 		if (s->state == ZKL_CONN_CONNECTED) {
 			s->state = ZKL_CONN_CONNECTING;
+			s->metrics.disconnects++;
 			log_msg(LOG_INFO,
 				"ZooKeeper connection lost; session "
 				"0x%" PRIx64 " may still live: locks are kept "

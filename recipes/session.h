@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "histogram.h"
 #include "names.h"
 
 struct zkl_session;
@@ -81,6 +82,11 @@ int64_t session_id(struct zkl_session *s);
 enum zkl_conn_state session_state(struct zkl_session *s);
 
 /* What .status shows: the state of the session and what it did. */
+/* Lock requests are counted by mode (enum zkl_mode) and by the kind their
+ * owner gave them (LOCKREQ_KIND: how the lock was asked for; 0 if none). */
+#define ZKL_MODES 3
+#define ZKL_KINDS 4
+
 struct zkl_session_stats {
 	enum zkl_conn_state state;
 	int dead; /* no new session can help (authentication) */
@@ -89,7 +95,9 @@ struct zkl_session_stats {
 	char server[128]; /* the server connected to (or being tried) */
 	uint64_t held;    /* lock requests holding now (leases included) */
 	uint64_t waiting; /* ... queued or about to be */
-	uint64_t leases_held, leases_waiting; /* of those, the leases */
+	uint64_t leases_held, leases_waiting;   /* of those, the leases */
+	uint64_t held_by[ZKL_MODES][ZKL_KINDS]; /* held, by mode and kind */
+	uint64_t waiting_by[ZKL_MODES][ZKL_KINDS];
 	uint64_t grants; /* since the mount, over all its sessions */
 	uint64_t losses; /* held locks lost (session ended, node deleted,
 			  * jeopardy) */
@@ -107,6 +115,32 @@ struct zkl_session_stats {
 
 /* A consistent snapshot; counts every live request (O(requests)). */
 void session_stats(struct zkl_session *s, struct zkl_session_stats *out);
+
+/* The requests ZooKeeper's answer times are kept for. */
+enum zkl_request_op {
+	ZKL_OP_SYNC,   /* the session's heartbeat */
+	ZKL_OP_CREATE, /* a lock node's */
+	ZKL_OP_DELETE, /* ... and its release */
+	ZKL_OPS
+};
+
+/* Since session_open, by mode and kind: locks granted, released (by
+ * their owner) and lost, with how long each was waited for (its request's
+ * start to its grant) and held (its grant to its release or loss). */
+struct zkl_lock_metrics {
+	uint64_t grants, releases, losses;
+	struct histogram wait, hold;
+};
+
+struct zkl_session_metrics {
+	struct zkl_lock_metrics locks[ZKL_MODES][ZKL_KINDS];
+	struct histogram requests[ZKL_OPS]; /* answer times, seconds */
+	uint64_t disconnects; /* connections lost (not sessions) */
+};
+
+/* A consistent copy of the session's metrics, without asking ZooKeeper
+ * (session_metrics.c).  Any thread. */
+void session_metrics(struct zkl_session *s, struct zkl_session_metrics *out);
 
 /* The server list, as given at open. */
 const char *session_hosts(const struct zkl_session *s);

@@ -51,6 +51,13 @@ Test(tree, classifies_names)
 	cr_assert_eq(kind, TREE_REVOKE);
 	cr_assert_eq(tree_classify("revoke", 1, &kind), TREE_NAME_INVALID,
 		     "no resource may be called revoke");
+	cr_assert_eq(tree_classify("maxhold", 0, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_MAXHOLD);
+	cr_assert_eq(tree_classify("maxhold", 1, &kind), TREE_NAME_INVALID,
+		     "no resource may be called maxhold");
+	cr_assert_eq(tree_classify(".metrics", 1, &kind), TREE_NAME_FILE);
+	cr_assert_eq(kind, TREE_METRICS);
+	cr_assert_eq(tree_classify(".metrics", 0, &kind), TREE_NAME_INVALID);
 	cr_assert_eq(tree_classify(".status", 1, &kind), TREE_NAME_FILE);
 	cr_assert_eq(kind, TREE_STATUS);
 	cr_assert_eq(tree_classify(".status", 0, &kind), TREE_NAME_INVALID,

@@ -1,0 +1,273 @@
+/*
+ * metrics.c - MOUNT/.metrics and -o metrics_file's text: this mount's
+ * counters in Prometheus's text exposition format (version 0.0.4), built
+ * from what the session and the daemon count already, without a request
+ * to ZooKeeper.  Every series is always there, zeros included, so that a
+ * rate() over a restart or a first event has a start.
+ *
+ * The names and labels are documented in README.md ("Metrics") and
+ * zklockfs(8): keep them in step.
+ */
+#include "metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "lockfile.h"
+
+static const char *const metrics_modes[ZKL_MODES] = { "read", "write",
+						      "lease" };
+static const char *const metrics_kinds[FS_KINDS] = {
+	[FS_KIND_OPEN] = "open",
+	[FS_KIND_FLOCK] = "flock",
+	[FS_KIND_FCNTL] = "fcntl",
+};
+static const char *const metrics_ops[ZKL_OPS] = {
+	[ZKL_OP_SYNC] = "sync",
+	[ZKL_OP_CREATE] = "create",
+	[ZKL_OP_DELETE] = "delete",
+};
+
+static void metrics_head(FILE *out, const char *name, const char *type,
+			 const char *help)
+{
+	fprintf(out, "# HELP zklockfs_%s %s\n# TYPE zklockfs_%s %s\n", name,
+		help, name, type);
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void metrics_label_value(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(out, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+static void metrics_histogram(FILE *out, const char *name, const char *labels,
+			      const struct histogram *h,
+			      const struct histogram_bounds *b)
+{
+	uint64_t below = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		below += h->counts[i];
+		fprintf(out, "zklockfs_%s_bucket{%s,le=\"%g\"} %" PRIu64 "\n",
+			name, labels, b->le[i], below);
+	}
+	fprintf(out, "zklockfs_%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name,
+		labels, h->n);
+	fprintf(out, "zklockfs_%s_sum{%s} %.6f\n", name, labels, h->sum);
+	fprintf(out, "zklockfs_%s_count{%s} %" PRIu64 "\n", name, labels, h->n);
+}
+
+/* One value per mode and kind: held, waiting, or a counter of m. */
+typedef uint64_t (*metrics_pick_fn)(const struct zkl_session_stats *st,
+				    const struct zkl_session_metrics *m,
+				    int mode, int kind);
+
+static void metrics_by_lock(FILE *out, const char *name,
+			    const struct zkl_session_stats *st,
+			    const struct zkl_session_metrics *m,
+			    metrics_pick_fn pick)
+{
+	for (int mode = 0; mode < ZKL_MODES; mode++)
+		for (int kind = 0; kind < FS_KINDS; kind++)
+			fprintf(out,
+				"zklockfs_%s{mode=\"%s\",kind=\"%s\"} %" PRIu64
+				"\n",
+				name, metrics_modes[mode], metrics_kinds[kind],
+				pick(st, m, mode, kind));
+}
+
+static uint64_t metrics_held(const struct zkl_session_stats *st,
+			     const struct zkl_session_metrics *m, int mode,
+			     int kind)
+{
+	(void)m;
+	return st->held_by[mode][kind];
+}
+
+static uint64_t metrics_waiting(const struct zkl_session_stats *st,
+				const struct zkl_session_metrics *m, int mode,
+				int kind)
+{
+	(void)m;
+	return st->waiting_by[mode][kind];
+}
+
+static uint64_t metrics_grants(const struct zkl_session_stats *st,
+			       const struct zkl_session_metrics *m, int mode,
+			       int kind)
+{
+	(void)st;
+	return m->locks[mode][kind].grants;
+}
+
+static uint64_t metrics_releases(const struct zkl_session_stats *st,
+				 const struct zkl_session_metrics *m, int mode,
+				 int kind)
+{
+	(void)st;
+	return m->locks[mode][kind].releases;
+}
+
+static uint64_t metrics_losses(const struct zkl_session_stats *st,
+			       const struct zkl_session_metrics *m, int mode,
+			       int kind)
+{
+	(void)st;
+	return m->locks[mode][kind].losses;
+}
+
+static void metrics_locks(FILE *out, const struct zkl_session_stats *st,
+			  const struct zkl_session_metrics *m)
+{
+	char labels[64];
+
+	metrics_head(out, "locks_held", "gauge",
+		     "Locks and leases this mount holds now.");
+	metrics_by_lock(out, "locks_held", st, m, metrics_held);
+	metrics_head(out, "locks_waiting", "gauge",
+		     "Lock requests of this mount waiting now.");
+	metrics_by_lock(out, "locks_waiting", st, m, metrics_waiting);
+	metrics_head(out, "grants_total", "counter", "Locks granted.");
+	metrics_by_lock(out, "grants_total", st, m, metrics_grants);
+	metrics_head(out, "releases_total", "counter",
+		     "Held locks let go by their holder.");
+	metrics_by_lock(out, "releases_total", st, m, metrics_releases);
+	metrics_head(out, "losses_total", "counter",
+		     "Held locks lost: session expired, node deleted by "
+		     "another client, jeopardy.");
+	metrics_by_lock(out, "losses_total", st, m, metrics_losses);
+	metrics_head(out, "wait_seconds", "histogram",
+		     "Time from a lock request to its grant.");
+	for (int mode = 0; mode < ZKL_MODES; mode++)
+		for (int kind = 0; kind < FS_KINDS; kind++) {
+			snprintf(labels, sizeof(labels),
+				 "mode=\"%s\",kind=\"%s\"", metrics_modes[mode],
+				 metrics_kinds[kind]);
+			metrics_histogram(out, "wait_seconds", labels,
+					  &m->locks[mode][kind].wait,
+					  &histogram_lock_seconds);
+		}
+	metrics_head(out, "hold_seconds", "histogram",
+		     "Time from a grant to the lock's release or loss.");
+	for (int mode = 0; mode < ZKL_MODES; mode++)
+		for (int kind = 0; kind < FS_KINDS; kind++) {
+			snprintf(labels, sizeof(labels),
+				 "mode=\"%s\",kind=\"%s\"", metrics_modes[mode],
+				 metrics_kinds[kind]);
+			metrics_histogram(out, "hold_seconds", labels,
+					  &m->locks[mode][kind].hold,
+					  &histogram_lock_seconds);
+		}
+}
+
+static void metrics_counter(FILE *out, const char *name, const char *help,
+			    uint64_t value)
+{
+	metrics_head(out, name, "counter", help);
+	fprintf(out, "zklockfs_%s %" PRIu64 "\n", name, value);
+}
+
+const char *metrics_state_name(const struct zkl_session_stats *st)
+{
+	if (st->dead || st->state == ZKL_CONN_EXPIRED)
+		return "expired";
+	if (st->jeopardy)
+		return "jeopardy";
+	return st->state == ZKL_CONN_CONNECTED ? "connected" : "suspended";
+}
+
+static void metrics_session(FILE *out, struct zkl_fs *fs,
+			    const struct zkl_session_stats *st,
+			    const struct zkl_session_metrics *m)
+{
+	static const char *const states[] = { "connected", "suspended",
+					      "jeopardy", "expired" };
+	const char *now = metrics_state_name(st);
+	char labels[32];
+
+	metrics_head(out, "session_state", "gauge",
+		     "1 for the state the ZooKeeper session is in.");
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+		fprintf(out, "zklockfs_session_state{state=\"%s\"} %d\n",
+			states[i], strcmp(now, states[i]) == 0);
+	metrics_counter(out, "connection_losses_total",
+			"Connections to ZooKeeper lost (the session may live).",
+			m->disconnects);
+	metrics_counter(out, "session_expirations_total",
+			"ZooKeeper sessions that expired.", st->expirations);
+	metrics_counter(out, "jeopardies_total",
+			"Times every held lock was declared lost for want of "
+			"an answer.",
+			st->jeopardies);
+	metrics_counter(out, "revocations_total",
+			"Held locks of this mount asked to let go (revoke, "
+			"Curator's Revoker, maxhold).",
+			st->asked);
+	metrics_counter(out, "maxhold_breaks_total",
+			"Held locks of this mount broken for passing their "
+			"maxhold.",
+			st->maxhold_breaks);
+	metrics_head(out, "revoke_sent_total", "counter",
+		     "Holding nodes this mount's revoke files asked or broke.");
+	fprintf(out, "zklockfs_revoke_sent_total{how=\"ask\"} %llu\n",
+		atomic_load(&fs->asks_sent));
+	fprintf(out, "zklockfs_revoke_sent_total{how=\"break\"} %llu\n",
+		atomic_load(&fs->breaks_sent));
+	metrics_head(out, "zookeeper_request_seconds", "histogram",
+		     "Time ZooKeeper took to answer a request of this mount.");
+	for (int op = 0; op < ZKL_OPS; op++) {
+		snprintf(labels, sizeof(labels), "op=\"%s\"", metrics_ops[op]);
+		metrics_histogram(out, "zookeeper_request_seconds", labels,
+				  &m->requests[op], &histogram_request_seconds);
+	}
+}
+
+int metrics_text(struct zkl_fs *fs, char **text, size_t *len)
+{
+	struct zkl_session_stats st;
+	struct zkl_session_metrics *m = malloc(sizeof(*m));
+	struct timespec mono, wall;
+	FILE *out;
+
+	*text = NULL;
+	*len = 0;
+	if (!m || !(out = open_memstream(text, len))) {
+		free(m);
+		return -ENOMEM;
+	}
+	session_stats(fs->session, &st);
+	session_metrics(fs->session, m);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	metrics_head(out, "info", "gauge",
+		     "The daemon's version and the base path it serves.");
+	fputs("zklockfs_info{version=\"" ZKLOCKFS_VERSION "\",base=\"", out);
+	metrics_label_value(out, session_base(fs->session));
+	fputs("\"} 1\n", out);
+	metrics_head(out, "start_time_seconds", "gauge",
+		     "When the mount was made, in seconds since the epoch.");
+	fprintf(out, "zklockfs_start_time_seconds %lld\n",
+		(long long)(wall.tv_sec - (mono.tv_sec - fs->started.tv_sec)));
+	metrics_session(out, fs, &st, m);
+	metrics_locks(out, &st, m);
+	free(m);
+	if (fclose(out) != 0) {
+		free(*text);
+		*text = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}

@@ -1,0 +1,204 @@
+"""MOUNT/.metrics and -o metrics_file on real mounts: the text is what
+Prometheus's own `promtool check metrics` accepts; its numbers follow the
+locks taken (by mode and kind), waited for, released, lost and asked to let
+go, and ZooKeeper's answers; reading it asks ZooKeeper nothing (it answers
+while cut off); the file kept by -o metrics_file is served by the real
+prometheus-node-exporter's textfile collector, follows a state change
+within a second or so, and goes at unmount."""
+import fcntl
+import os
+import re
+import socket
+import subprocess
+import tempfile
+import urllib.request
+
+import pytest
+
+from harness import (Locker, Mounts, free_port, running, wait_until,
+                     zklockfs_binary)
+from tcpproxy import TcpProxy
+from test_hangs import answered_within
+from test_operability import status
+from test_revoke import revoke
+
+SERIES = re.compile(r"^(zklockfs_\w+)(\{[^}]*\})? (\S+)$")
+
+
+def metrics(mount):
+    with open(mount.path(".metrics")) as f:
+        return f.read()
+
+
+def values(text):
+    """{name{labels}: value} of every sample of the text."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = SERIES.match(line)
+        assert m, f"not a sample line: {line!r}"
+        found[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return found
+
+
+def sample(mount, name, **labels):
+    key = name + ("{" + ",".join(f'{k}="{v}"' for k, v in labels.items())
+                  + "}" if labels else "")
+    return values(metrics(mount))[key]
+
+
+def test_the_text_is_what_promtool_accepts(m1):
+    assert ".metrics" in os.listdir(m1.path())
+    assert os.stat(m1.path(".metrics")).st_mode & 0o777 == 0o444
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    text = metrics(m1)
+    res = subprocess.run(["promtool", "check", "metrics"], input=text,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert 'zklockfs_info{version="' in text
+    assert sample(m1, "zklockfs_session_state", state="connected") == 1
+    holder.close()
+
+
+def test_locks_are_counted_by_mode_and_kind(m1, m2):
+    holder = Locker(m2.path("r", "write"), "rw")
+    holder.granted()
+    waiter = Locker(m1.path("r", "write"))
+    wait_until(lambda: sample(m1, "zklockfs_locks_waiting", mode="write",
+                              kind="open") == 1, 15, "the waiter counted")
+    holder.close()
+    waiter.granted()
+    assert sample(m1, "zklockfs_locks_held", mode="write", kind="open") == 1
+    assert sample(m1, "zklockfs_locks_waiting", mode="write",
+                  kind="open") == 0
+    waiter.close()
+    wait_until(lambda: sample(m1, "zklockfs_locks_held", mode="write",
+                              kind="open") == 0, 15, "the release counted")
+    got = values(metrics(m1))
+    lock = '{mode="write",kind="open"}'
+    assert got["zklockfs_grants_total" + lock] == 1
+    assert got["zklockfs_releases_total" + lock] == 1
+    assert got['zklockfs_wait_seconds_count' + lock] == 1
+    assert got['zklockfs_wait_seconds_sum' + lock] > 0, "it waited"
+    assert got['zklockfs_hold_seconds_count' + lock] == 1
+    assert got['zklockfs_zookeeper_request_seconds_count{op="create"}'] >= 1
+    assert got['zklockfs_zookeeper_request_seconds_count{op="delete"}'] >= 1
+
+    fd = os.open(m1.path("r", "lock"), os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    assert sample(m1, "zklockfs_locks_held", mode="read", kind="flock") == 1
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    assert sample(m1, "zklockfs_locks_held", mode="write", kind="fcntl") == 1
+    os.close(fd)
+    lease = os.open(m1.path("jobs", "lease"), os.O_RDWR)
+    assert sample(m1, "zklockfs_locks_held", mode="lease", kind="open") == 1
+    os.close(lease)
+    got = values(metrics(m1))
+    for mode, kind in (("read", "flock"), ("write", "fcntl"),
+                       ("lease", "open")):
+        assert got[f'zklockfs_grants_total{{mode="{mode}",kind="{kind}"}}'] \
+            == 1, (mode, kind)
+
+
+def test_losses_and_requests_to_let_go_are_counted(m1, m2):
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    revoke(m2, "ask")
+    wait_until(lambda: sample(m1, "zklockfs_revocations_total") == 1, 15,
+               "the ask counted where the holder is")
+    assert sample(m2, "zklockfs_revoke_sent_total", how="ask") == 1
+    revoke(m2, "break")
+    wait_until(lambda: sample(m1, "zklockfs_losses_total", mode="write",
+                              kind="open") == 1, 15, "the loss counted")
+    assert sample(m1, "zklockfs_locks_held", mode="write", kind="open") == 0
+    assert sample(m2, "zklockfs_revoke_sent_total", how="break") == 1
+    holder.close()
+
+
+@pytest.fixture
+def proxied(zookeeper, zk, base, tmp_path):
+    """A mount through a proxy the test cuts, keeping a metrics file."""
+    proxy = TcpProxy(zookeeper.port)
+    mounts = Mounts(proxy.connect + base)
+    path = tmp_path / "zklockfs.prom"
+    try:
+        yield proxy, mounts, mounts.new("-o", f"metrics_file={path}"), path
+        proxy.accept()
+    finally:
+        mounts.finish(zk, base)
+        proxy.stop()
+
+
+def test_reading_asks_zookeeper_nothing_and_the_file_follows_the_state(
+        proxied):
+    proxy, mounts, m, path = proxied
+    wait_until(lambda: path.exists(), 15, "the metrics file written")
+    assert 'zklockfs_session_state{state="connected"} 1' in path.read_text()
+    proxy.cut()
+    wait_until(lambda: status(m)["state"] == "suspended", 10,
+               "the mount to see the connection lost")
+    text = answered_within(1, metrics, m)
+    assert 'zklockfs_session_state{state="suspended"} 1' in text
+    assert values(text)["zklockfs_connection_losses_total"] == 1
+    wait_until(lambda: 'zklockfs_session_state{state="suspended"} 1'
+               in path.read_text(), 3, "the file to follow the state")
+    proxy.accept()
+    wait_until(lambda: 'zklockfs_session_state{state="connected"} 1'
+               in path.read_text(), 15, "the file to follow it back")
+    assert not [p for p in os.listdir(path.parent) if p != path.name], \
+        "no temporary file left beside it"
+    mounts.stop_all()
+    mounts.started.clear()  # stopped, and its exit checked
+    assert not path.exists(), "removed at unmount"
+
+
+def node_exporter_metrics(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                timeout=10) as r:
+        return r.read().decode()
+
+
+def test_the_node_exporter_serves_the_metrics_file(mounts, tmp_path):
+    path = tmp_path / "zklockfs.prom"
+    m = mounts.new("-o", f"metrics_file={path}")
+    holder = Locker(m.path("r", "write"), "rw")
+    holder.granted()
+    wait_until(lambda: path.exists() and 'zklockfs_locks_held{mode="write",'
+               'kind="open"} 1' in path.read_text(), 15,
+               "the file to show the lock held")
+    port = free_port()
+    with running(["prometheus-node-exporter",
+                  f"--web.listen-address=127.0.0.1:{port}",
+                  "--collector.disable-defaults", "--collector.textfile",
+                  f"--collector.textfile.directory={tmp_path}"],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        def serving():
+            try:
+                with socket.create_connection(("127.0.0.1", port), 1):
+                    return True
+            except OSError:
+                return False
+        wait_until(serving, 15, "the node exporter listening")
+        served = node_exporter_metrics(port)
+    assert "node_textfile_scrape_error 0" in served, served[-2000:]
+    assert 'zklockfs_locks_held{kind="open",mode="write"} 1' in served, \
+        [line for line in served.splitlines() if "zklockfs_locks" in line]
+    assert 'zklockfs_session_state{state="connected"} 1' in served
+    holder.close()
+
+
+@pytest.mark.parametrize("value,said", [
+    ("relative.prom", "must be an absolute path"),
+    ("/nonexistent/dir/x.prom", "cannot write in /nonexistent/dir"),
+])
+def test_a_metrics_file_that_cannot_be_written_fails_the_start(
+        zookeeper, base, value, said):
+    with tempfile.TemporaryDirectory() as mnt:
+        res = subprocess.run([zklockfs_binary(), "-f", "-o",
+                              f"metrics_file={value}",
+                              zookeeper.connect + base, mnt],
+                             capture_output=True, text=True, timeout=30)
+    assert res.returncode != 0 and said in res.stderr, res
