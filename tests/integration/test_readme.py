@@ -49,7 +49,7 @@ needs_plain = pytest.mark.skipif(
 
 # The files whose readme_block() calls count, besides this one: tests too
 # long to share its module (they build or install things of their own).
-OTHER_README_TESTS = ("test_package.py",)
+OTHER_README_TESTS = ("test_package.py", "test_metrics.py")
 
 
 def blocks_the_tests_run():
