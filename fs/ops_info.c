@@ -182,8 +182,7 @@ static void info_multi_mark(FILE *out, const struct holders_node *n)
 /* Asked to let go: the mark replaced its holder's identity. */
 static int info_is_asked(const struct holders_node *n)
 {
-	return n->len == strlen(REVOKE_MARK) &&
-	       memcmp(n->data, REVOKE_MARK, n->len) == 0;
+	return revoke_is_marked(n->data, n->len);
 }
 
 /* A holder past the resource's hold limit (limit_ms, 0: none), by its
@@ -289,7 +288,7 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 					   (int64_t)maxhold * 1000);
 	}
 	info_lease_line(out, sem);
-	if (maxhold > 0 || asked > 0)
+	if (n > 0 && (maxhold > 0 || asked > 0)) /* empty: nobody queued */
 		fprintf(out, "maxhold %u asked %zu overdue %zu\n", maxhold,
 			asked, overdue);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);

@@ -57,12 +57,22 @@ struct zkl_session {
 	struct zkl_session_metrics metrics;   /* session_metrics.c */
 
 	/* The hold limits (session_maxhold.c): the table as last read, a
-	 * read of it in flight, another wanted after that one. */
+	 * read of it in flight, another wanted after that one, and whether
+	 * the copy is the table as of now (read since the connection and
+	 * since the watch last fired); the replies' context, switched per
+	 * handle. */
 	struct maxhold_table maxhold;
-	int maxhold_loading, maxhold_again;
+	int maxhold_loading, maxhold_again, maxhold_current;
+	struct zkl_maxhold_slot {
+		struct zkl_session *s;
+	} mh[2];
+	int mh_slot;
+	struct zkl_link maxhold_stores; /* edits no round took yet, and */
+	int maxhold_storing;            /* ... a round is in flight */
 	uint64_t maxhold_asks, maxhold_breaks; /* holds past their limit */
-	int64_t server_lead_ms; /* how far our CLOCK_REALTIME runs ahead of
-				 * the server's clock, at most */
+	/* The server's clock: the ctime of the latest node we created, and
+	 * when its reply came (CLOCK_BOOTTIME ms); 0: none yet. */
+	int64_t server_stamp_ms, server_stamp_at;
 
 	/* The clock (session_clock.c): until when the server keeps the
 	 * session for sure.  Times are CLOCK_BOOTTIME milliseconds. */
@@ -250,6 +260,9 @@ void session_clock_stats_locked(const struct zkl_session *s,
  * and watch them.  A limit of resource znode dir as last read (0: none).
  * The server stamped ctime_ms on a node of ours just created. */
 void session_maxhold_connected_locked(struct zkl_session *s);
+/* A new handle is about to be made: the old one's replies are stale (and
+ * the copy is not current: s->maxhold_current). */
+void session_maxhold_new_handle_locked(struct zkl_session *s);
 unsigned session_maxhold_of_locked(struct zkl_session *s, const char *dir);
 void session_note_server_time_locked(struct zkl_session *s, int64_t ctime_ms);
 

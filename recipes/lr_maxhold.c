@@ -21,6 +21,7 @@
 #include "maxhold.h"
 #include "revoke.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,23 +48,48 @@ static void lr_maxhold_ignore_void(int rc, const void *data)
 	free((void *)data);
 }
 
+/* The data of lr's node asked to let go: the mark's line, then what the
+ * node held, so that every host's holders still names the holder and a
+ * downgrade's token (revoke_is_marked).  Returns its length, or -ENOMEM. */
+static int lr_maxhold_marked(const struct zkl_lockreq *lr, char **out)
+{
+	size_t n = sizeof(REVOKE_MARK), len; /* the mark and its newline */
+	char *held = NULL;
+
+	if (lr->inherited &&
+	    lr_heir_data(lr->czxid, lr->data, lr->datalen, &held, &len) < 0)
+		return -ENOMEM;
+	if (!lr->inherited)
+		len = lr->datalen;
+	*out = malloc(n + len);
+	if (*out) {
+		memcpy(*out, REVOKE_MARK "\n", n);
+		memcpy(*out + n, held ? held : lr->data, len);
+	}
+	free(held);
+	return *out ? (int)(n + len) : -ENOMEM;
+}
+
 /* Ask (mark) or break (delete) the node of lr; the path is the
  * completion's, for its log line. */
 static void lr_maxhold_send(struct zkl_lockreq *lr, int do_break)
 {
-	char *path = strdup(lr->node);
-	int rc;
+	char *path = strdup(lr->node), *marked = NULL;
+	int rc = ZSYSTEMERROR, len = 0;
 
-	if (!path)
-		return; /* the next sweep tries again (a break), or not (an
-			 * ask: the break still comes) */
-	if (do_break)
+	if (path && !do_break)
+		len = lr_maxhold_marked(lr, &marked);
+	if (!path || len < 0) {
+		/* the next sweep tries again (a break), or not (an ask: the
+		 * break still comes) */
+	} else if (do_break) {
 		rc = zoo_adelete(lr->s->zh, path, -1, lr_maxhold_ignore_void,
 				 path);
-	else
-		rc = zoo_aset(lr->s->zh, path, REVOKE_MARK,
-			      (int)strlen(REVOKE_MARK), -1,
+	} else {
+		rc = zoo_aset(lr->s->zh, path, marked, len, -1,
 			      lr_maxhold_ignore_stat, path);
+	}
+	free(marked);
 	if (rc != ZOK)
 		free(path);
 }
@@ -114,8 +140,12 @@ void lr_hold_check(struct zkl_member *m, int64_t now)
 		return;
 	limit = lr_maxhold_limit_ms(lr);
 	held = now - lr->granted_ms;
-	if (limit == 0 || held < limit)
+	if (limit == 0 || held < limit) {
+		/* Removed or raised since an ask: the next limit it passes
+		 * asks again, and gives the grace again. */
+		lr->maxhold_ask_ms = lr->maxhold_break_ms = 0;
 		return;
+	}
 	if (lr->maxhold_ask_ms == 0) {
 		lr->maxhold_ask_ms = now;
 		lr->s->maxhold_asks++;

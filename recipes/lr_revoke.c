@@ -34,8 +34,8 @@ void lr_revoke_check_locked(struct zkl_lockreq *lr, const char *value, int len,
 			    struct lr_revoke_report *r)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	if (!value || len != (int)strlen(REVOKE_MARK) ||
-	    memcmp(value, REVOKE_MARK, (size_t)len) != 0 || lr->revoke_asked)
+	if (len < 0 || !revoke_is_marked(value, (size_t)len) ||
+	    lr->revoke_asked)
 		return;
 	lr->revoke_asked = 1;
 	lr->revoke_ms = lr_revoke_now_ms();

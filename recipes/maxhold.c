@@ -94,31 +94,80 @@ static int maxhold_parse_line(const char *line, size_t len, unsigned *secs,
 	return *res ? 0 : -ENOMEM;
 }
 
+/* A line parsed, with its place: of two for one resource, the later
+ * counts. */
+struct maxhold_line {
+	struct maxhold_entry e;
+	size_t at;
+};
+
+static int maxhold_line_cmp(const void *a, const void *b)
+{
+	const struct maxhold_line *x = a, *y = b;
+	int c = strcmp(x->e.res, y->e.res);
+
+	if (c != 0)
+		return c;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Sort the lines and keep the last of each resource's, into t: n log n,
+ * whatever order another client wrote them in. */
+static int maxhold_table_from(struct maxhold_line *lines, size_t n,
+			      struct maxhold_table *t)
+{
+	t->e = n ? malloc(n * sizeof(t->e[0])) : NULL;
+	if (n && !t->e)
+		return -ENOMEM;
+	qsort(lines, n, sizeof(lines[0]), maxhold_line_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (i + 1 < n &&
+		    strcmp(lines[i].e.res, lines[i + 1].e.res) == 0)
+			free(lines[i].e.res);
+		else
+			t->e[t->n++] = lines[i].e;
+	}
+	return 0;
+}
+
 int maxhold_table_parse(const char *data, size_t len, struct maxhold_table *t)
 {
-	int skipped = 0;
+	struct maxhold_line *lines = NULL, *grown;
+	size_t n = 0, room = 0;
+	int skipped = 0, err = 0;
 
 	memset(t, 0, sizeof(*t));
-	while (data && len > 0) {
+	while (data && len > 0 && err == 0) {
 		const char *nl = memchr(data, '\n', len);
 		size_t linelen = nl ? (size_t)(nl - data) : len;
-		unsigned secs;
-		char *res;
-		int err = maxhold_parse_line(data, linelen, &secs, &res);
+		struct maxhold_line line = { .at = n };
 
-		if (err == -ENOMEM ||
-		    (err == 0 && maxhold_table_set(t, res, secs) < 0)) {
-			free(res);
-			maxhold_table_free(t);
-			return -ENOMEM;
-		}
-		if (err < 0)
+		err = maxhold_parse_line(data, linelen, &line.e.secs,
+					 &line.e.res);
+		if (err == -EINVAL) {
 			skipped++;
-		free(err == 0 ? res : NULL);
+			err = 0;
+		} else if (err == 0 && n == room) {
+			room = room ? 2 * room : 16;
+			grown = realloc(lines, room * sizeof(lines[0]));
+			if (!grown) {
+				free(line.e.res);
+				err = -ENOMEM;
+			}
+			lines = grown ? grown : lines;
+		}
+		if (err == 0 && line.e.res)
+			lines[n++] = line;
 		len -= linelen + (nl ? 1 : 0);
 		data += linelen + (nl ? 1 : 0);
 	}
-	return skipped;
+	if (err == 0)
+		err = maxhold_table_from(lines, n, t);
+	if (err < 0)
+		for (size_t i = 0; i < n; i++)
+			free(lines[i].e.res);
+	free(lines);
+	return err < 0 ? err : skipped;
 }
 
 void maxhold_table_free(struct maxhold_table *t)

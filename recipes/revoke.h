@@ -15,12 +15,25 @@
 #define ZKL_REVOKE_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "session.h"
 
 /* The data Curator's Revoker.attemptRevoke sets on a node to ask its
  * holder to let go (and its RevocationListener looks for). */
 #define REVOKE_MARK "__REVOKE__"
+
+/* Is a node's data the mark?  Curator's, alone; or, on the nodes a mount
+ * asks itself (maxhold), the mark's line followed by what the node held
+ * (its holder's identity, a downgrade's token), which every host still
+ * reads. */
+static inline int revoke_is_marked(const char *data, size_t len)
+{
+	size_t n = sizeof(REVOKE_MARK) - 1;
+
+	return data && len >= n && memcmp(data, REVOKE_MARK, n) == 0 &&
+	       (len == n || data[n] == '\n');
+}
 
 enum revoke_how {
 	REVOKE_ASK,   /* set the mark on every holding node */

@@ -91,6 +91,7 @@ static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
 		if (s->state == ZKL_CONN_CONNECTED) {
 			s->state = ZKL_CONN_CONNECTING;
 			s->metrics.disconnects++;
+			s->maxhold_current = 0;
 			log_msg(LOG_INFO,
 				"ZooKeeper connection lost; session "
 				"0x%" PRIx64 " may still live: locks are kept "
@@ -212,6 +213,7 @@ static void *session_keeper(void *arg)
 		if (s->closing)
 			break;
 		session_clock_new_handle_locked(s);
+		session_maxhold_new_handle_locked(s);
 		fresh = session_new_handle(s);
 		if (!fresh) {
 			log_msg(LOG_ERR,
@@ -309,12 +311,14 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	pthread_cond_init(&s->state_changed, NULL);
 	list_init(&s->resume);
 	list_init(&s->live);
+	list_init(&s->maxhold_stores);
 	s->state = ZKL_CONN_CONNECTING;
 	if (opts->zk_log_level)
 		zoo_set_debug_level((ZooLogLevel)opts->zk_log_level);
 
 	pthread_mutex_lock(&s->lock);
 	session_clock_new_handle_locked(s);
+	session_maxhold_new_handle_locked(s);
 	s->zh = session_new_handle(s);
 	pthread_mutex_unlock(&s->lock);
 	if (!s->zh) {

@@ -159,12 +159,13 @@ static void clock_sweep_locked(struct zkl_session *s, int64_t now,
 }
 
 /* Holders past their resource's limit (lr_maxhold.c): only while
- * connected (the asks and breaks are requests) and never in a jeopardy
- * (every holder is lost then anyway). */
+ * connected (the asks and breaks are requests), never in a jeopardy
+ * (every holder is lost then anyway), and only by the table as it is now:
+ * a limit removed during an outage must break nothing when it ends. */
 static void clock_check_holds_locked(struct zkl_session *s, int64_t now)
 {
 	if (s->maxhold.n == 0 || s->jeopardy_ms != 0 ||
-	    !session_is_connected_locked(s))
+	    !session_is_connected_locked(s) || !s->maxhold_current)
 		return;
 	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
 		struct zkl_member *m = member_of_live(l);

@@ -7,12 +7,14 @@ owner may set it."""
 import errno
 import os
 import subprocess
+import threading
 import time
 
 import pytest
 
-from harness import Locker, lock_nodes, wait_until
+from harness import Driver, Locker, Mounts, lock_nodes, wait_until
 from services import CuratorJava
+from tcpproxy import TcpProxy
 from test_core import still_waiting
 from test_hangs import status
 from test_names_and_errors import expect_errno
@@ -242,3 +244,125 @@ def test_overdue_goes_by_the_servers_clock_not_the_hosts(zk, base, mounts):
         for m in (ahead, behind):
             subprocess.run(["fusermount3", "-u", m.mountpoint], check=True)
             assert m.proc.wait(30) == 0, m.log()
+
+
+def test_a_limit_raised_after_the_ask_asks_again_and_gives_the_grace(
+        zk, base, m1, m2):
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    granted_at = time.monotonic()
+    set_maxhold(m2, 2)
+    wait_until(lambda: status(m1)["maxhold_asks"] == "1", 15, "asked")
+    set_maxhold(m2, 8)
+    wait_until(lambda: holder.command("read") == "err EIO", 30, "broken")
+    took = time.monotonic() - granted_at
+    assert took >= 8 + GRACE_MIN - 0.5, \
+        f"broken {took:.1f} s after the grant: the new limit's grace skipped"
+    assert status(m1)["maxhold_asks"] == "2", "asked again at the new limit"
+    holder.close()
+    set_maxhold(m2, 0)
+
+
+def test_a_limit_removed_while_cut_off_breaks_nothing_when_back(
+        zookeeper, zk, base, m2):
+    proxy = TcpProxy(zookeeper.port)
+    mounts = Mounts(proxy.connect + base)
+    try:
+        m = mounts.new("-o", "session_timeout=30")
+        holder = Locker(m.path("r", "write"), "rw")
+        holder.granted()
+        set_maxhold(m2, 2)
+        wait_until(lambda: status(m)["maxhold_asks"] == "1", 15, "asked")
+        proxy.cut()
+        wait_until(lambda: status(m)["state"] == "suspended", 10,
+                   "the mount to see the connection lost")
+        set_maxhold(m2, 0)
+        time.sleep(GRACE_MIN + 2)  # past the grace of the limit that was
+        proxy.accept()
+        wait_until(lambda: status(m)["state"] == "connected", 20,
+                   "the mount connected again")
+        time.sleep(2)  # a sweep or two with the stale copy, if one ran
+        assert status(m)["maxhold_breaks"] == "0"
+        assert holder.command("read") != "err EIO", "broken by a stale limit"
+        holder.close()
+    finally:
+        mounts.finish(zk, base)
+        proxy.stop()
+
+
+def test_many_users_and_hosts_setting_limits_at_once_all_succeed(
+        zk, base, m1, m2):
+    """One table for every limit: each store is a conditional write that
+    starts over when another host wrote first.  60 writers on two mounts
+    must all succeed and none be lost."""
+    results = {}
+
+    def one(i):
+        try:
+            set_maxhold(m1 if i % 2 else m2, 10 + i, f"r{i}")
+            results[i] = "ok"
+        except OSError as e:
+            results[i] = errno.errorcode[e.errno]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(60)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(not t.is_alive() for t in threads), "a write never returned"
+    assert {i: r for i, r in results.items() if r != "ok"} == {}
+    text = zk.get(f"{base}/.maxhold")[0].decode()
+    assert sorted(text.splitlines()) == sorted(
+        f"{10 + i} r{i}" for i in range(60)), "a limit lost"
+    for i in range(60):
+        set_maxhold(m1, 0, f"r{i}")
+    assert not zk.exists(f"{base}/.maxhold")
+
+
+def test_an_asked_downgrade_still_shows_its_token_and_holder(
+        zk, base, m1, m2):
+    d = Driver()
+    d.ok(f"open f {m1.path('r', 'lock')} rw")
+    d.ok("flock f ex")
+    d.ok("flock f sh")
+    before = holders(m2)[0].split(" ")
+    set_maxhold(m2, 1)
+    wait_until(lambda: ":revoke" in holders(m2)[0].split(" ")[9], 15,
+               "the downgraded holder asked")
+    after = holders(m2)[0].split(" ")
+    assert after[2] == before[2], "its inherited token kept on every host"
+    assert after[3:7] == before[3:7], "its holder still named"
+    d.exit()
+    set_maxhold(m2, 0)
+
+
+def test_holders_stays_empty_with_nobody_queued(m1):
+    set_maxhold(m1, 5)
+    assert holders(m1) == []
+    set_maxhold(m1, 0)
+
+
+@pytest.mark.skipif(os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none",
+                    reason="libfaketime is preloaded (see above)")
+def test_a_clock_stepped_after_the_last_create_marks_nobody_overdue(
+        zk, base, mounts, tmp_path):
+    """NTP steps this host's clock two hours forward after the mount
+    last created a node: the server's clock, as estimated, must not."""
+    stamp = tmp_path / "faketime"
+    stamp.write_text("-2h\n")
+    m = mounts.new(prefix=("env", f"LD_PRELOAD={FAKETIME}",
+                           f"FAKETIME_TIMESTAMP_FILE={stamp}",
+                           "FAKETIME_NO_CACHE=1",
+                           "FAKETIME_DONT_FAKE_MONOTONIC=1"))
+    lock = zk.Lock(f"{base}/r", "kazoo holder")
+    assert lock.acquire(timeout=15)
+    try:
+        set_maxhold(m, 3600)
+        assert holders(m)[0].split(" ")[9] == "kazoo"
+        stamp.write_text("+0\n")
+        line = holders(m)[0].split(" ")
+        assert line[9] == "kazoo" and int(line[7].rstrip("s")) < 60, line
+        set_maxhold(m, 0)
+    finally:
+        lock.release()
+        subprocess.run(["fusermount3", "-u", m.mountpoint], check=True)
+        assert m.proc.wait(30) == 0, m.log()

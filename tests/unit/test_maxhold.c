@@ -3,6 +3,7 @@
  * store makes. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,4 +136,26 @@ Test(maxhold, the_grace_is_a_tenth_within_bounds)
 	cr_assert_eq(maxhold_grace_ms(300), 30000);
 	cr_assert_eq(maxhold_grace_ms(600), MAXHOLD_GRACE_MAX_MS);
 	cr_assert_eq(maxhold_grace_ms(MAXHOLD_MAX), MAXHOLD_GRACE_MAX_MS);
+}
+
+Test(maxhold, a_large_table_in_any_order_keeps_each_resources_last_line)
+{
+	enum { LINES = 100000 };
+	size_t size = (size_t)LINES * 24, len = 0;
+	char *data = malloc(size), name[16];
+	struct maxhold_table t;
+
+	cr_assert_not_null(data);
+	/* Reverse order, every resource twice: 2, then 1, which counts. */
+	for (int i = LINES - 1; i >= 0; i--)
+		len += (size_t)snprintf(data + len, size - len, "%d r%d\n",
+					1 + i % 2, i / 2);
+	cr_assert_eq(maxhold_table_parse(data, len, &t), 0);
+	cr_assert_eq(t.n, LINES / 2);
+	for (size_t i = 1; i < t.n; i++)
+		cr_assert(strcmp(t.e[i - 1].res, t.e[i].res) < 0, "sorted");
+	snprintf(name, sizeof(name), "r%d", LINES / 4);
+	cr_assert_eq(maxhold_table_lookup(&t, name), 1);
+	maxhold_table_free(&t);
+	free(data);
 }
