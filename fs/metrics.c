@@ -129,11 +129,29 @@ static uint64_t metrics_losses(const struct zkl_session_stats *st,
 	return m->locks[mode][kind].losses;
 }
 
-static void metrics_locks(FILE *out, const struct zkl_session_stats *st,
-			  const struct zkl_session_metrics *m)
+/* The wait (hold 0) or hold times of every mode and kind. */
+static void metrics_lock_histograms(FILE *out, const char *name,
+				    const struct zkl_session_metrics *m,
+				    int hold)
 {
 	char labels[64];
 
+	for (int mode = 0; mode < ZKL_MODES; mode++)
+		for (int kind = 0; kind < FS_KINDS; kind++) {
+			const struct zkl_lock_metrics *lm =
+				&m->locks[mode][kind];
+			snprintf(labels, sizeof(labels),
+				 "mode=\"%s\",kind=\"%s\"", metrics_modes[mode],
+				 metrics_kinds[kind]);
+			metrics_histogram(out, name, labels,
+					  hold ? &lm->hold : &lm->wait,
+					  &histogram_lock_seconds);
+		}
+}
+
+static void metrics_locks(FILE *out, const struct zkl_session_stats *st,
+			  const struct zkl_session_metrics *m)
+{
 	metrics_head(out, "locks_held", "gauge",
 		     "Locks and leases this mount holds now.");
 	metrics_by_lock(out, "locks_held", st, m, metrics_held);
@@ -151,26 +169,10 @@ static void metrics_locks(FILE *out, const struct zkl_session_stats *st,
 	metrics_by_lock(out, "losses_total", st, m, metrics_losses);
 	metrics_head(out, "wait_seconds", "histogram",
 		     "Time from a lock request to its grant.");
-	for (int mode = 0; mode < ZKL_MODES; mode++)
-		for (int kind = 0; kind < FS_KINDS; kind++) {
-			snprintf(labels, sizeof(labels),
-				 "mode=\"%s\",kind=\"%s\"", metrics_modes[mode],
-				 metrics_kinds[kind]);
-			metrics_histogram(out, "wait_seconds", labels,
-					  &m->locks[mode][kind].wait,
-					  &histogram_lock_seconds);
-		}
+	metrics_lock_histograms(out, "wait_seconds", m, 0);
 	metrics_head(out, "hold_seconds", "histogram",
 		     "Time from a grant to the lock's release or loss.");
-	for (int mode = 0; mode < ZKL_MODES; mode++)
-		for (int kind = 0; kind < FS_KINDS; kind++) {
-			snprintf(labels, sizeof(labels),
-				 "mode=\"%s\",kind=\"%s\"", metrics_modes[mode],
-				 metrics_kinds[kind]);
-			metrics_histogram(out, "hold_seconds", labels,
-					  &m->locks[mode][kind].hold,
-					  &histogram_lock_seconds);
-		}
+	metrics_lock_histograms(out, "hold_seconds", m, 1);
 }
 
 static void metrics_counter(FILE *out, const char *name, const char *help,

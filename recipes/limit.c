@@ -2,6 +2,7 @@
  * limit.c - parse and format a semaphore's limit (see limit.h).
  */
 #include "limit.h"
+#include "decimal.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -9,24 +10,15 @@
 
 int limit_parse(const char *buf, size_t len, int stored, unsigned *n)
 {
-	unsigned long v = 0;
+	unsigned v;
 
 	if (len == 0 && stored) {
 		*n = 1; /* never set */
 		return 0;
 	}
-	if (len > 0 && buf[len - 1] == '\n')
-		len--;
-	if (len == 0 || buf[0] == '0' || len > 7)
+	if (decimal_parse(buf, len, LIMIT_MAX, &v) < 0 || v == 0)
 		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		if (buf[i] < '0' || buf[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned long)(buf[i] - '0');
-	}
-	if (v > LIMIT_MAX)
-		return -EINVAL;
-	*n = (unsigned)v;
+	*n = v;
 	return 0;
 }
 

@@ -2,6 +2,7 @@
  * maxhold.c - parse, edit and format the table of hold limits (maxhold.h).
  */
 #include "maxhold.h"
+#include "decimal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,21 +11,7 @@
 
 int maxhold_parse_value(const char *buf, size_t len, unsigned *secs)
 {
-	unsigned long v = 0;
-
-	if (len > 0 && buf[len - 1] == '\n')
-		len--;
-	if (len == 0 || len > 8 || (buf[0] == '0' && len > 1))
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		if (buf[i] < '0' || buf[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned long)(buf[i] - '0');
-	}
-	if (v > MAXHOLD_MAX)
-		return -EINVAL;
-	*secs = (unsigned)v;
-	return 0;
+	return decimal_parse(buf, len, MAXHOLD_MAX, secs);
 }
 
 /* The entry for res, or where it would go (*found 0). */
