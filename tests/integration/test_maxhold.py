@@ -150,22 +150,22 @@ def test_a_limit_removed_in_time_asks_nothing(zk, base, m1, m2):
 
 
 def test_flock_fcntl_leases_and_readers_are_bounded_alike(zk, base, m1, m2):
-    holders_by_kind = {
-        "flock": Locker(m1.path("flock", "lock"), "rw", ["--flock"]),
-        "fcntl": Locker(m1.path("fcntl", "lock"), "rw", ["--fcntl"]),
-        "lease": Locker(m1.path("lease", "lease"), "rw"),
-        "read": Locker(m1.path("read", "read"), "r"),
+    holders_by_kind = {  # each on a resource of its own, named after it
+        "flock": Locker(m1.path("of-flock", "lock"), "rw", ["--flock"]),
+        "fcntl": Locker(m1.path("of-fcntl", "lock"), "rw", ["--fcntl"]),
+        "lease": Locker(m1.path("of-lease", "lease"), "rw"),
+        "read": Locker(m1.path("of-read", "read"), "r"),
     }
     for holder in holders_by_kind.values():
         holder.granted()
-    for res in holders_by_kind:
-        set_maxhold(m2, 1, res)
+    for how in holders_by_kind:
+        set_maxhold(m2, 1, f"of-{how}")
     for how, holder in holders_by_kind.items():
         wait_until(lambda: holder.command("read") == "err EIO", 30,
                    f"the {how} holder broken")
-        assert not lock_nodes(zk, f"{base}/{how}"), f"{how}: node deleted"
+        assert not lock_nodes(zk, f"{base}/of-{how}"), f"{how}: node gone"
         holder.close()
-        set_maxhold(m2, 0, how)
+        set_maxhold(m2, 0, f"of-{how}")
 
 
 def test_a_multi_lock_is_bounded_by_its_least_limit(zk, base, m1, m2):
