@@ -4,6 +4,8 @@
  */
 #include "fs.h"
 
+#include <stdlib.h>
+
 #include <assert.h>
 #include <string.h>
 
@@ -26,6 +28,7 @@ void fs_context_destroy(struct zkl_fs *fs)
 {
 	/* snapshot_release_all ran, or no snapshot was ever made. */
 	assert(list_empty(&fs->snapshots));
+	free(fs->mountpoint);
 	pthread_cond_destroy(&fs->signal_poll);
 	pthread_cond_destroy(&fs->grants_done);
 	pthread_mutex_destroy(&fs->lock);

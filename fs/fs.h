@@ -30,6 +30,7 @@ struct zkl_fs {
 	atomic_ullong asks_sent, breaks_sent; /* nodes the revoke files asked
 					       * or broke (ops_revoke.c) */
 	char hostname[256];
+	char *mountpoint; /* resolved at the start, or NULL (metrics.c) */
 	struct timespec started; /* CLOCK_MONOTONIC, at mount */
 
 	/* Guards the lists below, `stopping`, and the state and lock of

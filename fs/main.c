@@ -215,6 +215,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_fuse;
 	}
+	/* Before the detach leaves the working directory. */
+	fs.mountpoint = realpath(o.mountpoint, NULL);
 	if (tree_init(&fs.tree, o.base) < 0) {
 		fprintf(stderr, "zklockfs: out of memory\n");
 		goto out_fuse;

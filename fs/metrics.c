@@ -3,7 +3,10 @@
  * counters in Prometheus's text exposition format (version 0.0.4), built
  * from what the session and the daemon count already, without a request
  * to ZooKeeper.  Every series is always there, zeros included, so that a
- * rate() over a restart or a first event has a start.
+ * rate() over a restart or a first event has a start.  Every sample
+ * carries the mount point (label mountpoint): the node exporter serves
+ * the files of several mounts of one host together, and refuses two
+ * samples of one name and labels.
  *
  * The names and labels are documented in README.md ("Metrics") and
  * zklockfs(8): keep them in step.
@@ -33,41 +36,67 @@ static const char *const metrics_ops[ZKL_OPS] = {
 	[ZKL_OP_DELETE] = "delete",
 };
 
-static void metrics_head(FILE *out, const char *name, const char *type,
-			 const char *help)
+/* What every sample is written with: the stream, and the mount's own
+ * label, escaped ("mountpoint=\"/mnt/zklock\""). */
+struct metrics_out {
+	FILE *f;
+	char mount[1024];
+};
+
+static void metrics_head(struct metrics_out *o, const char *name,
+			 const char *type, const char *help)
 {
-	fprintf(out, "# HELP zklockfs_%s %s\n# TYPE zklockfs_%s %s\n", name,
+	fprintf(o->f, "# HELP zklockfs_%s %s\n# TYPE zklockfs_%s %s\n", name,
 		help, name, type);
 }
 
-/* A label value: backslash, double quote and newline escaped. */
-static void metrics_label_value(FILE *out, const char *s)
+/* label="value", the value's backslashes, double quotes and newlines
+ * escaped, into out (truncated to size). */
+static void metrics_label(char *out, size_t size, const char *label,
+			  const char *value)
 {
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(out, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", out);
-		else
-			fputc(*s, out);
+	size_t n = (size_t)snprintf(out, size, "%s=\"", label);
+
+	for (; *value && n + 4 < size; value++) {
+		if (*value == '\\' || *value == '"')
+			out[n++] = '\\';
+		if (*value == '\n') {
+			out[n++] = '\\';
+			out[n++] = 'n';
+		} else {
+			out[n++] = *value;
+		}
 	}
+	snprintf(out + n, size - n, "\"");
 }
 
-static void metrics_histogram(FILE *out, const char *name, const char *labels,
-			      const struct histogram *h,
+/* One sample: name{mount[,labels]} value. */
+static void metrics_sample(struct metrics_out *o, const char *name,
+			   const char *labels, uint64_t value)
+{
+	fprintf(o->f, "zklockfs_%s{%s%s%s} %" PRIu64 "\n", name, o->mount,
+		labels ? "," : "", labels ? labels : "", value);
+}
+
+static void metrics_histogram(struct metrics_out *o, const char *name,
+			      const char *labels, const struct histogram *h,
 			      const struct histogram_bounds *b)
 {
+	char bucket[128], le[160];
 	uint64_t below = 0;
 
+	snprintf(bucket, sizeof(bucket), "%s_bucket", name);
 	for (size_t i = 0; i < b->n; i++) {
 		below += h->counts[i];
-		fprintf(out, "zklockfs_%s_bucket{%s,le=\"%g\"} %" PRIu64 "\n",
-			name, labels, b->le[i], below);
+		snprintf(le, sizeof(le), "%s,le=\"%g\"", labels, b->le[i]);
+		metrics_sample(o, bucket, le, below);
 	}
-	fprintf(out, "zklockfs_%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", name,
+	snprintf(le, sizeof(le), "%s,le=\"+Inf\"", labels);
+	metrics_sample(o, bucket, le, h->n);
+	fprintf(o->f, "zklockfs_%s_sum{%s,%s} %.6f\n", name, o->mount, labels,
+		h->sum);
+	fprintf(o->f, "zklockfs_%s_count{%s,%s} %" PRIu64 "\n", name, o->mount,
 		labels, h->n);
-	fprintf(out, "zklockfs_%s_sum{%s} %.6f\n", name, labels, h->sum);
-	fprintf(out, "zklockfs_%s_count{%s} %" PRIu64 "\n", name, labels, h->n);
 }
 
 /* One value per mode and kind: held, waiting, or a counter of m. */
@@ -75,20 +104,26 @@ typedef uint64_t (*metrics_pick_fn)(const struct zkl_session_stats *st,
 				    const struct zkl_session_metrics *m,
 				    int mode, int kind);
 
-static void metrics_by_lock(FILE *out, const char *name,
+static void metrics_lock_labels(char *out, size_t size, int mode, int kind)
+{
+	snprintf(out, size, "mode=\"%s\",kind=\"%s\"", metrics_modes[mode],
+		 metrics_kinds[kind]);
+}
+
+static void metrics_by_lock(struct metrics_out *o, const char *name,
 			    const struct zkl_session_stats *st,
 			    const struct zkl_session_metrics *m,
 			    metrics_pick_fn pick)
 {
-	for (int mode = 0; mode < ZKL_MODES; mode++)
-		for (int kind = 0; kind < FS_KINDS; kind++)
-			fprintf(out,
-				"zklockfs_%s{mode=\"%s\",kind=\"%s\"} %" PRIu64
-				"\n",
-				name, metrics_modes[mode], metrics_kinds[kind],
-				pick(st, m, mode, kind));
-}
+	char labels[64];
 
+	for (int mode = 0; mode < ZKL_MODES; mode++)
+		for (int kind = 0; kind < FS_KINDS; kind++) {
+			metrics_lock_labels(labels, sizeof(labels), mode, kind);
+			metrics_sample(o, name, labels,
+				       pick(st, m, mode, kind));
+		}
+}
 static uint64_t metrics_held(const struct zkl_session_stats *st,
 			     const struct zkl_session_metrics *m, int mode,
 			     int kind)
@@ -130,7 +165,7 @@ static uint64_t metrics_losses(const struct zkl_session_stats *st,
 }
 
 /* The wait (hold 0) or hold times of every mode and kind. */
-static void metrics_lock_histograms(FILE *out, const char *name,
+static void metrics_lock_histograms(struct metrics_out *o, const char *name,
 				    const struct zkl_session_metrics *m,
 				    int hold)
 {
@@ -140,16 +175,15 @@ static void metrics_lock_histograms(FILE *out, const char *name,
 		for (int kind = 0; kind < FS_KINDS; kind++) {
 			const struct zkl_lock_metrics *lm =
 				&m->locks[mode][kind];
-			snprintf(labels, sizeof(labels),
-				 "mode=\"%s\",kind=\"%s\"", metrics_modes[mode],
-				 metrics_kinds[kind]);
-			metrics_histogram(out, name, labels,
+			metrics_lock_labels(labels, sizeof(labels), mode, kind);
+			metrics_histogram(o, name, labels,
 					  hold ? &lm->hold : &lm->wait,
 					  &histogram_lock_seconds);
 		}
 }
 
-static void metrics_locks(FILE *out, const struct zkl_session_stats *st,
+static void metrics_locks(struct metrics_out *out,
+			  const struct zkl_session_stats *st,
 			  const struct zkl_session_metrics *m)
 {
 	metrics_head(out, "locks_held", "gauge",
@@ -175,11 +209,11 @@ static void metrics_locks(FILE *out, const struct zkl_session_stats *st,
 	metrics_lock_histograms(out, "hold_seconds", m, 1);
 }
 
-static void metrics_counter(FILE *out, const char *name, const char *help,
-			    uint64_t value)
+static void metrics_counter(struct metrics_out *out, const char *name,
+			    const char *help, uint64_t value)
 {
 	metrics_head(out, name, "counter", help);
-	fprintf(out, "zklockfs_%s %" PRIu64 "\n", name, value);
+	metrics_sample(out, name, NULL, value);
 }
 
 const char *metrics_state_name(const struct zkl_session_stats *st)
@@ -191,7 +225,7 @@ const char *metrics_state_name(const struct zkl_session_stats *st)
 	return st->state == ZKL_CONN_CONNECTED ? "connected" : "suspended";
 }
 
-static void metrics_session(FILE *out, struct zkl_fs *fs,
+static void metrics_session(struct metrics_out *out, struct zkl_fs *fs,
 			    const struct zkl_session_stats *st,
 			    const struct zkl_session_metrics *m)
 {
@@ -202,9 +236,11 @@ static void metrics_session(FILE *out, struct zkl_fs *fs,
 
 	metrics_head(out, "session_state", "gauge",
 		     "1 for the state the ZooKeeper session is in.");
-	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-		fprintf(out, "zklockfs_session_state{state=\"%s\"} %d\n",
-			states[i], strcmp(now, states[i]) == 0);
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		snprintf(labels, sizeof(labels), "state=\"%s\"", states[i]);
+		metrics_sample(out, "session_state", labels,
+			       strcmp(now, states[i]) == 0);
+	}
 	metrics_counter(out, "connection_losses_total",
 			"Connections to ZooKeeper lost (the session may live).",
 			m->disconnects);
@@ -224,10 +260,10 @@ static void metrics_session(FILE *out, struct zkl_fs *fs,
 			st->maxhold_breaks);
 	metrics_head(out, "revoke_sent_total", "counter",
 		     "Holding nodes this mount's revoke files asked or broke.");
-	fprintf(out, "zklockfs_revoke_sent_total{how=\"ask\"} %llu\n",
-		atomic_load(&fs->asks_sent));
-	fprintf(out, "zklockfs_revoke_sent_total{how=\"break\"} %llu\n",
-		atomic_load(&fs->breaks_sent));
+	metrics_sample(out, "revoke_sent_total", "how=\"ask\"",
+		       atomic_load(&fs->asks_sent));
+	metrics_sample(out, "revoke_sent_total", "how=\"break\"",
+		       atomic_load(&fs->breaks_sent));
 	metrics_head(out, "zookeeper_request_seconds", "histogram",
 		     "Time ZooKeeper took to answer a request of this mount.");
 	for (int op = 0; op < ZKL_OPS; op++) {
@@ -241,32 +277,37 @@ int metrics_text(struct zkl_fs *fs, char **text, size_t *len)
 {
 	struct zkl_session_stats st;
 	struct zkl_session_metrics *m = malloc(sizeof(*m));
+	struct metrics_out o;
 	struct timespec mono, wall;
-	FILE *out;
+	char base[1024];
 
 	*text = NULL;
 	*len = 0;
-	if (!m || !(out = open_memstream(text, len))) {
+	if (!m || !(o.f = open_memstream(text, len))) {
 		free(m);
 		return -ENOMEM;
 	}
+	metrics_label(o.mount, sizeof(o.mount), "mountpoint",
+		      fs->mountpoint ? fs->mountpoint : "");
 	session_stats(fs->session, &st);
 	session_metrics(fs->session, m);
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	clock_gettime(CLOCK_REALTIME, &wall);
-	metrics_head(out, "info", "gauge",
+	metrics_head(&o, "info", "gauge",
 		     "The daemon's version and the base path it serves.");
-	fputs("zklockfs_info{version=\"" ZKLOCKFS_VERSION "\",base=\"", out);
-	metrics_label_value(out, session_base(fs->session));
-	fputs("\"} 1\n", out);
-	metrics_head(out, "start_time_seconds", "gauge",
+	metrics_label(base, sizeof(base), "base", session_base(fs->session));
+	fprintf(o.f,
+		"zklockfs_info{%s,version=\"" ZKLOCKFS_VERSION "\",%s} 1\n",
+		o.mount, base);
+	metrics_head(&o, "start_time_seconds", "gauge",
 		     "When the mount was made, in seconds since the epoch.");
-	fprintf(out, "zklockfs_start_time_seconds %lld\n",
-		(long long)(wall.tv_sec - (mono.tv_sec - fs->started.tv_sec)));
-	metrics_session(out, fs, &st, m);
-	metrics_locks(out, &st, m);
+	metrics_sample(
+		&o, "start_time_seconds", NULL,
+		(uint64_t)(wall.tv_sec - (mono.tv_sec - fs->started.tv_sec)));
+	metrics_session(&o, fs, &st, m);
+	metrics_locks(&o, &st, m);
 	free(m);
-	if (fclose(out) != 0) {
+	if (fclose(o.f) != 0) {
 		free(*text);
 		*text = NULL;
 		return -ENOMEM;

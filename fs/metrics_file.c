@@ -22,7 +22,6 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "deadline.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -51,7 +50,13 @@ static void metrics_file_dir(const char *path, char *out, size_t size)
 int metrics_file_check(const char *path, char *err, size_t errlen)
 {
 	char dir[4096];
+	struct stat st;
 
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "metrics_file=%s: not a regular file",
+			 path);
+		return -EISDIR;
+	}
 	metrics_file_dir(path, dir, sizeof(dir));
 	if (access(dir, W_OK | X_OK) < 0) {
 		snprintf(err, errlen, "metrics_file=%s: cannot write in %s: %s",
@@ -119,29 +124,40 @@ static const char *metrics_file_state(struct metrics_file *mf)
 	return metrics_state_name(&st);
 }
 
+/* CLOCK_MONOTONIC, in ms: a step of the wall clock must not hold the
+ * writes back (the condition waits on this clock too). */
+static int64_t metrics_file_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 static void *metrics_file_run(void *arg)
 {
 	struct metrics_file *mf = arg;
 	const char *state = metrics_file_state(mf);
-	int since_write = 0;
+	int64_t written = metrics_file_now_ms();
 
 	metrics_file_update(mf);
 	pthread_mutex_lock(&mf->lock);
 	while (!mf->stop) {
-		struct timespec t = deadline_after_ms(METRICS_FILE_LOOK_MS);
+		int64_t wake = metrics_file_now_ms() + METRICS_FILE_LOOK_MS;
+		struct timespec t = { .tv_sec = wake / 1000,
+				      .tv_nsec = (wake % 1000) * 1000000L };
 		const char *now;
 
 		pthread_cond_timedwait(&mf->wake, &mf->lock, &t);
 		if (mf->stop)
 			break;
 		pthread_mutex_unlock(&mf->lock);
-		since_write += METRICS_FILE_LOOK_MS;
 		now = metrics_file_state(mf);
 		if (strcmp(now, state) != 0 ||
-		    since_write >= METRICS_FILE_EVERY_MS) {
+		    metrics_file_now_ms() - written >= METRICS_FILE_EVERY_MS) {
 			metrics_file_update(mf);
 			state = now;
-			since_write = 0;
+			written = metrics_file_now_ms();
 		}
 		pthread_mutex_lock(&mf->lock);
 	}
@@ -153,6 +169,7 @@ int metrics_file_start(struct zkl_fs *fs, const char *path,
 		       struct metrics_file **out)
 {
 	struct metrics_file *mf = calloc(1, sizeof(*mf));
+	pthread_condattr_t attr;
 	int err;
 
 	if (!mf || !(mf->path = strdup(path))) {
@@ -161,7 +178,10 @@ int metrics_file_start(struct zkl_fs *fs, const char *path,
 	}
 	mf->fs = fs;
 	pthread_mutex_init(&mf->lock, NULL);
-	pthread_cond_init(&mf->wake, NULL); /* deadline.h's clock */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&mf->wake, &attr);
+	pthread_condattr_destroy(&attr);
 	err = -pthread_create(&mf->thread, NULL, metrics_file_run, mf);
 	if (err < 0) {
 		pthread_cond_destroy(&mf->wake);

@@ -271,14 +271,16 @@ int64_t session_clock_now(void);
 
 /* session_metrics.c: CLOCK_MONOTONIC in us, to time requests; a lock of
  * mode and kind granted after wait_ms, or ended (released by its owner,
- * or lost) after holding hold_ms; a request answered, sent at sent_us. */
+ * or lost) after holding hold_ms; a request sent at sent_us answered with
+ * ZooKeeper's code rc (one that never reached the server is not timed). */
 int64_t session_metrics_now_us(void);
 void session_metrics_granted_locked(struct zkl_session *s, enum zkl_mode mode,
 				    unsigned kind, int64_t wait_ms);
 void session_metrics_ended_locked(struct zkl_session *s, enum zkl_mode mode,
 				  unsigned kind, int lost, int64_t hold_ms);
 void session_metrics_answered_locked(struct zkl_session *s,
-				     enum zkl_request_op op, int64_t sent_us);
+				     enum zkl_request_op op, int rc,
+				     int64_t sent_us);
 
 /* session_acl.c.  With credentials: does acl grant anything to an id other
  * than the mount's identity?  Then 1, and that entry as "scheme:id:perms"

@@ -166,10 +166,11 @@ struct zkl_lockreq {
 	 * downgrade's write lock's); when asked to let go for passing its
 	 * limit, and when last told to break (0: not yet). */
 	int64_t granted_ms, maxhold_ask_ms, maxhold_break_ms;
-	/* Its metrics (session_metrics.c): its kind (LOCKREQ_KIND); when it
-	 * was made and when its owner was told it holds, CLOCK_BOOTTIME ms;
-	 * when its create and its delete were sent, CLOCK_MONOTONIC us. */
-	unsigned kind;
+	/* Its metrics (session_metrics.c): its kind (LOCKREQ_KIND), its hold
+	 * counted as ended (once); when it was made and when its owner was
+	 * told it holds, CLOCK_BOOTTIME ms; when its create and its delete
+	 * were sent, CLOCK_MONOTONIC us. */
+	unsigned kind : 2, metrics_ended : 1;
 	int64_t made_ms, told_ms, create_sent_us, delete_sent_us;
 	lockreq_done_fn done;
 	void *arg;
@@ -340,9 +341,9 @@ void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
 
-/* Is lr a lock its owner holds as such: not a multi-lock's member, nor a
- * peer lease's step?  Only those are counted (lr_core.c).  Its hold ended:
- * released by its owner (lost 0), or lost, counted in the metrics. */
+/* Is lr a lock its owner holds as such (not a multi-lock's member, nor a
+ * peer lease's step)?  Only those count.  Its hold ended: let go (lost
+ * 0) or lost, counted in the metrics. */
 int lr_is_owners_lock(const struct zkl_lockreq *lr);
 void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost);
 
@@ -379,6 +380,8 @@ void lr_revoke_report_locked(struct zkl_lockreq *lr,
 			     struct lr_revoke_report *r);
 /* Tell it (no lock of ours held), and free what *r holds. */
 void lr_revoke_tell(struct lr_revoke_report *r);
+/* Forget lr (and its members) was asked: a new ask is news again. */
+void lr_revoke_forget_locked(struct zkl_lockreq *lr);
 
 /* A multi-lock (multilock.c; its note, ml_create.c). */
 int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify);

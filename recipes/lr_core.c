@@ -213,9 +213,11 @@ int lr_is_owners_lock(const struct zkl_lockreq *lr)
 
 void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost)
 {
-	if (lr_is_owners_lock(lr) && lr->told_ms != 0)
-		session_metrics_ended_locked(lr->s, lr->mode, lr->kind, lost,
-					     session_clock_now() - lr->told_ms);
+	if (!lr_is_owners_lock(lr) || lr->told_ms == 0 || lr->metrics_ended)
+		return;
+	lr->metrics_ended = 1;
+	session_metrics_ended_locked(lr->s, lr->mode, lr->kind, lost,
+				     session_clock_now() - lr->told_ms);
 }
 
 /* Decide the owner's answer (at most once) and queue it for after unlock. */

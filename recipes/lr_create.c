@@ -160,7 +160,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 
 	session_enter(s, &notify);
 	if (lr->phase == PH_CREATING)
-		session_metrics_answered_locked(s, ZKL_OP_CREATE,
+		session_metrics_answered_locked(s, ZKL_OP_CREATE, rc,
 						lr->create_sent_us);
 	if (lr->phase != PH_CREATING) {
 		/* The session expired under us: nothing to do. */

@@ -131,6 +131,8 @@ static void lr_heir_on_sent(int rc, const void *data)
 			zerror(rc));
 		lr->node[0] = '\0';
 		lr->phase = PH_GONE;
+		if (rc == ZNONODE && lr->heir_of) /* deleted by another */
+			lr_metrics_ended_locked(lr->heir_of, 1);
 		lr_finish_locked(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc),
 				 &notify);
 	}

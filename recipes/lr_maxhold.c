@@ -148,6 +148,8 @@ void lr_hold_check(struct zkl_member *m, int64_t now)
 	}
 	if (lr->maxhold_ask_ms == 0) {
 		lr->maxhold_ask_ms = now;
+		/* Asked before (another limit, revoke): told again. */
+		lr_revoke_forget_locked(lr);
 		lr->s->maxhold_asks++;
 		log_msg(LOG_NOTICE,
 			"lock %s held %" PRId64 " s, past its limit of %" PRId64

@@ -68,6 +68,15 @@ void lr_revoke_report_locked(struct zkl_lockreq *lr, struct lr_revoke_report *r)
 	}
 }
 
+void lr_revoke_forget_locked(struct zkl_lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr->revoke_asked = lr->revoke_told = 0;
+	lr->revoke_ms = 0;
+	for (unsigned i = 0; i < lr->nmembers; i++)
+		lr_revoke_forget_locked(lr->members[i]);
+}
+
 void lr_revoke_tell(struct lr_revoke_report *r)
 {
 	if (r->hook && r->node)

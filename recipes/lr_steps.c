@@ -166,6 +166,9 @@ void lr_heir_detach_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 		return;
 	lr->heir_of = NULL;
 	from->passing = 0;
+	/* Not passed on (a downgrade that failed): let go here. */
+	if (from->outcome == LR_HELD && !from->lost)
+		lr_metrics_ended_locked(from, 0);
 	lr_release_locked(from, notify);
 }
 
@@ -213,7 +216,7 @@ static void lr_on_deleted(int rc, const void *data)
 
 	session_enter(s, &notify);
 	if (lr->phase == PH_DELETING)
-		session_metrics_answered_locked(s, ZKL_OP_DELETE,
+		session_metrics_answered_locked(s, ZKL_OP_DELETE, rc,
 						lr->delete_sent_us);
 	lr_deleted_locked(lr, rc, &notify);
 	lr_end_completion(lr, &notify);

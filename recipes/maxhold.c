@@ -106,7 +106,8 @@ static int maxhold_table_from(struct maxhold_line *lines, size_t n,
 	t->e = n ? malloc(n * sizeof(t->e[0])) : NULL;
 	if (n && !t->e)
 		return -ENOMEM;
-	qsort(lines, n, sizeof(lines[0]), maxhold_line_cmp);
+	if (n > 1) /* lines is NULL when there are none */
+		qsort(lines, n, sizeof(lines[0]), maxhold_line_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (i + 1 < n &&
 		    strcmp(lines[i].e.res, lines[i + 1].e.res) == 0)
@@ -171,6 +172,18 @@ unsigned maxhold_table_lookup(const struct maxhold_table *t, const char *res)
 	size_t i = maxhold_find(t, res, &found);
 
 	return found ? t->e[i].secs : 0;
+}
+
+size_t maxhold_table_text_len(const struct maxhold_table *t)
+{
+	size_t len = 0;
+	char digits[16];
+
+	for (size_t i = 0; i < t->n; i++)
+		len += (size_t)snprintf(digits, sizeof(digits), "%u",
+					t->e[i].secs) +
+		       strlen(t->e[i].res) + 2;
+	return len;
 }
 
 int maxhold_table_format(const struct maxhold_table *t, char **out, size_t *len)

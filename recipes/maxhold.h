@@ -64,6 +64,9 @@ unsigned maxhold_table_lookup(const struct maxhold_table *t, const char *res);
  * unchanged). */
 int maxhold_table_set(struct maxhold_table *t, const char *res, unsigned secs);
 
+/* The length of t as the znode's data. */
+size_t maxhold_table_text_len(const struct maxhold_table *t);
+
 /* t as the znode's data, in *out (malloc'd; NULL with *len 0 for an empty
  * table).  Returns 0 or -ENOMEM. */
 int maxhold_table_format(const struct maxhold_table *t, char **out,
@@ -88,11 +91,15 @@ int maxhold_read(struct zkl_session *s, const char *dir, maxhold_read_fn cb,
 
 /* Store secs (0: remove) as the limit of resource znode dir, for every
  * host: the table is read and written back on the version read, again
- * if another host wrote it meanwhile.  cb runs once, on ZooKeeper's
- * completion thread, once ZooKeeper applied it (0), or with -errno:
- * -ENOSPC when the table would outgrow MAXHOLD_TABLE_MAX, -EBUSY when
- * other hosts kept writing it; unless this returns -errno (-EINVAL: a
- * resource name with a newline). */
+ * if another host wrote it meanwhile (maxhold_store.c).  cb runs once,
+ * with no lock of ours held: once ZooKeeper applied it (0), or with
+ * -errno: -ENOSPC when this limit would make the table outgrow
+ * MAXHOLD_TABLE_MAX, -EBUSY when other hosts kept writing it first, or
+ * the request's failure.  Usually on ZooKeeper's completion thread; on
+ * the caller's, before this returns, when a request could not even be
+ * sent (and then possibly for other callers' stores queued with it).
+ * Returns 0, or -EINVAL (a resource name with a newline) or -ENOMEM, and
+ * then cb never runs. */
 int maxhold_store(struct zkl_session *s, const char *dir, unsigned secs,
 		  maxhold_stored_fn cb, void *arg);
 

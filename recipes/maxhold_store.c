@@ -216,9 +216,26 @@ static int maxhold_send_write(struct maxhold_round *r, int version, size_t len)
 	return rc;
 }
 
-/* The table as read, with every edit of the round applied, as text. */
+/* Apply edit e to t, unless it makes the table too large: then it is
+ * taken out of the round into `refused`, and t is as it was. */
+static int maxhold_edit_one(struct maxhold_table *t, struct maxhold_edit *e,
+			    struct zkl_link *refused)
+{
+	unsigned was = maxhold_table_lookup(t, e->res);
+	int err = maxhold_table_set(t, e->res, e->secs);
+
+	if (err < 0 || maxhold_table_text_len(t) <= MAXHOLD_TABLE_MAX)
+		return err;
+	list_del(&e->link);
+	list_add_tail(refused, &e->link);
+	return maxhold_table_set(t, e->res, was); /* was there: no room */
+}
+
+/* The table as read, with the round's edits applied, as text; the edits
+ * that would make it too large are refused, each alone. */
 static int maxhold_edit_all(struct maxhold_round *r, const char *value,
-			    size_t len, size_t *textlen)
+			    size_t len, size_t *textlen,
+			    struct zkl_link *refused)
 {
 	struct maxhold_table t;
 	int err = maxhold_table_parse(value, len, &t);
@@ -226,17 +243,16 @@ static int maxhold_edit_all(struct maxhold_round *r, const char *value,
 	if (err < 0)
 		return err;
 	err = 0;
-	for (struct zkl_link *l = r->edits.next; l != &r->edits && !err;
-	     l = l->next) {
-		struct maxhold_edit *e =
-			ZKL_CONTAINER_OF(l, struct maxhold_edit, link);
-		err = maxhold_table_set(&t, e->res, e->secs);
+	for (struct zkl_link *l = r->edits.next, *next; l != &r->edits && !err;
+	     l = next) {
+		next = l->next;
+		err = maxhold_edit_one(
+			&t, ZKL_CONTAINER_OF(l, struct maxhold_edit, link),
+			refused);
 	}
 	if (err == 0)
 		err = maxhold_table_format(&t, &r->text, textlen);
 	maxhold_table_free(&t);
-	if (err == 0 && *textlen > MAXHOLD_TABLE_MAX)
-		err = -ENOSPC;
 	return err;
 }
 
@@ -244,14 +260,17 @@ static void maxhold_on_got(int rc, const char *value, int len,
 			   const struct Stat *st, const void *data)
 {
 	struct maxhold_round *r = (struct maxhold_round *)data;
+	struct zkl_link refused;
 	size_t textlen = 0;
 	int err;
 
 	if (rc != ZOK && rc != ZNONODE)
 		return maxhold_finish(r, zkerr_errno(rc));
+	list_init(&refused);
 	err = maxhold_edit_all(r, rc == ZOK ? value : NULL,
-			       rc == ZOK && len > 0 ? (size_t)len : 0,
-			       &textlen);
+			       rc == ZOK && len > 0 ? (size_t)len : 0, &textlen,
+			       &refused);
+	maxhold_tell_all(&refused, -ENOSPC);
 	if (err < 0)
 		return maxhold_finish(r, err);
 	if (textlen == 0 && rc == ZNONODE) /* no table, none wanted */

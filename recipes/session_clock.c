@@ -101,7 +101,8 @@ static void clock_on_heartbeat(int rc, const char *value, const void *data)
 	session_enter(s, &notify);
 	/* A reply of a handle closed since is not this session's proof. */
 	if (hb == &s->hb[s->hb_slot] && s->hb_sent_ms != 0) {
-		session_metrics_answered_locked(s, ZKL_OP_SYNC, s->hb_sent_us);
+		session_metrics_answered_locked(s, ZKL_OP_SYNC, rc,
+						s->hb_sent_us);
 		if (rc == ZOK) {
 			int64_t now = session_clock_now();
 			/* The next one a period after this answer, not after

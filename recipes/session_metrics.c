@@ -51,12 +51,18 @@ void session_metrics_ended_locked(struct zkl_session *s, enum zkl_mode mode,
 }
 
 void session_metrics_answered_locked(struct zkl_session *s,
-				     enum zkl_request_op op, int64_t sent_us)
+				     enum zkl_request_op op, int rc,
+				     int64_t sent_us)
 {
 	int64_t took = session_metrics_now_us() - sent_us;
 
 	ZKL_ASSERT_HELD(&s->lock);
 	assert(op < ZKL_OPS);
+	/* The client's own failures (the connection lost, the handle closed)
+	 * time the connection's end, not the server's answer. */
+	if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+	    rc == ZCLOSING || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
+		return;
 	histogram_observe(&s->metrics.requests[op], &histogram_request_seconds,
 			  (double)(took > 0 ? took : 0) / 1e6);
 }

@@ -251,18 +251,22 @@ def test_overdue_goes_by_the_servers_clock_not_the_hosts(zk, base, mounts):
 
 
 def test_a_limit_raised_after_the_ask_asks_again_and_gives_the_grace(
-        zk, base, m1, m2):
-    holder = Locker(m1.path("r", "write"), "rw")
+        zk, base, mounts, m2):
+    m1 = mounts.new("-o", "on_revoke=signal:USR1")
+    holder = Locker(m1.path("r", "write"), "rw", ["--trap", "SIGUSR1"])
     holder.granted()
     granted_at = time.monotonic()
     set_maxhold(m2, 2)
-    wait_until(lambda: status(m1)["maxhold_asks"] == "1", 15, "asked")
+    assert holder.next_line(15, "the first ask") == "signal SIGUSR1"
     set_maxhold(m2, 5)
+    assert holder.next_line(15, "the ask at the new limit") == \
+        "signal SIGUSR1", "told again"
     wait_until(lambda: holder.command("read") == "err EIO", 30, "broken")
     took = time.monotonic() - granted_at
     assert took >= 5 + GRACE_MIN - 0.5, \
         f"broken {took:.1f} s after the grant: the new limit's grace skipped"
     assert status(m1)["maxhold_asks"] == "2", "asked again at the new limit"
+    assert status(m1)["asked"] == "2", "and the holder told twice"
     holder.close()
     set_maxhold(m2, 0)
 

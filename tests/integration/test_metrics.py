@@ -18,15 +18,15 @@ import urllib.request
 
 import pytest
 
-from harness import (Locker, Mounts, free_port, running, wait_until,
-                     zklockfs_binary)
+from harness import (Driver, Locker, Mounts, free_port, lock_nodes, running,
+                     wait_until, zklockfs_binary)
 from readme import readme_block
 from tcpproxy import TcpProxy
-from test_hangs import answered_within
+from test_hangs import answered_within, cut_off  # noqa: F401 (fixture)
 from test_operability import status
 from test_revoke import revoke
 
-SERIES = re.compile(r"^(zklockfs_\w+)(\{[^}]*\})? (\S+)$")
+SERIES = re.compile(r'^(zklockfs_\w+)\{mountpoint="([^"]*)",?([^}]*)\} (\S+)$')
 
 
 def metrics(mount):
@@ -34,22 +34,25 @@ def metrics(mount):
         return f.read()
 
 
-def values(text):
-    """{name{labels}: value} of every sample of the text."""
+def values(text, mountpoint=None):
+    """{name{labels}: value} of every sample of the text, the mount point
+    label (every sample's first) checked and left out."""
     found = {}
     for line in text.splitlines():
         if line.startswith("#"):
             continue
         m = SERIES.match(line)
         assert m, f"not a sample line: {line!r}"
-        found[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+        assert mountpoint is None or m.group(2) == mountpoint, line
+        labels = "{" + m.group(3) + "}" if m.group(3) else ""
+        found[m.group(1) + labels] = float(m.group(4))
     return found
 
 
 def sample(mount, name, **labels):
     key = name + ("{" + ",".join(f'{k}="{v}"' for k, v in labels.items())
                   + "}" if labels else "")
-    return values(metrics(mount))[key]
+    return values(metrics(mount), os.path.realpath(mount.mountpoint))[key]
 
 
 def test_the_text_is_what_promtool_accepts(m1):
@@ -61,7 +64,7 @@ def test_the_text_is_what_promtool_accepts(m1):
     res = subprocess.run(["promtool", "check", "metrics"], input=text,
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert 'zklockfs_info{version="' in text
+    assert 'version="' in text
     assert sample(m1, "zklockfs_session_state", state="connected") == 1
     holder.close()
 
@@ -109,6 +112,34 @@ def test_locks_are_counted_by_mode_and_kind(m1, m2):
             == 1, (mode, kind)
 
 
+def test_a_downgrade_whose_write_node_went_counts_the_loss(zk, base,
+                                                          cut_off):
+    """The write node is deleted by another client while the downgrade's
+    transaction is on its way: the flock fails, and the write lock counts
+    as lost (grants = releases + losses + held, always)."""
+    proxy, m = cut_off
+    d = Driver()
+    d.ok(f"open f {m.path('r', 'lock')}")
+    d.ok("flock f ex")
+    node, = lock_nodes(zk, f"{base}/r")
+    proxy.hold()
+    d.send("flock f sh")
+    wait_until(lambda: status(m)["waiting"] == "1", 15,
+               "the downgrade on its way")
+    zk.delete(node)
+    proxy.cut()
+    proxy.accept()
+    assert d.answer(30).startswith("err"), "the downgrade fails"
+    lock = '{mode="write",kind="flock"}'
+    wait_until(lambda: values(metrics(m))["zklockfs_losses_total" + lock] == 1,
+               20, "the write lock counted lost")
+    got = values(metrics(m))
+    assert got["zklockfs_grants_total" + lock] == 1
+    assert got["zklockfs_releases_total" + lock] == 0
+    assert got["zklockfs_locks_held" + lock] == 0
+    d.exit()
+
+
 def test_losses_and_requests_to_let_go_are_counted(m1, m2):
     holder = Locker(m1.path("r", "write"), "rw")
     holder.granted()
@@ -141,19 +172,23 @@ def proxied(zookeeper, zk, base, tmp_path):
 def test_reading_asks_zookeeper_nothing_and_the_file_follows_the_state(
         proxied):
     proxy, mounts, m, path = proxied
-    wait_until(lambda: path.exists(), 15, "the metrics file written")
-    assert 'zklockfs_session_state{state="connected"} 1' in path.read_text()
+
+    def state_in_file(state):
+        return path.exists() and \
+            values(path.read_text())[f'zklockfs_session_state{{state="{state}"}}'] == 1
+    wait_until(lambda: state_in_file("connected"), 15,
+               "the metrics file written")
     proxy.cut()
     wait_until(lambda: status(m)["state"] == "suspended", 10,
                "the mount to see the connection lost")
     text = answered_within(1, metrics, m)
-    assert 'zklockfs_session_state{state="suspended"} 1' in text
+    assert values(text)['zklockfs_session_state{state="suspended"}'] == 1
     assert values(text)["zklockfs_connection_losses_total"] == 1
-    wait_until(lambda: 'zklockfs_session_state{state="suspended"} 1'
-               in path.read_text(), 3, "the file to follow the state")
+    wait_until(lambda: state_in_file("suspended"), 3,
+               "the file to follow the state")
     proxy.accept()
-    wait_until(lambda: 'zklockfs_session_state{state="connected"} 1'
-               in path.read_text(), 15, "the file to follow it back")
+    wait_until(lambda: state_in_file("connected"), 15,
+               "the file to follow it back")
     assert not [p for p in os.listdir(path.parent) if p != path.name], \
         "no temporary file left beside it"
     mounts.stop_all()
@@ -172,8 +207,8 @@ def test_the_node_exporter_serves_the_metrics_file(mounts, tmp_path):
     m = mounts.new("-o", f"metrics_file={path}")
     holder = Locker(m.path("r", "write"), "rw")
     holder.granted()
-    wait_until(lambda: path.exists() and 'zklockfs_locks_held{mode="write",'
-               'kind="open"} 1' in path.read_text(), 15,
+    wait_until(lambda: path.exists() and values(path.read_text())[
+        'zklockfs_locks_held{mode="write",kind="open"}'] == 1, 15,
                "the file to show the lock held")
     port = free_port()
     with running(["prometheus-node-exporter",
@@ -181,24 +216,50 @@ def test_the_node_exporter_serves_the_metrics_file(mounts, tmp_path):
                   "--collector.disable-defaults", "--collector.textfile",
                   f"--collector.textfile.directory={tmp_path}"],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-        def serving():
-            try:
-                with socket.create_connection(("127.0.0.1", port), 1):
-                    return True
-            except OSError:
-                return False
-        wait_until(serving, 15, "the node exporter listening")
+        wait_until(lambda: listening(port), 15, "the node exporter listening")
         served = node_exporter_metrics(port)
     assert "node_textfile_scrape_error 0" in served, served[-2000:]
-    assert 'zklockfs_locks_held{kind="open",mode="write"} 1' in served, \
+    mp = os.path.realpath(m.mountpoint)
+    assert 'zklockfs_locks_held{kind="open",mode="write",' \
+        f'mountpoint="{mp}"}} 1' in served, \
         [line for line in served.splitlines() if "zklockfs_locks" in line]
-    assert 'zklockfs_session_state{state="connected"} 1' in served
+    assert f'zklockfs_session_state{{mountpoint="{mp}",state="connected"}} 1' \
+        in served
+    holder.close()
+
+
+def test_two_mounts_files_are_served_side_by_side(mounts, tmp_path):
+    """The node exporter refuses two samples of one name and labels from
+    two files: each mount's carry its mount point."""
+    ms = [mounts.new("-o", f"metrics_file={tmp_path}/zklockfs-{i}.prom")
+          for i in range(2)]
+    holder = Locker(ms[1].path("r", "write"), "rw")
+    holder.granted()
+    wait_until(lambda: 'locks_held{mountpoint="%s",mode="write",kind="open"}'
+               ' 1' % os.path.realpath(ms[1].mountpoint) in
+               (tmp_path / "zklockfs-1.prom").read_text(), 15,
+               "the second mount's file to show its lock")
+    port = free_port()
+    with running(["prometheus-node-exporter",
+                  f"--web.listen-address=127.0.0.1:{port}",
+                  "--collector.disable-defaults", "--collector.textfile",
+                  f"--collector.textfile.directory={tmp_path}"],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        wait_until(lambda: listening(port), 15, "the node exporter listening")
+        served = node_exporter_metrics(port)
+    held = {line.rsplit(" ", 1)[1] for line in served.splitlines()
+            if line.startswith('zklockfs_locks_held{kind="open",'
+                               'mode="write",')}
+    assert held == {"0", "1"}, [line for line in served.splitlines()
+                                if "zklockfs_locks_held" in line]
+    assert "node_textfile_scrape_error 0" in served
     holder.close()
 
 
 @pytest.mark.parametrize("value,said", [
     ("relative.prom", "must be an absolute path"),
     ("/nonexistent/dir/x.prom", "cannot write in /nonexistent/dir"),
+    ("/tmp", "not a regular file"),
 ])
 def test_a_metrics_file_that_cannot_be_written_fails_the_start(
         zookeeper, base, value, said):
@@ -210,7 +271,7 @@ def test_a_metrics_file_that_cannot_be_written_fails_the_start(
     assert res.returncode != 0 and said in res.stderr, res
 
 
-QUERIES = "# who waits longest: the 99th percentile wait, per host"
+QUERIES = "# who waits longest: the 99th percentile wait, per host and mount"
 
 
 def listening(port):
