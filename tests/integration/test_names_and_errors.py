@@ -59,7 +59,8 @@ def test_lock_files_look_like_empty_regular_files(m1):
 def test_readdir_lists_resources_that_exist_and_rmdir(zk, base, m1):
     zk.ensure_path(base + "/one/two")
     zk.ensure_path(base + "/three")
-    assert sorted(os.listdir(m1.mountpoint)) == [".status", "one", "three"]
+    assert sorted(os.listdir(m1.mountpoint)) == [".metrics", ".status", "one",
+                                                 "three"]
     assert sorted(os.listdir(m1.path("one"))) == ["holders", "lease", "limit", "lock", "maxhold", "read", "revoke", "two", "write"]
     expect_errno(errno.ENOTEMPTY, os.rmdir, m1.path("one"))
     os.rmdir(m1.path("one", "two"))
@@ -291,7 +292,7 @@ def test_a_znode_name_no_file_name_maps_to_is_not_listed(zk, base, m1):
     for child in ("caf%C3%A9", "a%20b", "caf%E9"):
         zk.ensure_path(f"{base}/{child}")
     assert sorted(os.listdir(os.fsencode(m1.mountpoint))) == \
-        [b".status", b"a%20b", b"caf\xe9"]
+        [b".metrics", b".status", b"a%20b", b"caf\xe9"]
 
 
 def test_rmdir_with_a_file_open_inside_leaves_the_name_usable(zk, base, m1, m2):
