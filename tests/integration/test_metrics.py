@@ -26,6 +26,13 @@ from test_hangs import answered_within, cut_off  # noqa: F401 (fixture)
 from test_operability import status
 from test_revoke import revoke
 
+# Other programs reading the text (the node exporter, Prometheus) are the
+# plain run's business: under a sanitizer, the daemon's side of it (the
+# text, the file's writer) is run by the tests without them.
+THEIR_PROGRAMS = pytest.mark.skipif(
+    os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none",
+    reason="the plain run has the node exporter and Prometheus")
+
 SERIES = re.compile(r'^(zklockfs_\w+)\{mountpoint="([^"]*)",?([^}]*)\} (\S+)$')
 
 
@@ -202,6 +209,7 @@ def node_exporter_metrics(port):
         return r.read().decode()
 
 
+@THEIR_PROGRAMS
 def test_the_node_exporter_serves_the_metrics_file(mounts, tmp_path):
     path = tmp_path / "zklockfs.prom"
     m = mounts.new("-o", f"metrics_file={path}")
@@ -228,6 +236,7 @@ def test_the_node_exporter_serves_the_metrics_file(mounts, tmp_path):
     holder.close()
 
 
+@THEIR_PROGRAMS
 def test_two_mounts_files_are_served_side_by_side(mounts, tmp_path):
     """The node exporter refuses two samples of one name and labels from
     two files: each mount's carry its mount point."""
@@ -289,6 +298,7 @@ def prometheus_query(port, query):
         return json.loads(r.read().decode())
 
 
+@THEIR_PROGRAMS
 def test_the_readme_queries_run_on_prometheus(mounts, tmp_path):
     """The README's queries, on a real Prometheus scraping the node
     exporter that serves a mount's metrics file: each is valid PromQL, and
