@@ -5,6 +5,7 @@ go, and ZooKeeper's answers; reading it asks ZooKeeper nothing (it answers
 while cut off); the file kept by -o metrics_file is served by the real
 prometheus-node-exporter's textfile collector, follows a state change
 within a second or so, and goes at unmount."""
+import contextlib
 import fcntl
 import json
 import os
@@ -209,59 +210,43 @@ def node_exporter_metrics(port):
         return r.read().decode()
 
 
-@THEIR_PROGRAMS
-def test_the_node_exporter_serves_the_metrics_file(mounts, tmp_path):
-    path = tmp_path / "zklockfs.prom"
-    m = mounts.new("-o", f"metrics_file={path}")
-    holder = Locker(m.path("r", "write"), "rw")
-    holder.granted()
-    wait_until(lambda: path.exists() and values(path.read_text())[
-        'zklockfs_locks_held{mode="write",kind="open"}'] == 1, 15,
-               "the file to show the lock held")
+@contextlib.contextmanager
+def node_exporter(textfiles):
+    """The real node exporter on a free loopback port, serving the *.prom
+    files of the directory textfiles (and nothing else): its port."""
     port = free_port()
     with running(["prometheus-node-exporter",
                   f"--web.listen-address=127.0.0.1:{port}",
                   "--collector.disable-defaults", "--collector.textfile",
-                  f"--collector.textfile.directory={tmp_path}"],
+                  f"--collector.textfile.directory={textfiles}"],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
         wait_until(lambda: listening(port), 15, "the node exporter listening")
-        served = node_exporter_metrics(port)
-    assert "node_textfile_scrape_error 0" in served, served[-2000:]
-    mp = os.path.realpath(m.mountpoint)
-    assert 'zklockfs_locks_held{kind="open",mode="write",' \
-        f'mountpoint="{mp}"}} 1' in served, \
-        [line for line in served.splitlines() if "zklockfs_locks" in line]
-    assert f'zklockfs_session_state{{mountpoint="{mp}",state="connected"}} 1' \
-        in served
-    holder.close()
+        yield port
 
 
 @THEIR_PROGRAMS
-def test_two_mounts_files_are_served_side_by_side(mounts, tmp_path):
-    """The node exporter refuses two samples of one name and labels from
-    two files: each mount's carry its mount point."""
+def test_the_node_exporter_serves_two_mounts_files_side_by_side(
+        mounts, tmp_path):
+    """It refuses two samples of one name and labels from two files (and
+    still says node_textfile_scrape_error 0): each mount's carry its mount
+    point."""
     ms = [mounts.new("-o", f"metrics_file={tmp_path}/zklockfs-{i}.prom")
           for i in range(2)]
+    mps = [os.path.realpath(m.mountpoint) for m in ms]
     holder = Locker(ms[1].path("r", "write"), "rw")
     holder.granted()
-    wait_until(lambda: 'locks_held{mountpoint="%s",mode="write",kind="open"}'
-               ' 1' % os.path.realpath(ms[1].mountpoint) in
-               (tmp_path / "zklockfs-1.prom").read_text(), 15,
+    wait_until(lambda: values((tmp_path / "zklockfs-1.prom").read_text())[
+        'zklockfs_locks_held{mode="write",kind="open"}'] == 1, 15,
                "the second mount's file to show its lock")
-    port = free_port()
-    with running(["prometheus-node-exporter",
-                  f"--web.listen-address=127.0.0.1:{port}",
-                  "--collector.disable-defaults", "--collector.textfile",
-                  f"--collector.textfile.directory={tmp_path}"],
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-        wait_until(lambda: listening(port), 15, "the node exporter listening")
+    with node_exporter(tmp_path) as port:
         served = node_exporter_metrics(port)
-    held = {line.rsplit(" ", 1)[1] for line in served.splitlines()
-            if line.startswith('zklockfs_locks_held{kind="open",'
-                               'mode="write",')}
-    assert held == {"0", "1"}, [line for line in served.splitlines()
-                                if "zklockfs_locks_held" in line]
-    assert "node_textfile_scrape_error 0" in served
+    assert "node_textfile_scrape_error 0" in served, served[-2000:]
+    for mp, held in zip(mps, (0, 1)):
+        assert 'zklockfs_locks_held{kind="open",mode="write",' \
+            f'mountpoint="{mp}"}} {held}' in served, \
+            [line for line in served.splitlines() if "locks_held" in line]
+        assert f'zklockfs_session_state{{mountpoint="{mp}",' \
+            'state="connected"} 1' in served
     holder.close()
 
 
@@ -308,34 +293,35 @@ def test_the_readme_queries_run_on_prometheus(mounts, tmp_path):
     textfiles = tmp_path / "textfiles"
     textfiles.mkdir()
     m = mounts.new("-o", f"metrics_file={textfiles}/zklockfs.prom")
-    exporter, server = free_port(), free_port()
+    server = free_port()
     config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: node\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{exporter}']\n")
-    with running(["prometheus-node-exporter",
-                  f"--web.listen-address=127.0.0.1:{exporter}",
-                  "--collector.disable-defaults", "--collector.textfile",
-                  f"--collector.textfile.directory={textfiles}"],
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), \
-            running(["prometheus", f"--config.file={config}",
-                     f"--storage.tsdb.path={tmp_path}/tsdb",
-                     f"--web.listen-address=127.0.0.1:{server}"],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-        wait_until(lambda: listening(exporter) and listening(server), 30,
-                   "the node exporter and Prometheus listening")
-        deadline = time.monotonic() + 60
-        rates = {}
-        while not rates.get("write") and time.monotonic() < deadline:
-            for _ in range(3):
-                os.close(os.open(m.path("r", "write"), os.O_RDWR))
-            time.sleep(1)  # a scrape interval: rate() needs two samples
-            churn = prometheus_query(server, queries[1])["data"]["result"]
-            rates = {r["metric"]["mode"]: float(r["value"][1])
-                     for r in churn}
-        assert rates.get("write", 0) > 0, f"no write churn seen: {rates}"
-        assert rates["read"] == 0 and rates["lease"] == 0, rates
-        for q in queries:
-            answer = prometheus_query(server, q)
-            assert answer["status"] == "success", (q, answer)
+    with node_exporter(textfiles) as exporter:
+        config.write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: node\n    static_configs:\n"
+            f"      - targets: ['127.0.0.1:{exporter}']\n")
+        with running(["prometheus", f"--config.file={config}",
+                      f"--storage.tsdb.path={tmp_path}/tsdb",
+                      f"--web.listen-address=127.0.0.1:{server}"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+            churn_and_query(m, server, queries)
+
+
+def churn_and_query(m, server, queries):
+    """Take write locks on m until Prometheus sees the churn, then ask it
+    every query."""
+    wait_until(lambda: listening(server), 30, "Prometheus listening")
+    deadline = time.monotonic() + 60
+    rates = {}
+    while not rates.get("write") and time.monotonic() < deadline:
+        for _ in range(3):
+            os.close(os.open(m.path("r", "write"), os.O_RDWR))
+        time.sleep(1)  # a scrape interval: rate() needs two samples
+        churn = prometheus_query(server, queries[1])["data"]["result"]
+        rates = {r["metric"]["mode"]: float(r["value"][1])
+                 for r in churn}
+    assert rates.get("write", 0) > 0, f"no write churn seen: {rates}"
+    assert rates["read"] == 0 and rates["lease"] == 0, rates
+    for q in queries:
+        answer = prometheus_query(server, q)
+        assert answer["status"] == "success", (q, answer)
