@@ -2,7 +2,8 @@
 clean copy of the tree with dpkg-buildpackage, lintian-clean at the error
 level, installed with `apt install` into a clean Debian 12 root made here
 with debootstrap (so its Depends must bring everything it needs), then
-mounted there with `mount -t fuse.zklockfs`, a lock taken, and unmounted.
+mounted there with `mount -t fuse.zklockfs`, a lock taken, and unmounted;
+then mounted again from an fstab line.
 
 The clean root shares this machine's network (its ZooKeeper on loopback)
 and gets its own /dev/fuse; it downloads its packages from this machine's
@@ -100,15 +101,21 @@ def test_the_package_builds_installs_in_a_clean_root_and_mounts(
             cut -d' ' -f1,2 /mnt/zklock/demo/holders
             exec 9>&-
             umount /mnt/zklock
+            mkdir -p /mnt/fstab
+            echo '{connect} /mnt/fstab fuse.zklockfs noauto,session_timeout=4 0 0' >>/etc/fstab
+            mount /mnt/fstab
+            grep '^state ' /mnt/fstab/.status
+            umount /mnt/fstab
         """)
-        assert out == "held write\n", out
+        assert out == "held write\nstate connected\n", out
         wait_until(lambda: not processes_mentioning(connect), 15,
                    "the installed daemon exits at umount")
     finally:
-        for path in (root / "mnt" / "zklock", root / "proc"):
+        for path in (root / "mnt" / "zklock", root / "mnt" / "fstab",
+                     root / "proc"):
             if os.path.ismount(path):
                 subprocess.run(["umount", "-l", str(path)])
     # Never remove a tree something is still mounted in.
-    assert not any(os.path.ismount(p) for p in (root / "proc",
-                                                root / "mnt" / "zklock"))
+    assert not any(os.path.ismount(p) for p in (
+        root / "proc", root / "mnt" / "zklock", root / "mnt" / "fstab"))
     shutil.rmtree(root)
