@@ -44,7 +44,7 @@ enum lr_hold {
 	LR_HOLD_WATCH,  /* lr->watch registered .. fired or removed */
 	LR_HOLD_AHEAD,  /* lr->ahead allocated .. one fired or removed */
 	LR_HOLD_LIMIT,  /* lr->limit_watch registered .. fired or removed */
-	LR_HOLD_HELD,   /* lr->held_watch registered .. fired or removed */
+	LR_HOLD_OWN,    /* lr->own_watch registered .. fired or removed */
 	LR_HOLD_RESUME, /* lr_defer .. the resume hook, or the session's end */
 	LR_HOLD_NOTICE, /* lr->notice posted .. run (lr_notice_run) */
 	LR_HOLD_MUTEX,  /* a peer lease: its peer's lock's done is to come */
@@ -94,9 +94,11 @@ struct zkl_lockreq {
 	size_t nahead;
 	struct zkl_watch limit_watch; /* a lease in line or waiting: on the
 				       * resource's data, its limit */
-	struct zkl_watch held_watch;  /* while held: on our own node, whose
-				       * deletion by anyone else loses it */
-	struct zkl_lockreq *mutex;    /* a peer lease: the request for the
+	/* On our own node, from its first wait or its grant on
+	 * (lr_watch_own): its deletion by anyone else fails a waiter and
+	 * loses a holder. */
+	struct zkl_watch own_watch;
+	struct zkl_lockreq *mutex; /* a peer lease: the request for the
 				    * peer's own lock, while it has one */
 	/* A multi-lock (multilock.c): its members, one plain request per
 	 * resource, created together in one transaction; NULL while it
@@ -131,19 +133,25 @@ struct zkl_lockreq {
 	unsigned peer : 1;          /* a lease in Curator's or kazoo's layout */
 	unsigned jeopardy_wait : 1; /* lost in jeopardy at lost_ms: its node
 				     * stays for the margin (lr_jeopardy) */
-	unsigned grant_deferred : 1; /* granted in a jeopardy: told once it
+	unsigned grant_deferred : 1;   /* granted in a jeopardy: told once it
 				      * ends (lr_tell_locked), unless the
 				      * session does first */
-	unsigned multi : 1;          /* a multi-lock (members) */
-	unsigned wants_create : 1;   /* a member: waits, in PH_NEW, for its
+	unsigned multi : 1;            /* a multi-lock (members) */
+	unsigned wants_create : 1;     /* a member: waits, in PH_NEW, for its
 				    * multi-lock's transaction */
-	unsigned passing : 1;        /* held, and being replaced by an heir:
+	unsigned passing : 1;          /* held, and being replaced by an heir:
 				      * its node's changes are the heir's */
-	unsigned inherited : 1;      /* an heir: czxid is its write lock's
+	unsigned inherited : 1;        /* an heir: czxid is its write lock's
 				      * token, kept in its data (lr_heir.c) */
-	unsigned revoke_asked : 1;   /* held, and asked to let go (its node
+	unsigned revoke_asked : 1;     /* held, and asked to let go (its node
 				      * got the revocation mark) at revoke_ms */
-	unsigned revoke_told : 1;    /* ... and its owner was told so */
+	unsigned revoke_told : 1;      /* ... and its owner was told so */
+	unsigned own_known : 1;        /* own_watch's get came back: the node
+				      * existed then, and any deletion since
+				      * is told before any later news */
+	unsigned grant_awaits_own : 1; /* PH_WATCHING for own_known alone: the
+				  * view grants, but only a listing or
+				  * own_known proves the node is there */
 
 	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
@@ -274,12 +282,16 @@ int lr_watch_one(struct zkl_lockreq *lr, const char *name);
 int lr_watch_ahead(struct zkl_lockreq *lr, size_t me);
 /* A lease: the resource's data, for changes of the limit (once). */
 int lr_watch_limit(struct zkl_lockreq *lr);
-/* A held request: its own node, for a deletion not its own (once; logs a
- * failure: the lock stays held, unguarded). */
-void lr_watch_held(struct zkl_lockreq *lr);
+/* Its own node, for a deletion not its own (once; logs a failure: the
+ * lock stays unguarded).  Set before the first watch on a node ahead, so
+ * that ZooKeeper tells the deletion of our node before any later change
+ * of a node ahead (lr_evaluate), and at the grant. */
+void lr_watch_own(struct zkl_lockreq *lr);
 /* Stop watching nodes (lr_watch_one, lr_watch_ahead). */
 void lr_unwatch(struct zkl_lockreq *lr);
-/* ... and the limit and its own node too. */
+/* ... and the limit: what only a waiter watches. */
+void lr_unwatch_waits(struct zkl_lockreq *lr);
+/* ... and its own node too. */
 void lr_unwatch_all(struct zkl_lockreq *lr);
 
 /* The basic steps (lr_steps.c). */
@@ -337,8 +349,10 @@ void lr_release_sub_locked(struct zkl_lockreq *lr, struct zkl_lockreq *sub,
 /* After a lost create reply, a listing: is there a node with our tag? */
 void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify);
 
-/* A listing's verdict (lr_machine.c). */
-void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* A listing's verdict (lr_machine.c): `listed` when the view is a
+ * listing that has just come back (it shows our node), else the view with
+ * nodes marked gone since. */
+void lr_evaluate(struct zkl_lockreq *lr, int listed, struct zkl_link *notify);
 void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
 
 /* Is lr a lock its owner holds as such (not a multi-lock's member, nor a

@@ -78,7 +78,7 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	notice_init(&lr->notice, lr_notice_run);
 	list_init(&lr->watch.link);
 	list_init(&lr->limit_watch.link);
-	list_init(&lr->held_watch.link);
+	list_init(&lr->own_watch.link);
 	list_init(&lr->qwait.link);
 	lr->qwait.wants_limit = mode == ZKL_MODE_LEASE;
 	list_init(&lr->leaving.link);

@@ -112,7 +112,7 @@ static void lr_heir_on_sent(int rc, const void *data)
 			log_msg(LOG_DEBUG, "%s takes its write lock's place",
 				lr->node);
 			lr_tell_locked(lr, 0, &notify);
-			lr_watch_held(lr);
+			lr_watch_own(lr);
 		}
 	} else if (lr_is_connection_loss(rc)) {
 		/* Done or not?  The heir's name tells, once connected. */

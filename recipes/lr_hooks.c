@@ -54,7 +54,11 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 		lr_list(lr, notify);
 		break;
 	case PH_LISTING:
+		lr_watch_own(lr); /* if it could not be set */
 		lr_list(lr, notify);
+		break;
+	case PH_WATCHING:
+		lr_watch_own(lr); /* if it could not be set */
 		break;
 	case PH_DELETING:
 		lr_delete(lr);
@@ -68,7 +72,7 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 		if (lr->mode == ZKL_MODE_LEASE && lr_node_holds(lr) &&
 		    !lr->marked)
 			lr_mark(lr); /* its reply was lost with the connection */
-		lr_watch_held(lr);   /* if it could not be set */
+		lr_watch_own(lr);    /* if it could not be set */
 		break;
 	default:
 		break;
@@ -118,12 +122,12 @@ static void lr_watch_fired(struct zkl_watch *w, const char *path,
 		} else if (lr_gone_for_sure(name, ev)) {
 			/* No listing needed: see queue.h. */
 			queue_mark_gone(lr->q, name);
-			lr_evaluate(lr, notify);
+			lr_evaluate(lr, 0, notify);
 		} else if (ev == WATCH_CHANGED && lr->mode == ZKL_MODE_LEASE) {
 			/* Set data on a lease is its mark, or a holder's
 			 * note: granted either way. */
 			queue_mark_granted(lr->q, name);
-			lr_evaluate(lr, notify);
+			lr_evaluate(lr, 0, notify);
 		} else {
 			lr_list(lr, notify); /* changed, or we cannot tell */
 		}
@@ -159,7 +163,7 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 
 /* Why a held node is gone: broken by this session (held past its limit,
  * lr_maxhold.c), or deleted by another client. */
-static const char *lr_held_gone_why(const struct zkl_lockreq *lr)
+static const char *lr_own_gone_why(const struct zkl_lockreq *lr)
 {
 	const struct zkl_lockreq *owner = lr->group ? lr->group : lr;
 
@@ -169,35 +173,53 @@ static const char *lr_held_gone_why(const struct zkl_lockreq *lr)
 		       : "its lock node was deleted by another client";
 }
 
-/* Our own held node changed.  Deleted (not by us: the release takes the
- * watch away first): the lock is lost, whoever deleted it, and the next
- * waiter may hold already.  Its data set (a note, a lease's mark, someone
- * else's write): watch again. */
-static void lr_held_fired(struct zkl_watch *w, const char *path,
-			  enum zkl_watch_event ev, struct zkl_link *notify)
+/* A waiter's node was deleted by another client: the request fails,
+ * before the view can grant it (lr_evaluate).  Nothing of it is left to
+ * delete; a multi-lock fails whole, as its member's done says. */
+static void lr_waiter_gone(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	log_msg(LOG_WARNING,
+		"lock node %s was deleted by another client while it %s: the "
+		"request fails",
+		lr->node,
+		lr->grant_deferred ? "was granted in a jeopardy" : "waited");
+	lr->phase = PH_GONE;
+	lr->grant_awaits_own = 0;
+	lr_unwatch_all(lr);
+	if (queue_leave_line_locked(&lr->qwait))
+		lr_drop_locked(lr, LR_HOLD_LINE);
+	lr_tell_locked(lr, -EIO, notify);
+	lr->outcome = LR_FINISHED;
+}
+
+/* Our own node changed.  Deleted (not by us: the release takes the watch
+ * away first): a waiter fails, a held lock is lost, whoever deleted it,
+ * and the next waiter may hold already.  Its data set (a note, a lease's
+ * mark, someone else's write): watch again. */
+static void lr_own_fired(struct zkl_watch *w, const char *path,
+			 enum zkl_watch_event ev, struct zkl_link *notify)
 {
 	struct zkl_lockreq *lr =
-		ZKL_CONTAINER_OF(w, struct zkl_lockreq, held_watch);
+		ZKL_CONTAINER_OF(w, struct zkl_lockreq, own_watch);
+	int gone = ev == WATCH_GONE || ev == WATCH_VANISHED;
+	int waits = lr->outcome == LR_PENDING &&
+		    (lr->phase == PH_LISTING || lr->phase == PH_WATCHING ||
+		     (lr->grant_deferred && lr->phase == PH_IDLE));
 
-	lr_begin_entry_locked(lr, LR_HOLD_HELD);
+	lr_begin_entry_locked(lr, LR_HOLD_OWN);
 	(void)path;
-	if (!lr_node_holds(lr) || lr->lost || lr->phase != PH_IDLE ||
-	    lr->passing) {
+	lr->own_known = 0;
+	if (waits && gone) {
+		lr_waiter_gone(lr, notify);
+	} else if (waits && ev == WATCH_UNKNOWN) {
+		lr_defer(lr, notify); /* lr_resume sets it again */
+	} else if (waits) {
+		lr_watch_own(lr); /* its data set: watch again */
+	} else if (!lr_node_holds(lr) || lr->lost || lr->phase != PH_IDLE ||
+		   lr->passing) {
 		/* released, lost already, or being replaced by its heir */
-	} else if ((ev == WATCH_GONE || ev == WATCH_VANISHED) &&
-		   lr->grant_deferred) {
-		log_msg(LOG_WARNING,
-			"lock node %s was deleted by another client before "
-			"its grant could be told: the request fails",
-			lr->node);
-		/* Nothing of it is left to delete or let go (a peer lease
-		 * let its tool's lock go at the grant). */
-		lr->phase = PH_GONE;
-		lr_unwatch_all(lr);
-		lr_tell_locked(lr, -EIO, notify);
-		lr->outcome = LR_FINISHED;
-	} else if (ev == WATCH_GONE || ev == WATCH_VANISHED) {
-		const char *why = lr_held_gone_why(lr);
+	} else if (gone) {
+		const char *why = lr_own_gone_why(lr);
 		log_msg(LOG_WARNING, "lock node %s: %s: the lock is lost",
 			lr->node, why);
 		lr->phase = PH_GONE;
@@ -214,7 +236,7 @@ static void lr_held_fired(struct zkl_watch *w, const char *path,
 	} else {
 		/* Its data set: a note of ours, a lease's mark, or someone
 		 * asking it to let go.  Watch again, and look. */
-		lr_watch_held(lr); /* its get reads the data */
+		lr_watch_own(lr); /* its get reads the data */
 	}
 	lr_end_entry_locked(lr, notify);
 }
@@ -342,6 +364,6 @@ void lr_wire(struct zkl_lockreq *lr)
 	lr->member.ops = &lr_member_ops;
 	lr->watch.fired_locked = lr_watch_fired;
 	lr->limit_watch.fired_locked = lr_limit_fired;
-	lr->held_watch.fired_locked = lr_held_fired;
+	lr->own_watch.fired_locked = lr_own_fired;
 	lr->qwait.listed_locked = lr_listed;
 }

@@ -20,13 +20,13 @@
 static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	lr->phase = PH_IDLE;
-	lr_unwatch_all(lr);
+	lr_unwatch_waits(lr); /* its own node stays watched */
 	if (lr->mode == ZKL_MODE_LEASE) {
 		queue_mark_granted(lr->q, lr_node_name(lr));
 		lr_mark(lr);
 	}
 	lr_tell_locked(lr, 0, notify);
-	lr_watch_held(lr);
+	lr_watch_own(lr);
 }
 
 /* A lease whose limit could not be read with its listing. */
@@ -52,8 +52,18 @@ static void lr_limit_unknown(struct zkl_lockreq *lr, struct zkl_link *notify)
 
 /* Look at the queue (the session's view of it): held, or watch what can
  * unblock us -- the one node ahead, or for the first waiter of a
- * semaphore every lease ahead. */
-void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
+ * semaphore every lease ahead.
+ *
+ * A grant needs our node to be there as late as the news that cleared the
+ * way.  A listing just back shows both at once.  The view with nodes
+ * marked gone since does not: another client may have deleted our node
+ * meanwhile, and the next waiter, on any host, be granted too.  Our own
+ * watch is set before the first watch on a node ahead, and so before any
+ * news that can clear the way from the view, and ZooKeeper tells a client of changes in the order
+ * they happened, so once its get is back (own_known) a deletion of our
+ * node would have been told first (lr_own_fired).  Until then the grant
+ * waits for that answer. */
+void lr_evaluate(struct zkl_lockreq *lr, int listed, struct zkl_link *notify)
 {
 	struct zkl_queue *q = lr->q;
 	ssize_t me = queue_find(q, lr_node_name(lr));
@@ -91,6 +101,12 @@ void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 			break;
 		}
 	}
+	lr->grant_awaits_own = 0;
+	if (ahead < 0 && !listed && !lr->own_known && lr->own_watch.entry) {
+		lr->phase = PH_WATCHING;
+		lr->grant_awaits_own = 1; /* lr_on_own_armed looks again */
+		return;
+	}
 	if (ahead < 0) {
 		lr_grant(lr, notify);
 		return;
@@ -101,6 +117,7 @@ void lr_evaluate(struct zkl_lockreq *lr, struct zkl_link *notify)
 		return;
 	}
 	lr->phase = PH_WATCHING;
+	lr_watch_own(lr); /* first: see above */
 	err = all ? lr_watch_ahead(lr, (size_t)me)
 		  : lr_watch_one(lr, q->nodes[ahead].name);
 	if (err < 0) {
@@ -127,7 +144,7 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 		lr->phase = PH_IDLE; /* so that the finish deletes our node */
 		lr_finish_locked(lr, -EACCES, notify);
 	} else if (rc == ZOK && lr->phase == PH_LISTING) {
-		lr_evaluate(lr, notify);
+		lr_evaluate(lr, 1, notify);
 	} else if ((rc == ZOK || rc == ZNONODE) && lr->phase == PH_RECOVERING) {
 		lr_recover(lr, notify);
 	} else {

@@ -1,6 +1,6 @@
 /*
  * lr_revoke.c - a holder asked to let go (lr.h): the get that sets the
- * watch on a held node (lr_watch_held: at the grant, after a change of
+ * watch on a held node (lr_watch_own: at the grant, after a change of
  * the node's data, after a reconnection) also reads the data; Curator's
  * revocation mark there (revoke.h: set by a mount's `echo ask > revoke`
  * or by Curator's Revoker.attemptRevoke, before the grant or after) is

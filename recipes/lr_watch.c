@@ -2,8 +2,9 @@
  * lr_watch.c - what a waiting lock request watches (lr.h): the one node
  * ahead of it that can unblock it; for the first waiter of a semaphore,
  * every lease ahead of it (any holder's return can unblock it); for a
- * lease, the resource's data, where the limit is kept; and once held, its
- * own node, so that a deletion by anyone else is a loss it hears of.
+ * lease, the resource's data, where the limit is kept; and from its
+ * creation on, its own node, so that a deletion by anyone else is news it
+ * hears before it can be granted, or a loss once held.
  */
 #include "lr.h"
 #include "lockrule.h"
@@ -122,12 +123,14 @@ void lr_unwatch(struct zkl_lockreq *lr)
 	}
 }
 
-/* The get that set the held watch: the node's data (is it the
- * revocation mark?), or no watch set: the node is gone (lost), or the
- * connection broke (set it again once connected: lr_held_fired's
- * UNKNOWN), for every watch of that path. */
-static void lr_on_held_armed(int rc, const char *value, int len,
-			     const struct Stat *st, const void *data)
+/* The get that set the own watch: the node's data (is it the revocation
+ * mark?), or no watch set: the node is gone (a waiter fails, a holder
+ * loses), or the connection broke (set it again once connected:
+ * lr_own_fired's UNKNOWN), for every watch of that path.  Its answer
+ * comes before any news of a later change: a grant the view alone gave
+ * waits for it (grant_awaits_own). */
+static void lr_on_own_armed(int rc, const char *value, int len,
+			    const struct Stat *st, const void *data)
 {
 	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
 	struct zkl_session *s = lr->s;
@@ -136,10 +139,14 @@ static void lr_on_held_armed(int rc, const char *value, int len,
 
 	(void)st;
 	session_enter(s, &notify);
-	if (rc == ZOK) {
-		if (lr->held_watch.entry && lr_node_holds(lr))
+	if (rc == ZOK && lr->own_watch.entry) {
+		lr->own_known = 1;
+		if (lr_node_holds(lr))
 			lr_revoke_check_locked(lr, value, len, &report);
-	} else {
+		if (lr->grant_awaits_own && lr->phase == PH_WATCHING &&
+		    lr->outcome == LR_PENDING)
+			lr_evaluate(lr, 0, &notify);
+	} else if (rc != ZOK) {
 		session_wake_path_locked(s, lr->node,
 					 rc == ZNONODE ? WATCH_VANISHED
 						       : WATCH_UNKNOWN,
@@ -149,49 +156,56 @@ static void lr_on_held_armed(int rc, const char *value, int len,
 	lr_revoke_tell(&report);
 }
 
-void lr_watch_held(struct zkl_lockreq *lr)
+void lr_watch_own(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;
-	int first;
+	int err;
 
-	/* A peer's lock taken on a lease's way is let go at once; a lock
-	 * that an heir replaces sees its own node deleted by the heir. */
-	if (!lr_node_holds(lr) || lr->lost || lr->mutex_names || lr->passing ||
-	    lr->held_watch.entry)
+	/* A peer's lock taken on a lease's way is let go at its grant; a
+	 * lock that an heir replaces sees its own node deleted by the heir. */
+	if (!lr_has_node(lr) || lr->outcome == LR_FINISHED || lr->lost ||
+	    (lr->mutex_names && lr_node_holds(lr)) || lr->passing ||
+	    lr->own_watch.entry)
 		return;
-	first = watchtab_add(&s->watches, lr->node, &lr->held_watch);
-	if (first > 0) {
-		/* Our own get, rather than the table's: its answer carries
-		 * the data, where a request to let go may be already. */
+	err = watchtab_add(&s->watches, lr->node, &lr->own_watch);
+	/* Our own get even when a waiter of ours behind it set the watch
+	 * already: its answer is what proves the node (own_known), and it
+	 * carries the data, where a request to let go may be already. */
+	if (err >= 0) {
+		lr->own_known = 0;
 		lr_hold(lr, LR_HOLD_CALL);
-		if (session_awget_locked(s, lr->node, lr_on_held_armed, lr) !=
+		if (session_awget_locked(s, lr->node, lr_on_own_armed, lr) ==
 		    ZOK) {
-			struct zkl_link taken;
-			lr_drop_locked(lr, LR_HOLD_CALL);
-			/* No entry may claim a watch nobody asked for. */
-			watchtab_take(&s->watches, lr->node, &taken);
-			list_del(&lr->held_watch.link);
-			first = -ENOTCONN;
+			lr_hold(lr, LR_HOLD_OWN);
+			return;
 		}
-	}
-	/* Else a waiter of ours behind it watches it already: ZooKeeper
-	 * tells every change of it, and a handoff costs no request more (a
-	 * mark set before the grant is seen at its next change). */
-	if (first >= 0) {
-		lr_hold(lr, LR_HOLD_HELD);
-		return;
+		lr_drop_locked(lr, LR_HOLD_CALL);
+		if (err > 0) {
+			/* No entry may claim a watch nobody asked for. */
+			struct zkl_link taken;
+			watchtab_take(&s->watches, lr->node, &taken);
+			list_del(&lr->own_watch.link);
+		} else {
+			watchtab_remove(&s->watches, &lr->own_watch);
+		}
+		err = -ENOTCONN;
 	}
 	log_msg(LOG_WARNING,
-		"%s: cannot watch the held lock node (%s): its deletion by "
+		"%s: cannot watch the lock node (%s): its deletion by "
 		"another client would go unnoticed",
-		lr->node, strerror(-first));
+		lr->node, strerror(-err));
 }
 
-void lr_unwatch_all(struct zkl_lockreq *lr)
+void lr_unwatch_waits(struct zkl_lockreq *lr)
 {
 	lr_unwatch(lr);
 	if (watchtab_remove(&lr->s->watches, &lr->limit_watch))
 		lr_drop_locked(lr, LR_HOLD_LIMIT);
-	if (watchtab_remove(&lr->s->watches, &lr->held_watch))
-		lr_drop_locked(lr, LR_HOLD_HELD);
+}
+
+void lr_unwatch_all(struct zkl_lockreq *lr)
+{
+	lr_unwatch_waits(lr);
+	if (watchtab_remove(&lr->s->watches, &lr->own_watch))
+		lr_drop_locked(lr, LR_HOLD_OWN);
 }

@@ -28,9 +28,9 @@ void *ml_txn_alloc(size_t head, size_t item, unsigned n, zoo_op_t **ops,
  * others that found none fail, and with them the multi-lock. */
 void ml_member_found(struct zkl_lockreq *m, struct zkl_link *notify);
 
-/* Delete the nodes of every member that has one to delete now in one
- * transaction (nothing if fewer than two: each member deletes its own
- * when it is let go).  s->lock held. */
+/* Delete the nodes of every member that has one to delete now: two or
+ * more in one transaction, a single one alone.  Each member, let go
+ * later, finds its delete on its way or done.  s->lock held. */
 void ml_delete_together_locked(struct zkl_lockreq *g);
 
 #endif

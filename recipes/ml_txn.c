@@ -125,8 +125,17 @@ void ml_delete_together_locked(struct zkl_lockreq *g)
 
 	for (unsigned i = 0; i < g->nmembers; i++)
 		k += ml_deletable(g->members[i]);
-	if (k < 2)
-		return; /* each member deletes its own, if it has one */
+	if (k < 2) {
+		for (unsigned i = 0; i < g->nmembers && k == 1; i++) {
+			struct zkl_lockreq *m = g->members[i];
+			if (ml_deletable(m)) {
+				lr_unwatch_all(m);
+				lr_delete(m);
+				k = 0;
+			}
+		}
+		return;
+	}
 	d = ml_txn_alloc(sizeof(*d), sizeof(d->m[0]), k, &ops, &results);
 	if (!d)
 		return; /* the same, one by one */

@@ -137,7 +137,7 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 			if (!lr->jeopardy_wait)
 				pl_delete(lr);
 		} else
-			lr_watch_held(lr); /* its watch could not be set */
+			lr_watch_own(lr); /* its watch could not be set */
 		break;
 	default:
 		break;

@@ -106,7 +106,7 @@ void pl_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_unwatch_all(lr);
 	pl_release_mutex(lr, notify);
 	lr_tell_locked(lr, 0, notify);
-	lr_watch_held(lr);
+	lr_watch_own(lr);
 }
 
 /* With credentials, the lease directory's ACL, read before its first

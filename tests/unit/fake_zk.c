@@ -419,7 +419,7 @@ void fake_complete_get(int rc)
 					   c->data);
 }
 
-void fake_complete_held_watch(const char *name)
+void fake_complete_own_watch(const char *name)
 {
 	struct fake_call *c = fake_peek(FAKE_GET);
 

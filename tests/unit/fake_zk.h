@@ -89,7 +89,7 @@ void fake_complete_exists(int rc, int64_t owner, int64_t czxid);
 void fake_complete_get(int rc);
 /* The reply to the get by which a holder watches its own node `name`
  * (asserted): the node is there. */
-void fake_complete_held_watch(const char *name);
+void fake_complete_own_watch(const char *name);
 /* A get's reply with the node's data and version. */
 void fake_complete_get_data(int rc, const char *value, int32_t version);
 void fake_complete_read(int rc, const char *value, int64_t czxid,

@@ -34,12 +34,18 @@ TestSuite(downgrade, .init = setup, .fini = teardown);
 
 /* A held request: its node watched, then released, its node deleted and
  * nothing left to do. */
-static void end_held(struct zkl_lockreq *lr, const char *name)
+static void end_waited(struct zkl_lockreq *lr, const char *name)
 {
-	fake_complete_held_watch(name);
 	lockreq_release(lr);
 	fake_expect_delete_of(name);
 	cr_assert_eq(fake_pending(), 0);
+}
+
+/* A holder granted at once watches its own node from its grant. */
+static void end_held(struct zkl_lockreq *lr, const char *name)
+{
+	fake_complete_own_watch(name);
+	end_waited(lr, name);
 }
 
 /* A write lock held, first in line with sequence 5. */
@@ -59,7 +65,7 @@ static struct zkl_lockreq *held_writer(void)
 	const char *names[] = { writer_name };
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(writer_name);
+	fake_complete_own_watch(writer_name);
 	cr_assert_eq(fake_pending(), 0);
 	return lr;
 }
@@ -113,7 +119,7 @@ Test(downgrade, the_read_node_takes_the_write_nodes_place_and_holds_at_once)
 	fake_complete_multi(ZOK, NULL);
 	cr_assert_eq(fake_done_calls, 2, "granted without a listing");
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(heir_name);
+	fake_complete_own_watch(heir_name);
 	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid), 0);
 	cr_assert_eq(token, 1005,
 		     "the write lock's token: the same hold going on, below "
@@ -151,7 +157,7 @@ Test(downgrade, a_lost_reply_is_settled_by_the_heirs_name_found)
 	fake_complete_children(ZOK, after, 1);
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(heir_name);
+	fake_complete_own_watch(heir_name);
 	cr_assert_eq(fake_pending(), 0, "the write node went with the heir");
 	lockreq_release(lr);
 	fake_expect_delete_of(heir_name);
@@ -255,6 +261,7 @@ static struct zkl_lockreq *waiting_behind(const char *ahead, char *mine,
 	fake_complete_create(ZOK, "0000000002", 1002);
 	const char *names[] = { ahead, mine };
 	fake_complete_children(ZOK, names, 2);
+	fake_complete_own_watch(mine); /* before the wait's */
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, ahead));
 	return lr;
 }
@@ -289,7 +296,7 @@ Test(downgrade, a_write_nodes_deletion_seen_as_it_happened_is_trusted)
 	fake_fire_watch("/b/r/" OTHER_WRITER);
 	cr_assert_eq(fake_done_calls, 1, "no listing: a handoff costs nothing");
 	cr_assert_eq(fake_done_err, 0);
-	end_held(lr, mine);
+	end_waited(lr, mine);
 }
 
 Test(downgrade, a_deletion_told_after_a_reconnection_is_not_trusted)
@@ -310,7 +317,7 @@ Test(downgrade, a_deletion_told_after_a_reconnection_is_not_trusted)
 	const char *names[] = { mine };
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(fake_done_calls, 1);
-	end_held(lr, mine);
+	end_waited(lr, mine);
 }
 
 Test(downgrade, a_reader_found_missing_is_gone_for_sure)
@@ -321,7 +328,7 @@ Test(downgrade, a_reader_found_missing_is_gone_for_sure)
 
 	fake_complete_get(ZNONODE);
 	cr_assert_eq(fake_done_calls, 1, "a read node leaves no heir");
-	end_held(lr, mine);
+	end_waited(lr, mine);
 }
 
 Test(downgrade, a_try_is_no_try_once_it_takes_the_place)

@@ -64,6 +64,8 @@ static struct zkl_lockreq *queued(int seq, const char *ahead)
 	names[0] = ahead ? ahead : my_name;
 	names[1] = my_name;
 	fake_complete_children(ZOK, names, ahead ? 2 : 1);
+	if (ahead) /* a waiter watches its own node first */
+		fake_complete_own_watch(my_name);
 	return lr;
 }
 
@@ -114,7 +116,7 @@ Test(jeopardy, a_holder_is_lost_at_once_and_its_node_goes_once_connected)
 	int64_t token, sid;
 
 	strcpy(held, my_name);
-	fake_complete_held_watch(held);
+	fake_complete_own_watch(held);
 	cr_assert_eq(lockreq_holds(lr), 1);
 	disconnect();
 	declare_jeopardy();
@@ -143,7 +145,7 @@ Test(jeopardy, a_holder_whose_server_hangs_connected_has_its_delete_queued)
 	char held[256];
 
 	strcpy(held, my_name);
-	fake_complete_held_watch(held);
+	fake_complete_own_watch(held);
 	/* The client still believes it is connected: the delete is queued
 	 * now, and reaches the server when it answers again. */
 	declare_jeopardy();
@@ -159,7 +161,7 @@ Test(jeopardy, the_node_stays_for_the_margin_so_the_holder_may_act_first)
 	char held[256];
 
 	strcpy(held, my_name);
-	fake_complete_held_watch(held);
+	fake_complete_own_watch(held);
 	cr_assert_eq(sweep(1, 1000), 1, "lost, its node waits");
 	cr_assert_eq(lost_calls, 1);
 	cr_assert_eq(fake_pending(), 0, "connected, yet nothing is deleted");
@@ -199,7 +201,7 @@ Test(jeopardy, holders_shows_a_lost_node_still_there_as_lost)
 
 	strcpy(held, my_name);
 	names[0] = held;
-	fake_complete_held_watch(held);
+	fake_complete_own_watch(held);
 	cr_assert_eq(sweep(1, 1000), 1, "lost, its node kept for the margin");
 	cr_assert_eq(holders_start(s, "/b/r", on_holders, NULL), 0);
 	fake_complete_children(ZOK, names, 2);
@@ -218,7 +220,7 @@ Test(jeopardy, a_grant_after_the_jeopardy_ended_is_kept)
 {
 	struct zkl_lockreq *lr = queued(1, NULL);
 
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	cr_assert_eq(sweep(0, 1000), 0);
 	cr_assert_eq(lost_calls, 0);
 	cr_assert_eq(lockreq_holds(lr), 1);
@@ -232,7 +234,7 @@ Test(jeopardy, a_release_within_the_margin_deletes_at_once)
 	char held[256];
 
 	strcpy(held, my_name);
-	fake_complete_held_watch(held);
+	fake_complete_own_watch(held);
 	cr_assert_eq(sweep(1, 1000), 1);
 	lockreq_release(lr); /* the holder acted: nobody to wait for */
 	fake_expect_delete_of(held);
@@ -247,7 +249,7 @@ Test(jeopardy, a_waiter_keeps_its_place)
 	char held[256], full[300];
 
 	strcpy(held, my_name);
-	fake_complete_held_watch(held);
+	fake_complete_own_watch(held);
 	waiter = queued(2, held);
 	cr_assert_eq(fake_pending(), 0, "the holder's watch serves it");
 	disconnect();
@@ -262,7 +264,6 @@ Test(jeopardy, a_waiter_keeps_its_place)
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, 0);
 	cr_assert_eq(lockreq_holds(waiter), 1);
-	fake_complete_held_watch(my_name);
 	lockreq_release(holder);
 	lockreq_release(waiter);
 	fake_expect_delete_of(my_name);
@@ -286,7 +287,7 @@ static struct zkl_lockreq *granted_in_jeopardy(struct zkl_lockreq **holder)
 
 	*holder = queued(1, NULL);
 	strcpy(held, my_name);
-	fake_complete_held_watch(held);
+	fake_complete_own_watch(held);
 	waiter = queued(2, held);
 	disconnect();
 	declare_jeopardy();
@@ -295,7 +296,6 @@ static struct zkl_lockreq *granted_in_jeopardy(struct zkl_lockreq **holder)
 	fake_expect_delete_of(held);
 	snprintf(full, sizeof(full), "/b/r/%s", held);
 	fake_fire_watch(full);
-	fake_complete_held_watch(my_name);
 	return waiter;
 }
 
@@ -343,7 +343,7 @@ Test(jeopardy, a_grant_held_back_is_never_told_if_the_session_ends)
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	lockreq_release(holder);
 	lockreq_release(waiter);
 	fake_expect_delete_of(my_name);
@@ -355,7 +355,7 @@ Test(jeopardy, an_expiry_after_it_reports_nothing_twice)
 	struct zkl_lockreq *lr = queued(1, NULL);
 	struct zkl_link lost;
 
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	disconnect();
 	declare_jeopardy();
 	cr_assert_eq(lost_calls, 1);

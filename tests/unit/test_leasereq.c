@@ -98,12 +98,20 @@ static void release(struct zkl_lockreq *lr)
 	cr_assert_eq(fake_pending(), 0, "nothing else sent");
 }
 
-/* Granted at last: marked, then returned. */
+/* Granted at once: marked, its own node watched, then returned. */
 static void held_then_release(struct zkl_lockreq *lr)
 {
 	cr_assert_eq(fake_done_err, 0);
 	expect_mark();
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
+	release(lr);
+}
+
+/* Granted after a wait, its own node watched since: marked, returned. */
+static void waited_held_then_release(struct zkl_lockreq *lr)
+{
+	cr_assert_eq(fake_done_err, 0);
+	expect_mark();
 	release(lr);
 }
 
@@ -150,12 +158,13 @@ Test(leasereq, the_first_waiter_watches_every_holder_ahead)
 	created();
 	listed("2", ahead, 3);
 	cr_assert_eq(fake_done_calls, 0, "two leases ahead, limit 2");
+	fake_complete_own_watch(my_name); /* before any wait's */
 	get_of(L(1), ZOK, 1);
 	get_of(L(2), ZOK, 1);
 	cr_assert_eq(fake_pending(), 0, "not the writer");
 	fake_fire_watch("/b/r/" L(2));
 	cr_assert_eq(fake_done_calls, 1, "either holder's return grants it");
-	held_then_release(lr);
+	waited_held_then_release(lr);
 }
 
 Test(leasereq, a_later_waiter_watches_its_predecessor_for_its_mark)
@@ -166,6 +175,7 @@ Test(leasereq, a_later_waiter_watches_its_predecessor_for_its_mark)
 	created();
 	listed("1", ahead, 2);
 	cr_assert_eq(fake_done_calls, 0);
+	fake_complete_own_watch(my_name);
 	get_of(L(2), ZOK, 0);
 	cr_assert_eq(fake_pending(), 0, "only its predecessor, not granted");
 	/* L(1) returns, L(2) is granted and marks itself. */
@@ -181,7 +191,7 @@ Test(leasereq, a_later_waiter_watches_its_predecessor_for_its_mark)
 	cr_assert_eq(fake_pending(), 0);
 	fake_fire_watch("/b/r/" L(2));
 	cr_assert_eq(fake_done_calls, 1);
-	held_then_release(lr);
+	waited_held_then_release(lr);
 }
 
 Test(leasereq, a_mark_seen_in_the_reply_counts_as_a_grant)
@@ -191,6 +201,7 @@ Test(leasereq, a_mark_seen_in_the_reply_counts_as_a_grant)
 
 	created();
 	listed("2", ahead, 3);
+	fake_complete_own_watch(my_name);
 	get_of(L(3), ZOK, 1);
 	cr_assert_eq(fake_done_calls, 0);
 	cr_assert_eq(fake_pending(), 2,
@@ -205,9 +216,7 @@ Test(leasereq, a_mark_seen_in_the_reply_counts_as_a_grant)
 	cr_assert_eq(fake_pending(), 0, "the other two are watched already");
 	fake_fire_watch("/b/r/" L(3));
 	cr_assert_eq(fake_done_calls, 1, "one ahead, limit 2");
-	expect_mark();
-	fake_complete_held_watch(my_name);
-	release(lr);
+	waited_held_then_release(lr);
 }
 
 Test(leasereq, a_new_limit_makes_the_waiters_look_again)
@@ -217,12 +226,13 @@ Test(leasereq, a_new_limit_makes_the_waiters_look_again)
 
 	created();
 	listed("1", ahead, 2);
+	fake_complete_own_watch(my_name);
 	get_of(L(2), ZOK, 0);
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, "/b/r");
 	cr_assert_eq(fake_pending(), 2, "the limit and a listing");
 	listed("3", ahead, 2);
 	cr_assert_eq(fake_done_calls, 1, "raised to 3: granted");
-	held_then_release(lr);
+	waited_held_then_release(lr);
 }
 
 Test(leasereq, a_lost_mark_is_made_again_on_reconnection)
@@ -240,7 +250,7 @@ Test(leasereq, a_lost_mark_is_made_again_on_reconnection)
 	fake_zoo_state = ZOO_CONNECTED_STATE;
 	fake_resume_all(s);
 	expect_mark();
-	fake_complete_held_watch(my_name); /* set again */
+	fake_complete_own_watch(my_name); /* set again */
 	release(lr);
 }
 
@@ -253,6 +263,7 @@ Test(leasereq, a_limit_lost_with_the_connection_fails_no_other_waiter)
 	created();
 	strcpy(name_a, my_name);
 	listed("1", ahead, 1);
+	fake_complete_own_watch(name_a);
 	get_of(L(1), ZOK, 1); /* a waits for the one lease ahead */
 	/* b's create, limit and listing are in flight when the connection
 	 * drops: all three are lost. */
@@ -269,7 +280,6 @@ Test(leasereq, a_limit_lost_with_the_connection_fails_no_other_waiter)
 	cr_assert_eq(fake_done_err, 0, "a was failed by b's lost get");
 	strcpy(my_name, name_a);
 	expect_mark();
-	fake_complete_held_watch(name_a);
 	lockreq_cancel(b);
 	lockreq_release(b);
 	release(a);
@@ -312,7 +322,7 @@ Test(leasereq, a_grant_held_back_in_a_jeopardy_is_marked_again_once_connected)
 	pthread_mutex_unlock(&s->lock);
 	fake_resume_all(s);
 	expect_mark();
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	cr_assert_eq(fake_done_calls, 0, "still held back");
 	set_jeopardy(0); /* and the clock's sweep that follows */
 	session_enter(s, &notify);

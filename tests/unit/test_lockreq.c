@@ -79,7 +79,7 @@ Test(lockreq, first_in_queue_is_granted_once_and_release_deletes)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid), 0);
 	cr_assert_eq(token, 1001, "the token is the node's czxid");
 	cr_assert_eq(sid, 77);
@@ -111,6 +111,7 @@ Test(lockreq, waiter_watches_predecessor_and_is_granted_when_it_goes)
 	created(2);
 	listed_with(OTHER, my_name);
 	cr_assert_eq(fake_done_calls, 0);
+	fake_complete_own_watch(my_name); /* set before the wait's */
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER),
 		  "a writer watches its predecessor");
 	fake_complete_get(ZOK);
@@ -118,7 +119,6 @@ Test(lockreq, waiter_watches_predecessor_and_is_granted_when_it_goes)
 	cr_assert_eq(fake_done_calls, 1,
 		     "granted from the listing already had");
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0, "a handoff costs no listing");
@@ -130,6 +130,7 @@ Test(lockreq, watched_node_already_gone_means_look_again)
 
 	created(2);
 	listed_with(OTHER, my_name);
+	fake_complete_own_watch(my_name);
 	fake_complete_get(ZNONODE);
 	/* A write node gone unseen may have left a reader in its place (a
 	 * downgrade): look at a fresh listing (test_downgrade.c). */
@@ -137,7 +138,6 @@ Test(lockreq, watched_node_already_gone_means_look_again)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -154,6 +154,7 @@ Test(lockreq, when_the_watched_node_goes_the_next_one_ahead_is_watched)
 	names[1] = OTHER;
 	names[2] = my_name;
 	fake_complete_children(ZOK, names, 3);
+	fake_complete_own_watch(my_name);
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER));
 	fake_complete_get(ZOK);
 	/* OTHER gave up its place; OTHER0 still holds. */
@@ -166,7 +167,6 @@ Test(lockreq, when_the_watched_node_goes_the_next_one_ahead_is_watched)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1, "granted");
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
@@ -178,6 +178,7 @@ Test(lockreq, a_changed_watched_node_means_a_fresh_listing)
 
 	created(2);
 	listed_with(OTHER, my_name);
+	fake_complete_own_watch(my_name);
 	fake_complete_get(ZOK);
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, "/b/r/" OTHER);
 	cr_assert_eq(fake_done_calls, 0);
@@ -186,7 +187,6 @@ Test(lockreq, a_changed_watched_node_means_a_fresh_listing)
 	fake_complete_get(ZOK);
 	fake_fire_watch("/b/r/" OTHER);
 	cr_assert_eq(fake_done_calls, 1);
-	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -200,7 +200,7 @@ Test(lockreq, our_own_node_being_deleted_does_not_block_our_next_request)
 	strcpy(name_a, my_name);
 	listed_with(name_a, NULL);
 	cr_assert_eq(fake_done_calls, 1);
-	fake_complete_held_watch(name_a);
+	fake_complete_own_watch(name_a);
 	/* The next open's create went out before the close's delete... */
 	cr_assert_eq(lockreq_new(s, "/b/r", ZKL_MODE_WRITE, 0, "id", 2,
 				 fake_on_done, NULL, &b),
@@ -214,7 +214,7 @@ Test(lockreq, our_own_node_being_deleted_does_not_block_our_next_request)
 		     "granted without waiting for the delete");
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_void(FAKE_DELETE, ZOK);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	lockreq_release(b);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
@@ -246,12 +246,12 @@ Test(lockreq, requests_on_one_resource_share_the_listing_in_flight)
 	names[1] = strdup(my_name);
 	created(3);
 	names[2] = my_name;
-	fake_complete_held_watch(name_a);
+	fake_complete_own_watch(name_a);
 	cr_assert_eq(fake_pending(), 1, "one listing for b and c together");
 	fake_complete_children(ZOK, names, 3);
 	cr_assert_eq(fake_done_calls, 3, "readers share: both granted");
-	fake_complete_held_watch(names[1]);
-	fake_complete_held_watch(names[2]);
+	fake_complete_own_watch(names[1]);
+	fake_complete_own_watch(names[2]);
 	free((void *)names[1]);
 	lockreq_release(a);
 	lockreq_release(b);
@@ -280,6 +280,7 @@ Test(lockreq, cancel_while_watching_deletes_and_ignores_the_watch)
 
 	created(2);
 	listed_with(OTHER, my_name);
+	fake_complete_own_watch(my_name);
 	fake_complete_get(ZOK);
 	cr_assert_eq(lockreq_cancel(lr), 0);
 	lockreq_release(lr);
@@ -327,7 +328,7 @@ Test(lockreq, missing_resource_is_created_then_queued)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -353,6 +354,7 @@ Test(lockreq, lost_create_reply_finds_the_node_by_guid_without_duplicate)
 	cr_assert(strstr(fake_peek(FAKE_EXISTS)->path, name));
 	fake_complete_exists(ZOK, 77, 1005);
 	listed_with(OTHER, name);
+	fake_complete_own_watch(name);
 	fake_complete_get(ZOK);
 	cr_assert_eq(fake_done_calls, 0);
 	strcpy(my_name, name);
@@ -376,6 +378,7 @@ Test(lockreq, node_with_our_guid_of_another_session_is_not_adopted)
 	/* the stray with our GUID is deleted, then our own node */
 	cr_assert(strstr(fake_peek(FAKE_DELETE)->path, name));
 	fake_complete_void(FAKE_DELETE, ZOK);
+	fake_complete_own_watch(my_name);
 	cr_assert_eq(fake_peek(FAKE_GET)->op, FAKE_GET);
 	fake_complete_get(ZOK);
 	expect_delete_of_mine();
@@ -399,10 +402,13 @@ Test(lockreq, a_watch_that_could_not_be_asked_for_does_not_block_the_next)
 	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
 
 	created(2);
-	fake_awget_fails_with = ZMARSHALLINGERROR;
+	/* Its own watch first, then the one on the node ahead. */
+	fake_refused_rc = ZMARSHALLINGERROR;
+	fake_fail_call_at(2);
 	listed_with(OTHER, my_name);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_lt(fake_done_err, 0, "the waiter is told it failed");
+	fake_complete_own_watch(my_name);
 	expect_delete_of_mine();
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0);
@@ -411,13 +417,13 @@ Test(lockreq, a_watch_that_could_not_be_asked_for_does_not_block_the_next)
 	lr = start(ZKL_MODE_WRITE, 0);
 	created(3);
 	listed_with(OTHER, my_name);
-	cr_assert_eq(fake_pending(), 1, "the next waiter asks for a watch");
+	cr_assert_eq(fake_pending(), 2, "the next waiter asks for a watch");
+	fake_complete_own_watch(my_name);
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OTHER));
 	fake_complete_get(ZOK);
 	fake_fire_watch("/b/r/" OTHER);
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
@@ -428,7 +434,7 @@ Test(lockreq, delete_lost_to_connection_loss_is_repeated)
 
 	created(1);
 	listed_with(my_name, NULL);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	lockreq_release(lr);
 	fake_complete_void(FAKE_DELETE, ZCONNECTIONLOSS);
 	expect_delete_of_mine();
@@ -444,12 +450,13 @@ static struct zkl_lockreq *holder_and_waiter(struct zkl_lockreq **waiter,
 	created(1);
 	listed_with(my_name, NULL);
 	strcpy(held_name, my_name);
-	fake_complete_held_watch(held_name);
+	fake_complete_own_watch(held_name);
 	*waiter = start(ZKL_MODE_WRITE, 0);
 	created(2);
 	listed_with(held_name, my_name);
-	cr_assert_eq(fake_pending(), 0,
-		     "the holder's own watch serves the waiter behind it");
+	cr_assert_eq(fake_pending(), 1,
+		     "the waiter's own watch: the holder's serves its wait");
+	fake_complete_own_watch(my_name);
 	cr_assert_eq(fake_done_calls, 1);
 	return held;
 }
@@ -507,7 +514,7 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 2);
 	cr_assert_eq(fake_done_err, 0, "granted on the new session");
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	cr_assert_eq(lockreq_holds(held), 0, "the lost lock stays lost");
 	lockreq_release(held);
 	cr_assert_eq(fake_pending(), 0, "the lost node died with its session");
@@ -543,7 +550,7 @@ Test(lockreq, a_held_node_deleted_by_another_client_is_a_lost_lock)
 	created(1);
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	snprintf(full, sizeof(full), "/b/r/%s", my_name);
 	/* Our own note changes the data: the watch is set again, and the
 	 * data read (is it a request to let go?  No). */
@@ -575,7 +582,7 @@ Test(lockreq, our_own_release_is_no_loss)
 	session_set_lost_hook(s, on_lost, NULL);
 	created(1);
 	listed_with(my_name, NULL);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	lockreq_release(lr);
 	snprintf(full, sizeof(full), "/b/r/%s", my_name);
 	expect_delete_of_mine();
@@ -603,7 +610,7 @@ static void held_then_released(void)
 	created(1);
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	lockreq_release_then(lr, on_gone, NULL);
 }
 
@@ -702,7 +709,7 @@ Test(lockreq, an_open_after_the_handle_expired_queues_on_the_next_session)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0, "granted on the next session");
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
@@ -736,7 +743,7 @@ Test(lockreq, a_shared_lock_ends_with_its_last_owner)
 
 	created(1);
 	listed_with(my_name, NULL);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	cr_assert_eq(lockreq_share(lr), 0);
 	cr_assert_eq(lockreq_share(lr), 0);
 	cr_assert_eq(lockreq_owners(lr), 3);
@@ -760,6 +767,7 @@ Test(lockreq, only_a_held_lock_is_shared)
 	listed_with(OTHER, my_name);
 	cr_assert_eq(lockreq_share(lr), -ENOENT, "waiting");
 	lockreq_release(lr);
+	fake_complete_own_watch(my_name);
 	fake_complete_get(ZOK);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
@@ -788,7 +796,7 @@ Test(lockreq, a_held_node_given_the_revocation_mark_is_asked_once)
 	session_set_revoke_hook(s, on_revoke, NULL);
 	created(1);
 	listed_with(my_name, NULL);
-	fake_complete_held_watch(my_name);
+	fake_complete_own_watch(my_name);
 	cr_assert_eq(lockreq_revoke_asked(lr, &when), 0);
 	snprintf(full, sizeof(full), "/b/r/%s", my_name);
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
@@ -822,4 +830,81 @@ Test(lockreq, a_mark_there_before_the_grant_is_seen_at_once)
 	lockreq_release(lr);
 	fake_expect_delete_of(my_name);
 	cr_assert_eq(fake_pending(), 0);
+}
+
+/* ---- a waiter's own node (issue: nobody holds beside another) ---------- */
+
+Test(lockreq, a_waiter_whose_node_is_deleted_fails_and_is_never_granted)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	char path[300];
+
+	created(2);
+	listed_with(OTHER, my_name);
+	fake_complete_own_watch(my_name);
+	fake_complete_get(ZOK); /* the watch on the node ahead */
+	snprintf(path, sizeof(path), "/b/r/%s", my_name);
+	fake_fire_watch(path); /* another client deletes our node */
+	cr_assert_eq(fake_done_calls, 1, "the waiter is told at once");
+	cr_assert_eq(fake_done_err, -EIO);
+	fake_fire_watch("/b/r/" OTHER); /* the holder lets go */
+	cr_assert_eq(fake_done_calls, 1, "never granted after that");
+	cr_assert_eq(fake_pending(), 0, "nothing of it is left to delete");
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+/* Two readers behind one writer share the watch on it; the second one's
+ * own watch is still on its way when the writer goes. */
+static void two_readers_behind_a_writer(struct zkl_lockreq **a,
+					struct zkl_lockreq **b, char *name_a,
+					char *name_b)
+{
+	const char *names[3] = { OTHER, name_a, name_b };
+
+	*a = start(ZKL_MODE_READ, 0);
+	created(2);
+	strcpy(name_a, my_name);
+	listed_with(OTHER, name_a);
+	fake_complete_own_watch(name_a);
+	fake_complete_get(ZOK); /* a's watch on the writer */
+	*b = start(ZKL_MODE_READ, 0);
+	created(3);
+	strcpy(name_b, my_name);
+	fake_complete_children(ZOK, names, 3);
+	cr_assert_eq(fake_pending(), 1, "b's own watch; a's serves its wait");
+	fake_fire_watch("/b/r/" OTHER);
+	cr_assert_eq(fake_done_calls, 1, "a is granted: its node is known");
+}
+
+Test(lockreq, a_grant_from_the_view_waits_until_its_node_is_known)
+{
+	struct zkl_lockreq *a, *b;
+	char name_a[256], name_b[256];
+
+	two_readers_behind_a_writer(&a, &b, name_a, name_b);
+	fake_complete_own_watch(name_b);
+	cr_assert_eq(fake_done_calls, 2, "b once its own node is known");
+	cr_assert_eq(fake_done_err, 0);
+	lockreq_release(a);
+	lockreq_release(b);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, a_waiter_found_deleted_by_its_own_watch_is_not_granted)
+{
+	struct zkl_lockreq *a, *b;
+	char name_a[256], name_b[256];
+
+	two_readers_behind_a_writer(&a, &b, name_a, name_b);
+	cr_assert(strstr(fake_peek(FAKE_GET)->path, name_b));
+	fake_complete_get(ZNONODE); /* deleted before the writer went */
+	cr_assert_eq(fake_done_calls, 2);
+	cr_assert_eq(fake_done_err, -EIO, "b fails, never granted");
+	lockreq_release(a);
+	lockreq_release(b);
+	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0, "only a's node is deleted");
 }

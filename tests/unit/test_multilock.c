@@ -82,10 +82,10 @@ static void token_and_listings(const char *ahead_of_second)
 
 /* The gets by which the first n members, holding, watch their own
  * nodes. */
-static void held_watches(int n)
+static void own_watches(int n)
 {
 	for (int i = 0; i < n; i++)
-		fake_complete_held_watch(mine[i]);
+		fake_complete_own_watch(mine[i]);
 }
 
 /* Both nodes deleted in one transaction, answered rc. */
@@ -125,7 +125,7 @@ static void holds_then_lets_go(struct zkl_lockreq *lr)
 	token_and_listings(NULL);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
-	held_watches(2);
+	own_watches(2);
 	lockreq_release(lr);
 	expect_deleted_together(ZOK);
 	cr_assert_eq(fake_pending(), 0);
@@ -139,7 +139,7 @@ static struct zkl_lockreq *held_both(void)
 
 	created(5);
 	token_and_listings(NULL);
-	held_watches(2);
+	own_watches(2);
 	return lr;
 }
 
@@ -161,7 +161,7 @@ Test(multilock, held_once_every_member_holds_with_one_token_each)
 		cr_assert_eq(token, 4242, "one transaction, one zxid");
 	}
 	cr_assert_eq(lockreq_member_token(lr, 2, &token), -ERANGE);
-	held_watches(2);
+	own_watches(2);
 	lockreq_release(lr);
 	expect_deleted_together(ZOK);
 	cr_assert_eq(fake_pending(), 0);
@@ -174,14 +174,14 @@ Test(multilock, waits_for_the_busy_resource_and_holds_when_it_frees)
 	created(5);
 	token_and_listings(OLDER_WRITER);
 	cr_assert_eq(fake_done_calls, 0, "r2 is held by an older writer");
-	held_watches(1); /* r1's member holds, and watches its node */
+	/* r1's member holds, r2's waits: each watches its own node */
+	own_watches(2);
 	cr_assert(strstr(fake_peek(FAKE_GET)->path, OLDER_WRITER),
 		  "r2's member watches the writer ahead, and only it");
 	fake_complete_get(ZOK);
 	fake_fire_watch("/b/r2/" OLDER_WRITER);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
-	fake_complete_held_watch(mine[1]);
 	lockreq_release(lr);
 	expect_deleted_together(ZOK);
 }
@@ -199,7 +199,7 @@ Test(multilock, a_try_with_one_resource_busy_takes_none_and_leaves_nothing)
 
 	created(5);
 	token_and_listings(OLDER_WRITER);
-	held_watches(1);
+	own_watches(1);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, -EAGAIN);
 	gone_calls = 0;
@@ -216,7 +216,7 @@ Test(multilock, a_cancel_while_waiting_deletes_both_and_never_answers)
 
 	created(5);
 	token_and_listings(OLDER_WRITER);
-	held_watches(1);
+	own_watches(2);
 	fake_complete_get(ZOK);
 	cr_assert_eq(lockreq_cancel(lr), 0);
 	expect_deleted_together(ZOK);
@@ -279,7 +279,7 @@ Test(multilock, a_lost_reply_of_a_transaction_that_happened_adopts_its_nodes)
 	}
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
-	held_watches(2);
+	own_watches(2);
 	lockreq_release(lr);
 	expect_deleted_together(ZOK);
 }
@@ -291,7 +291,7 @@ Test(multilock, after_an_expiry_it_queues_again_with_one_new_transaction)
 
 	created(5);
 	token_and_listings(OLDER_WRITER);
-	held_watches(1);
+	own_watches(2);
 	fake_complete_get(ZOK);
 	fake_expire(s, 1, &lost);
 	cr_assert(list_empty(&lost), "nothing was held");
@@ -325,17 +325,20 @@ Test(multilock, a_member_node_deleted_while_held_loses_the_whole_lock_once)
 	session_set_lost_hook(s, on_lost, NULL);
 	created(5);
 	token_and_listings(NULL);
-	held_watches(2);
+	own_watches(2);
 	snprintf(node, sizeof(node), "%s/%s", dirs[1], mine[1]);
 	fake_fire_watch(node);
 	cr_assert_eq(lost_calls, 1, "one report for the multi-lock");
 	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid),
 		     -EIO);
-	lockreq_release(lr);
-	/* The other member's node goes; the deleted one is gone already. */
+	/* The other member's node goes at once, before the owner closes:
+	 * its waiters must not wait for a lock nobody holds; the deleted
+	 * one is gone already. */
+	cr_assert_eq(fake_pending(), 1);
 	cr_assert(strstr(fake_peek(FAKE_DELETE)->path, mine[0]));
 	fake_complete_void(FAKE_DELETE, ZOK);
-	cr_assert_eq(fake_pending(), 0);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "nothing more to delete");
 }
 
 Test(multilock, a_member_failing_fails_the_whole_and_lets_the_other_go)
@@ -411,7 +414,7 @@ Test(multilock, a_held_multi_lock_lost_with_its_session_is_reported_once)
 
 	created(5);
 	token_and_listings(NULL);
-	held_watches(2);
+	own_watches(2);
 	fake_expire(s, 1, &lost);
 	for (struct zkl_link *l = lost.next; l != &lost; l = l->next)
 		reports++;

@@ -106,9 +106,9 @@ static void mutex_deleted(void)
 }
 
 /* A granted lease watches its own node. */
-static void held_watch(void)
+static void own_watch(void)
 {
-	fake_complete_held_watch(strrchr(lease_path, '/') + 1);
+	fake_complete_own_watch(strrchr(lease_path, '/') + 1);
 }
 
 static void release(struct zkl_lockreq *lr)
@@ -130,7 +130,7 @@ Test(peerlease, curator_creates_then_counts_and_lets_the_lock_go)
 	cr_assert_eq(fake_done_calls, 1, "two leases of two, ours included");
 	cr_assert_eq(fake_done_err, 0);
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	cr_assert_eq(lockreq_describe(lr, &token, path, sizeof(path), &sid), 0);
 	cr_assert_eq(token, 1007);
 	cr_assert_str_eq(path, lease_path);
@@ -149,7 +149,7 @@ Test(peerlease, curator_waits_while_full_watching_the_count)
 	counted("2", "/b/r/leases", 1, 1);
 	cr_assert_eq(fake_done_calls, 1);
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	release(lr);
 }
 
@@ -164,7 +164,7 @@ Test(peerlease, a_raised_limit_is_seen_by_the_waiter)
 	counted("2", "/b/r/leases", 1, 1);
 	cr_assert_eq(fake_done_calls, 1);
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	release(lr);
 }
 
@@ -180,7 +180,7 @@ Test(peerlease, kazoo_counts_every_child_then_creates)
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	release(lr);
 }
 
@@ -217,7 +217,7 @@ Test(peerlease, a_lost_create_reply_finds_the_lease_by_its_tag)
 	counted("2", "/b/r/leases", 1, 1);
 	cr_assert_eq(fake_done_calls, 1);
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	release(lr);
 }
 
@@ -238,7 +238,8 @@ Test(peerlease, a_cancel_in_the_locks_queue_deletes_its_node_only)
 	fake_complete_create(ZOK, "0000000004", 4);
 	names[1] = mutex_name;
 	fake_complete_children(ZOK, names, 2);
-	fake_complete_get_data(ZOK, "", 0); /* watches the one ahead */
+	fake_complete_own_watch(mutex_name); /* its own node first */
+	fake_complete_get_data(ZOK, "", 0);  /* watches the one ahead */
 	cr_assert_eq(lockreq_cancel(lr), 0);
 	mutex_deleted();
 	lockreq_release(lr);
@@ -274,7 +275,7 @@ Test(peerlease, an_expired_session_starts_a_counting_lease_over)
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	release(lr);
 }
 
@@ -286,7 +287,7 @@ Test(peerlease, an_expired_session_loses_a_held_lease)
 	lease_created(ZOK, "/b/r/leases");
 	counted("1", "/b/r/leases", 0, 1);
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	fake_expire(s, 1, &lost);
 	cr_assert(!list_empty(&lost), "a held lease is reported lost");
 	cr_assert_eq(lockreq_holds(lr), 0);
@@ -314,7 +315,7 @@ Test(peerlease, kazoo_finds_its_lost_create_that_landed_late)
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0, "the lease is ours");
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	release(lr);
 }
 
@@ -345,7 +346,7 @@ Test(peerlease, curator_deletes_a_second_lease_of_its_own)
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	release(lr);
 }
 
@@ -412,7 +413,7 @@ Test(peerlease, a_held_back_lease_whose_node_goes_fails_once)
 	counted("2", "/b/r/leases", 1, 1);
 	cr_assert_eq(fake_done_calls, 0, "held back");
 	mutex_deleted();
-	held_watch();
+	own_watch();
 	fake_fire_watch(lease_path);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, -EIO);

@@ -102,7 +102,7 @@ Test(waiter, a_signal_that_does_not_cancel_keeps_the_place)
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(r.replies, 1);
 	cr_assert_eq(r.err, 0, "not granted");
-	fake_complete_held_watch(name);
+	fake_complete_own_watch(name);
 	pthread_mutex_lock(&fake_fs.lock);
 	cr_assert_eq(fake_fs.signal_watched, 0,
 		     "a granted waiter is still polled");
@@ -170,7 +170,7 @@ Test(waiter, a_grant_needs_nothing_of_the_inode_after_its_reply)
 	grant_while(close_and_forget, &r, name);
 	cr_assert_eq(r.replies, 1);
 	cr_assert_eq(r.err, 0, "not granted");
-	fake_complete_held_watch(name);
+	fake_complete_own_watch(name);
 	fake_complete_void(FAKE_DELETE, ZOK);
 	cr_assert_eq(fake_pending(), 0);
 }
@@ -221,7 +221,7 @@ Test(waiter, an_unmount_waits_for_a_grant_on_its_way_and_releases_it)
 	cr_assert_eq(pthread_join(unmounter, NULL), 0);
 	cr_assert_eq(r.replies, 1);
 	cr_assert_eq(r.err, 0, "not granted");
-	fake_complete_held_watch(name);
+	fake_complete_own_watch(name);
 	cr_assert_eq(fake_peek(FAKE_DELETE)->op, FAKE_DELETE,
 		     "the unmount did not release the granted lock");
 	fake_complete_void(FAKE_DELETE, ZOK);
@@ -303,7 +303,7 @@ Test(waiter, a_grant_while_the_holders_next_request_parks_answers_it_once)
 	cr_assert_eq(second.replies, 1, "the second: %d answers",
 		     second.replies);
 	cr_assert_eq(second.err, 0, "the second is answered from the lock");
-	fake_complete_held_watch(first_name);
+	fake_complete_own_watch(first_name);
 	cr_assert_eq(fake_pending(), 0, "the second queued a node");
 	/* The process exits: its lock goes with the file's release. */
 	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);

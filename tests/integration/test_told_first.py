@@ -1,0 +1,95 @@
+"""Nobody holds beside another, on real mounts (two and three sessions):
+a request whose own node another client deleted is never granted, even
+when the lock is handed on at that very moment; a multi-lock that loses
+one member lets go of every member at once."""
+import pytest
+
+from harness import Locker, lock_nodes, wait_until
+
+ROUNDS = 4  # each round a fresh race between the delete and the handoff
+
+
+def node_of(zk, resdir, locker):
+    """The lock node under resdir whose identity names locker's pid."""
+    tag = f"pid {locker.proc.pid}\n".encode()
+
+    def find():
+        for path in lock_nodes(zk, resdir):
+            data = zk.get(path)[0] or b""
+            if tag in data:
+                return path
+        return None
+    return wait_until(find, 15, f"the node of pid {locker.proc.pid} "
+                      f"under {resdir}")
+
+
+# How the deleted waiter asks: its file, open flags and locker options.
+WAITERS = {
+    "write": ("r/write", "w", ()),
+    "read": ("r/read", "r", ()),
+    "all": (".all/r,s/write", "w", ()),
+    "flock": ("r/lock", "r", ("--flock",)),
+    "fcntl": ("r/lock", "rw", ("--fcntl",)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(WAITERS))
+@pytest.mark.parametrize("next_on", ["same", "other"])
+def test_a_deleted_waiter_is_never_granted_and_the_next_is(
+        zk, base, mounts, kind, next_on):
+    """The holder on one mount, the waiter whose node goes on another,
+    the next waiter on the waiter's mount or a third one.  The delete and
+    the release race: the deleted waiter must fail (EIO), never report
+    a grant, and the next waiter must be granted."""
+    m_hold, m_wait = mounts.new(), mounts.new()
+    m_next = m_wait if next_on == "same" else mounts.new()
+    path, flags, extra = WAITERS[kind]
+    for _ in range(ROUNDS):
+        holder = Locker(m_hold.path("r", "write"), "w")
+        holder.granted()
+        victim = Locker(m_wait.path(path), flags, extra)
+        node = node_of(zk, f"{base}/r", victim)
+        nxt = Locker(m_next.path("r", "write"), "w")
+        wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 3, 15,
+                   "the next waiter queued")
+        zk.delete(node)  # another client, a moment before the handoff
+        holder.close()
+        res = victim.wait_result(15, "the deleted waiter's answer")
+        assert res == "err EIO", \
+            f"a waiter whose node was deleted answered {res!r}"
+        nxt.granted()
+        nxt.close()
+        victim.close()
+
+
+def test_a_waiter_is_told_at_once_when_its_node_goes(zk, base, m1, m2):
+    """No handoff needed: the deletion alone fails the waiter."""
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    victim = Locker(m2.path("r", "write"), "w")
+    zk.delete(node_of(zk, f"{base}/r", victim))
+    assert victim.wait_result(15, "the deleted waiter's answer") == \
+        "err EIO"
+    assert holds(holder), "the holder is untouched"
+    holder.close()
+
+
+def holds(locker):
+    """Its descriptor reads a fencing token: it still holds."""
+    return locker.command("read").split("|")[0].isdigit()
+
+
+def test_a_multilock_that_loses_a_member_lets_go_of_every_member(
+        zk, base, m1, m2):
+    holder = Locker(m1.path(".all", "r,s", "write"), "rw")
+    holder.granted()
+    waiter = Locker(m2.path("s", "write"), "w")
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/s")) == 2, 15,
+               "the waiter on s queued")
+    zk.delete(node_of(zk, f"{base}/r", holder))  # one member broken
+    # The holder has not closed: its lock on s must be gone all the same.
+    waiter.granted()
+    assert holder.command("read").startswith("err EIO"), \
+        "the multi-lock reads as lost"
+    waiter.close()
+    holder.close()
