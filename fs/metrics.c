@@ -246,6 +246,10 @@ static void metrics_session(struct metrics_out *out, struct zkl_fs *fs,
 			m->disconnects);
 	metrics_counter(out, "session_expirations_total",
 			"ZooKeeper sessions that expired.", st->expirations);
+	metrics_counter(out, "delete_retries_total",
+			"Deletes of this mount's lock nodes that ZooKeeper "
+			"refused, each tried again until it lands.",
+			st->delete_retries);
 	metrics_counter(out, "jeopardies_total",
 			"Times every held lock was declared lost for want of "
 			"an answer.",

@@ -70,7 +70,8 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		"waiting %" PRIu64 "\nleases_held %" PRIu64
 		"\nleases_waiting %" PRIu64 "\ngrants %" PRIu64
 		"\nlosses %" PRIu64 "\n"
-		"expirations %" PRIu64 "\nasked %" PRIu64
+		"expirations %" PRIu64 "\ndelete_retries %" PRIu64
+		"\nasked %" PRIu64
 		"\nasks_sent %llu\nbreaks_sent %llu\nmaxhold_asks %" PRIu64
 		"\nmaxhold_breaks %" PRIu64 "\njeopardies %" PRIu64
 		"\nlast_jeopardy %s\njeopardy_margin_ms %d\n"
@@ -79,7 +80,7 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		session_hosts(fs->session), st.server[0] ? st.server : "-",
 		session_base(fs->session), st.held, st.waiting, st.leases_held,
 		st.leases_waiting, st.grants, st.losses, st.expirations,
-		st.asked, atomic_load(&fs->asks_sent),
+		st.delete_retries, st.asked, atomic_load(&fs->asks_sent),
 		atomic_load(&fs->breaks_sent), st.maxhold_asks,
 		st.maxhold_breaks, st.jeopardies, jeopardy_at, st.margin_ms,
 		st.heartbeat_age_ms,

@@ -50,11 +50,14 @@ struct zkl_session {
 	int closing;  /* session_close: the keeper stops */
 	int dead;     /* authentication failed: no new session helps */
 	struct zkl_link resume; /* lock requests to resume on (re)connect */
+	struct zkl_link later;  /* ... at their due time (the clock thread:
+				 * session_resume_at_locked) */
 	struct zkl_link live;   /* every started, not yet freed request */
 	struct watchtab watches;
 	struct strtab queues; /* of struct zkl_queue, by resource path */
 	uint64_t grants, losses, expirations; /* since session_open */
-	struct zkl_session_metrics metrics;   /* session_metrics.c */
+	uint64_t delete_retries; /* deletes of our nodes ZooKeeper refused */
+	struct zkl_session_metrics metrics; /* session_metrics.c */
 
 	/* The hold limits (session_maxhold.c): the table as last read, a
 	 * read of it in flight, another wanted after that one, and whether
@@ -145,7 +148,9 @@ struct zkl_member_ops {
 struct zkl_member {
 	const struct zkl_member_ops *ops;
 	struct zkl_link live;   /* in s->live while started */
-	struct zkl_link resume; /* in s->resume while waiting to reconnect */
+	struct zkl_link resume; /* in s->resume while waiting to reconnect,
+				 * in s->later while waiting for due_ms */
+	int64_t due_ms;         /* CLOCK_BOOTTIME */
 };
 
 static inline struct zkl_member *member_of_live(struct zkl_link *l)
@@ -203,6 +208,11 @@ static inline int session_is_connected_locked(const struct zkl_session *s)
 void session_resume_when_connected_locked(struct zkl_session *s,
 					  struct zkl_member *m,
 					  struct zkl_link *notify);
+/* The same, once CLOCK_BOOTTIME reaches due_ms (session_clock.c): a step
+ * ZooKeeper refused, tried again after a back-off.  The session's end
+ * takes m off the list as it does off the resume list. */
+void session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
+			      int64_t due_ms);
 
 /* Ask ZooKeeper to tell us when `path` goes away or changes, and call
  * w->fired_locked then (watchtab.h).  s->lock held.  Returns 0 or -errno. */

@@ -79,6 +79,11 @@ struct lr_group_ops {
  * recreated this many times before the open fails. */
 #define LR_MAX_CREATE_ATTEMPTS 5
 
+/* A delete ZooKeeper refused is tried again after this long, doubled at
+ * each refusal up to the most (lr_steps.c). */
+#define LR_DELETE_RETRY_FIRST_MS 200
+#define LR_DELETE_RETRY_MAX_MS 5000
+
 struct zkl_lockreq {
 	struct zkl_session *s;
 	struct zkl_queue *q;         /* the resource's queue, once started */
@@ -165,6 +170,10 @@ struct zkl_lockreq {
 			   * deleted yet */
 	int peer_limit_err;
 	int create_attempts;
+	/* A delete ZooKeeper refused: the back-off before the next try (0:
+	 * none refused), and how many were. */
+	int delete_retry_ms;
+	unsigned delete_retries;
 	enum zkl_mode mode;
 	char guid[NAMES_TAG_MAX + 1];
 	int64_t czxid;

@@ -261,7 +261,7 @@ void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	if (!lr->gone_fn || lr->gone_told)
 		return;
 	if ((lr->phase != PH_GONE || lr->subs_leaving > 0) &&
-	    session_is_connected_locked(lr->s))
+	    session_is_connected_locked(lr->s) && lr->delete_retry_ms == 0)
 		return;
 	/* The owner's done is still to run, or running (it may release the
 	 * request right there): the end of that run tells. */

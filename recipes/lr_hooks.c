@@ -173,21 +173,31 @@ static const char *lr_own_gone_why(const struct zkl_lockreq *lr)
 		       : "its lock node was deleted by another client";
 }
 
-/* A waiter's node was deleted by another client: the request fails,
- * before the view can grant it (lr_evaluate).  Nothing of it is left to
- * delete; a multi-lock fails whole, as its member's done says. */
+/* A waiter's node is gone.  Nothing may grant it from now on: it stops
+ * watching what is ahead and looks at a fresh listing, which cannot show
+ * the node, and so fails it (lr_evaluate: EIO, logged).  Not at once: the
+ * news may be our own session's end, told by a server that had not
+ * closed the connection yet; then the listing fails too, and the
+ * session's end queues the request again (lr_expired). */
 static void lr_waiter_gone(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	log_msg(LOG_WARNING,
-		"lock node %s was deleted by another client while it %s: the "
-		"request fails",
-		lr->node,
-		lr->grant_deferred ? "was granted in a jeopardy" : "waited");
-	lr->phase = PH_GONE;
 	lr->grant_awaits_own = 0;
+	lr_unwatch(lr);
+	lr->phase = PH_LISTING;
+	lr_list(lr, notify);
+}
+
+/* A grant held back by a jeopardy, its node deleted by another client:
+ * nothing of it is left to delete or let go (a peer lease let its tool's
+ * lock go at the grant). */
+static void lr_deferred_gone(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	log_msg(LOG_WARNING,
+		"lock node %s was deleted by another client before its grant "
+		"could be told: the request fails",
+		lr->node);
+	lr->phase = PH_GONE;
 	lr_unwatch_all(lr);
-	if (queue_leave_line_locked(&lr->qwait))
-		lr_drop_locked(lr, LR_HOLD_LINE);
 	lr_tell_locked(lr, -EIO, notify);
 	lr->outcome = LR_FINISHED;
 }
@@ -209,7 +219,9 @@ static void lr_own_fired(struct zkl_watch *w, const char *path,
 	lr_begin_entry_locked(lr, LR_HOLD_OWN);
 	(void)path;
 	lr->own_known = 0;
-	if (waits && gone) {
+	if (waits && gone && lr->grant_deferred) {
+		lr_deferred_gone(lr, notify);
+	} else if (waits && gone) {
 		lr_waiter_gone(lr, notify);
 	} else if (waits && ev == WATCH_UNKNOWN) {
 		lr_defer(lr, notify); /* lr_resume sets it again */

@@ -79,13 +79,45 @@ void lr_delete(struct zkl_lockreq *lr)
 		lr_delete_unsent_locked(lr);
 }
 
+/* ZooKeeper refused to delete our node (an ACL changed by another
+ * client, say): every other host would wait for it for the session's
+ * life.  Try again after a back-off, doubling up to LR_DELETE_RETRY_MAX_MS,
+ * until it lands or the session ends; the owner is not kept waiting
+ * (lr_tell_gone_locked). */
+static void lr_delete_refused(struct zkl_lockreq *lr, int rc,
+			      struct zkl_link *notify)
+{
+	if (lr->delete_retry_ms == 0) {
+		lr->delete_retry_ms = LR_DELETE_RETRY_FIRST_MS;
+		log_msg(LOG_ERR,
+			"cannot delete lock node %s (%s): other hosts see the "
+			"lock held until it goes; trying again until it does",
+			lr->node, zerror(rc));
+	} else if (lr->delete_retry_ms < LR_DELETE_RETRY_MAX_MS) {
+		lr->delete_retry_ms *= 2;
+	}
+	lr->delete_retries++;
+	lr->s->delete_retries++;
+	(void)notify;
+	lr_hold(lr, LR_HOLD_RESUME);
+	session_resume_at_locked(lr->s, &lr->member,
+				 session_clock_now() + lr->delete_retry_ms);
+}
+
 void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
 {
 	if (lr->phase != PH_DELETING)
 		return;
 	if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, notify); /* must not leave it behind */
+	} else if (rc != ZOK && rc != ZNONODE) {
+		lr_delete_refused(lr, rc, notify);
 	} else {
+		if (lr->delete_retry_ms != 0)
+			log_msg(LOG_NOTICE,
+				"lock node %s deleted after %u refusals",
+				lr->node, lr->delete_retries);
+		lr->delete_retry_ms = 0;
 		lr->phase = PH_GONE;
 		queue_leaving_done(&lr->leaving);
 	}

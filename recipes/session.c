@@ -310,6 +310,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->state_changed, NULL);
 	list_init(&s->resume);
+	list_init(&s->later);
 	list_init(&s->live);
 	list_init(&s->maxhold_stores);
 	s->state = ZKL_CONN_CONNECTING;

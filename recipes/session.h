@@ -102,6 +102,8 @@ struct zkl_session_stats {
 	uint64_t losses; /* held locks lost (session ended, node deleted,
 			  * jeopardy) */
 	uint64_t expirations;
+	uint64_t delete_retries;  /* deletes of our nodes ZooKeeper refused
+				   * (each tried again until it lands) */
 	uint64_t asked;           /* held locks asked to let go (revoke.h) */
 	uint64_t maxhold_asks;    /* holds past their limit asked to let go */
 	uint64_t maxhold_breaks;  /* ... and broken (maxhold.h) */

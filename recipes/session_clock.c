@@ -175,6 +175,35 @@ static void clock_check_holds_locked(struct zkl_session *s, int64_t now)
 	}
 }
 
+void session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
+			      int64_t due_ms)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	m->due_ms = due_ms;
+	list_add_tail(&s->later, &m->resume);
+	pthread_cond_signal(&s->clock_changed);
+}
+
+/* Resume the members whose time has come (once connected); returns the
+ * earliest due time of those still waiting, or `due` if it is earlier. */
+static int64_t clock_resume_due_locked(struct zkl_session *s, int64_t now,
+				       int64_t due, struct zkl_link *notify)
+{
+	for (struct zkl_link *l = s->later.next; l != &s->later;) {
+		struct zkl_link *next = l->next;
+		struct zkl_member *m =
+			ZKL_CONTAINER_OF(l, struct zkl_member, resume);
+		if (m->due_ms <= now) {
+			list_del(l);
+			session_resume_when_connected_locked(s, m, notify);
+		} else if (m->due_ms < due) {
+			due = m->due_ms;
+		}
+		l = next;
+	}
+	return due;
+}
+
 static void clock_declare_locked(struct zkl_session *s, int64_t now,
 				 struct zkl_link *notify)
 {
@@ -217,7 +246,7 @@ static void *clock_run(void *arg)
 	while (!s->closing) {
 		int64_t now = session_clock_now();
 		int64_t next_hb = s->hb_next_ms;
-		int64_t due;
+		int64_t due, later;
 
 		if (s->hb_sent_ms == 0 && now >= next_hb &&
 		    session_is_connected_locked(s))
@@ -232,6 +261,7 @@ static void *clock_run(void *arg)
 				clock_sweep_locked(s, now, &notify);
 		}
 		clock_check_holds_locked(s, now);
+		later = clock_resume_due_locked(s, now, INT64_MAX, &notify);
 		if (!list_empty(&notify)) {
 			session_leave(s, &notify);
 			session_enter(s, &notify);
@@ -248,6 +278,8 @@ static void *clock_run(void *arg)
 		if (s->hb_sent_ms == 0 && next_hb < due &&
 		    session_is_connected_locked(s))
 			due = next_hb;
+		if (later < due)
+			due = later;
 		clock_nap_locked(s, now, due);
 	}
 	session_leave(s, &notify);

@@ -51,7 +51,7 @@ static void session_finish_all(struct zkl_session *s)
 	s->lost_hook = NULL; /* released already: nobody holds them */
 	session_report_lost(&lost);
 	notice_run_all(&notify);
-	assert(list_empty(&s->resume));
+	assert(list_empty(&s->resume) && list_empty(&s->later));
 }
 
 void session_close(struct zkl_session *s)

@@ -74,6 +74,7 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	out->asked = s->revokes_seen;
 	out->maxhold_asks = s->maxhold_asks;
 	out->maxhold_breaks = s->maxhold_breaks;
+	out->delete_retries = s->delete_retries;
 	session_clock_stats_locked(s, out);
 	pthread_mutex_unlock(&s->lock);
 }

@@ -2,9 +2,14 @@
 a request whose own node another client deleted is never granted, even
 when the lock is handed on at that very moment; a multi-lock that loses
 one member lets go of every member at once."""
-import pytest
+import os
 
-from harness import Locker, lock_nodes, wait_until
+import pytest
+from kazoo.security import OPEN_ACL_UNSAFE, make_acl
+
+from harness import Driver, Locker, lock_nodes, wait_until
+from test_exclusion import try_open
+from test_operability import status
 
 ROUNDS = 4  # each round a fresh race between the delete and the handoff
 
@@ -93,3 +98,40 @@ def test_a_multilock_that_loses_a_member_lets_go_of_every_member(
         "the multi-lock reads as lost"
     waiter.close()
     holder.close()
+
+
+NO_DELETE = [make_acl("world", "anyone", read=True, write=True, create=True,
+                      admin=True, delete=False)]
+
+
+@pytest.mark.parametrize("how", ["flock_un", "close"])
+def test_a_release_zookeeper_refused_is_retried_until_it_lands(
+        zk, base, m1, m2, how):
+    """Another client takes DELETE off the resource's ACL while a lock is
+    held: the unlock returns, the refusal is logged and counted, and the
+    node goes within seconds of the ACL's return; the other host then
+    takes the lock."""
+    d = Driver()
+    d.ok(f"open f {m1.path('r', 'lock')} rw")
+    d.ok("flock f ex")
+    (node,) = lock_nodes(zk, f"{base}/r")
+    zk.set_acls(f"{base}/r", NO_DELETE)
+    try:
+        if how == "flock_un":
+            d.ok("flock f un", timeout=5)  # returns, refused or not
+        else:
+            d.ok("close f")
+        wait_until(lambda: int(status(m1)["delete_retries"]) >= 2, 15,
+                   "the refused delete to be tried again")
+        assert zk.exists(node), "ZooKeeper refused it: still there"
+        assert "cannot delete lock node " + node in m1.log()
+        assert try_open(m2.path("r", "write")) is None, \
+            "other hosts see the lock held until the delete lands"
+    finally:
+        zk.set_acls(f"{base}/r", OPEN_ACL_UNSAFE)
+    wait_until(lambda: not zk.exists(node), 15,
+               "the delete to land once the ACL allows it")
+    fd = wait_until(lambda: try_open(m2.path("r", "write")), 15,
+                    "the other host to take the lock")
+    os.close(fd)
+    d.exit()
