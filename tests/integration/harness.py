@@ -595,6 +595,18 @@ def exec_holder(mount, res="r"):
         yield sh
 
 
+def expect_killed_by(proc, sig, mount, what):
+    """proc ends by sig (its default action) within 15 s."""
+    try:
+        status = proc.wait(15)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(
+            f"{what}: pid {proc.pid} got no {sig.name} within 15 s\n"
+            f"--- log ---\n{mount.log()}") from None
+    assert status == -sig, f"{what}: pid {proc.pid} ended with {status}, " \
+        f"expected death by {sig.name}"
+
+
 # Takes the write lock on $1, hands its descriptor to a keeper in a session
 # of its own (so that nothing refers to the shell's pid any more: no
 # process group or session of that id), says the keeper's pid and its own
@@ -707,3 +719,31 @@ def pid_of_a_gone_holder(mount, res="r", attempts=5):
             os.kill(keeper, signal.SIGKILL)
     raise AssertionError(f"other processes took the gone holder's pid "
                          f"first, {attempts} times")
+
+
+def impostor_signalled(impostor):
+    """Was SIGUSR1 sent to the impostor (blocked: it stays pending)?"""
+    with open(f"/proc/{impostor.pid}/status") as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    pending = int(fields["ShdPnd"], 16) | int(fields["SigPnd"], 16)
+    return bool(pending >> (signal.SIGUSR1 - 1) & 1)
+
+
+def expect_impostor_spared(mount, impostor):
+    """Once mount has said what it did about the lock's holder, the process
+    that took the gone holder's pid was sent nothing, and the log says the
+    holder is gone."""
+    pid = impostor.pid
+
+    def told():
+        log = mount.log()
+        return log if re.search(r"is gone|\bsent \w+ to", log) else None
+    try:
+        log = wait_until(told, 15, "the mount to say what it did about the "
+                         "holder")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- log ---\n{mount.log()}") from None
+    assert not impostor_signalled(impostor), \
+        f"pid {pid}, which only took the gone holder's pid, was signalled:\n{log}"
+    assert impostor.poll() is None, f"pid {pid} ended: {impostor.returncode}"
+    assert re.search(rf"pid {pid} \([^)]*\) is gone", log), log
