@@ -5,11 +5,13 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "lineage.h"
 #include "procfile.h"
 
 /* The process of thread tid (its thread group, as /proc says), or tid
@@ -31,29 +33,50 @@ static pid_t identity_process(pid_t tid)
 	return pid > 0 ? (pid_t)pid : tid;
 }
 
-/* The command name as ps shows it; "?" if the process is gone. */
-static void identity_comm(pid_t pid, char *comm, size_t size)
+/* The command name of a /proc/<pid>/stat text (its second field, in
+ * parentheses it may hold itself) into comm.  Unlike /proc/<pid>/comm
+ * stat does not escape it: a byte that would end the identity's line, or
+ * any other control byte, becomes '?'. */
+static void identity_stat_comm(const char *stat, char *comm, size_t size)
 {
-	if (procfile_read(pid, "comm", comm, size) <= 0) {
+	const char *lparen = strchr(stat, '('), *rparen = strrchr(stat, ')');
+	size_t len;
+
+	if (!lparen || !rparen || rparen < lparen) {
 		snprintf(comm, size, "?");
 		return;
 	}
-	comm[strcspn(comm, "\n")] = '\0';
+	len = (size_t)(rparen - lparen - 1);
+	if (len >= size)
+		len = size - 1;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)lparen[1 + i];
+		comm[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	comm[len] = '\0';
 }
 
 size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 		       uid_t uid)
 {
-	pid_t pid = identity_process(tid);
-	char comm[64];
+	pid_t pid = identity_process(tid), ppid;
+	char stat[1024], comm[64] = "?", start_line[32] = "";
+	unsigned long long start;
 	int n;
 
-	identity_comm(pid, comm, sizeof(comm));
+	/* One read for the command name and the start time, which with the
+	 * pid names the process: the pid alone may be another's later. */
+	if (procfile_read(pid, "stat", stat, sizeof(stat)) > 0 &&
+	    lineage_parse_stat(stat, &ppid, &start) == 0) {
+		identity_stat_comm(stat, comm, sizeof(comm));
+		snprintf(start_line, sizeof(start_line), "start %llu\n", start);
+	}
 	n = snprintf(buf, size,
-		     "host %.*s\npid %d\nuid %u\ncmd %s\ntime %lld\n",
-		     IDENTITY_HOST_MAX, host, (int)pid, (unsigned)uid, comm,
-		     (long long)time(NULL));
-	/* 5+255 + 4+11 + 4+10 + 4+63 + 5+20 + 5 newlines < IDENTITY_MAX */
+		     "host %.*s\npid %d\n%suid %u\ncmd %s\ntime %lld\n",
+		     IDENTITY_HOST_MAX, host, (int)pid, start_line,
+		     (unsigned)uid, comm, (long long)time(NULL));
+	/* 5+255 + 4+11 + 6+20 + 4+10 + 4+63 + 5+20 + 6 newlines
+	 * < IDENTITY_MAX */
 	assert(n > 0 && (size_t)n < size);
 	return (size_t)n;
 }
@@ -87,4 +110,25 @@ int identity_get(const char *data, size_t len, const char *key, char *out,
 		line = eol + 1;
 	}
 	return -ENOENT;
+}
+
+int identity_holder(const char *data, size_t len, struct lineage_proc *out)
+{
+	char pid[16], start[24], *end;
+	unsigned long long s;
+	long p;
+
+	if (identity_get(data, len, "pid", pid, sizeof(pid)) < 0 ||
+	    identity_get(data, len, "start", start, sizeof(start)) < 0)
+		return -ENOENT;
+	errno = 0;
+	p = strtol(pid, &end, 10);
+	if (errno || end == pid || *end || p <= 0 || p > INT_MAX)
+		return -EINVAL;
+	s = strtoull(start, &end, 10);
+	if (errno || end == start || *end || start[0] == '-')
+		return -EINVAL;
+	out->pid = (pid_t)p;
+	out->start = s;
+	return 0;
 }

@@ -29,26 +29,6 @@
 /* At most so many other holders of one lock are signalled. */
 #define LOST_MAX_OTHERS 32
 
-/* Is `pid` still the process that took the lock?  Its command name must
- * match: a pid reused since must not be signalled. */
-static int lost_holder_alive(pid_t pid, const char *cmd)
-{
-	char path[64], comm[64];
-	FILE *f;
-	int same = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fgets(comm, sizeof(comm), f)) {
-		comm[strcspn(comm, "\n")] = '\0';
-		same = strcmp(comm, cmd) == 0;
-	}
-	fclose(f);
-	return same;
-}
-
 /* Signal the holder's process group, or the holder alone if it shares
  * ours (a daemon started from the same shell must not signal itself). */
 static void lost_signal_holder(pid_t pid, int sig)
@@ -71,8 +51,8 @@ static void lost_signal_holder(pid_t pid, int sig)
 /* A lock of several owners (-o reentrant): the processes that took it
  * again, besides the one its node names, into out; how many. */
 static size_t lost_other_holders(struct zkl_fs *fs, const char *node,
-				 pid_t named, struct lineage_proc *out,
-				 size_t max)
+				 struct lineage_proc named,
+				 struct lineage_proc *out, size_t max)
 {
 	size_t n = 0;
 
@@ -81,7 +61,8 @@ static size_t lost_other_holders(struct zkl_fs *fs, const char *node,
 	     l != &fs->lockfiles && n < max; l = l->next) {
 		struct lockfile *lf =
 			ZKL_CONTAINER_OF(l, struct lockfile, link);
-		if (lf->held && lf->holder.pid > 0 && lf->holder.pid != named &&
+		if (lf->held && lf->holder.pid > 0 &&
+		    !lineage_has(&named, 1, lf->holder) &&
 		    lockreq_node_is(lf->held, node))
 			out[n++] = lf->holder;
 	}
@@ -89,7 +70,7 @@ static size_t lost_other_holders(struct zkl_fs *fs, const char *node,
 	     l != &fs->posix_locks && n < max; l = l->next) {
 		struct posixlock *p =
 			ZKL_CONTAINER_OF(l, struct posixlock, link);
-		if (p->holder.pid > 0 && p->holder.pid != named &&
+		if (p->holder.pid > 0 && !lineage_has(&named, 1, p->holder) &&
 		    lockreq_node_is(p->lr, node))
 			out[n++] = p->holder;
 	}
@@ -97,36 +78,79 @@ static size_t lost_other_holders(struct zkl_fs *fs, const char *node,
 	return n;
 }
 
+/* Keep in others[0..n) those that still run, each once; how many. */
+static size_t lost_still_running(struct lineage_proc *others, size_t n)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!lineage_has(others, kept, others[i]) &&
+		    lineage_still_runs(others[i]))
+			others[kept++] = others[i];
+	return kept;
+}
+
+/* Say that the process the lock's node names, named (cmd), is gone, and
+ * which other holders of this host (-o reentrant) are told instead.  The
+ * daemon does not see a descriptor handed on (FUSE is not told of a
+ * fork, nor of SCM_RIGHTS): whoever has the gone holder's now is not
+ * known here, and not guessed at. */
+static void lost_log_gone(struct lineage_proc named, const char *cmd,
+			  const struct lineage_proc *others, size_t n)
+{
+	/* LOST_MAX_OTHERS pids of up to 11 characters, and their commas */
+	char pids[LOST_MAX_OTHERS * 13] = "";
+	size_t used = 0;
+	/* Its pid taken since: another process, which is left alone. */
+	const char *reused = kill(named.pid, 0) == 0 || errno == EPERM
+				     ? " (its pid is another process's now)"
+				     : "";
+
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(pids + used, sizeof(pids) - used,
+					 "%s%d", i ? ", " : "",
+					 (int)others[i].pid);
+	if (n)
+		log_msg(LOG_INFO,
+			"pid %d (%s) is gone%s; held here too by pid %s, "
+			"which took it again",
+			(int)named.pid, cmd, reused, pids);
+	else
+		log_msg(LOG_INFO, "pid %d (%s) is gone%s: nobody to signal",
+			(int)named.pid, cmd, reused);
+}
+
 /* Tell the holders of the lock at `node` with signal sig: the process its
- * identity (data[0..len)) names, and anyone else of this host holding it
- * too (-o reentrant). */
+ * identity (data[0..len)) names, if it still runs (the same pid and
+ * start time: one that exec'd is still the holder, one that took a gone
+ * holder's pid is not), and anyone else of this host holding it too
+ * (-o reentrant). */
 static void lost_tell_holders(struct zkl_fs *fs, const char *node,
 			      const void *data, size_t len, int sig)
 {
-	char pid_text[16] = "?", cmd[64] = "?";
-	struct lineage_proc others[LOST_MAX_OTHERS];
+	struct lineage_proc named = { 0 }, others[LOST_MAX_OTHERS];
+	char pid[16] = "", cmd[64] = "?";
+	int runs;
 	size_t n;
-	pid_t pid;
 
-	identity_get(data, len, "pid", pid_text, sizeof(pid_text));
+	identity_get(data, len, "pid", pid, sizeof(pid));
 	identity_get(data, len, "cmd", cmd, sizeof(cmd));
-	pid = (pid_t)strtol(pid_text, NULL, 10);
-	if (pid <= 1) {
+	named.pid = (pid_t)strtol(pid, NULL, 10);
+	/* Without a start time the process was gone before its request was
+	 * read: whatever has its pid now is another. */
+	runs = identity_holder(data, len, &named) == 0 &&
+	       lineage_still_runs(named);
+	n = lost_other_holders(fs, node, named, others, LOST_MAX_OTHERS);
+	n = lost_still_running(others, n);
+	if (named.pid <= 1) {
 		/* nobody named */
-	} else if (!lost_holder_alive(pid, cmd)) {
-		log_msg(LOG_INFO, "pid %d (%s) is gone: nobody to signal",
-			(int)pid, cmd);
+	} else if (runs) {
+		lost_signal_holder(named.pid, sig);
 	} else {
-		lost_signal_holder(pid, sig);
+		lost_log_gone(named, cmd, others, n);
 	}
-	n = lost_other_holders(fs, node, pid, others, LOST_MAX_OTHERS);
-	for (size_t i = 0; i < n; i++) {
-		int seen = 0;
-		for (size_t j = 0; j < i; j++)
-			seen |= others[j].pid == others[i].pid;
-		if (!seen && lineage_still_runs(others[i]))
-			lost_signal_holder(others[i].pid, sig);
-	}
+	for (size_t i = 0; i < n; i++)
+		lost_signal_holder(others[i].pid, sig);
 }
 
 /* Say in the log what happened to the lock at node (`what`, naming it,

@@ -39,17 +39,21 @@ static int getlk_ask_next(struct getlk_query *q)
 			       q->skip, q->nskip, getlk_answered, q);
 }
 
-/* F_GETLK's l_pid: the blocking holder's pid if it is on this host (the
- * kernel maps it into the caller's namespace), else 0. */
+/* F_GETLK's l_pid: the blocking holder's pid if it is on this host and
+ * still runs (the kernel maps it into the caller's namespace), else 0.
+ * It still runs if its pid has the start time the node records: never a
+ * process that took a gone holder's pid since. */
 static pid_t getlk_local_pid(struct zkl_fs *fs, const char *data, size_t len)
 {
-	char host[256], pid[16];
+	struct lineage_proc holder;
+	char host[256];
 
 	if (!data || identity_get(data, len, "host", host, sizeof(host)) < 0 ||
 	    strcmp(host, fs->hostname) != 0 ||
-	    identity_get(data, len, "pid", pid, sizeof(pid)) < 0)
+	    identity_holder(data, len, &holder) < 0 ||
+	    !lineage_still_runs(holder))
 		return 0;
-	return (pid_t)strtol(pid, NULL, 10);
+	return holder.pid;
 }
 
 static void getlk_answered(int err, const struct lockquery_answer *a, void *arg)

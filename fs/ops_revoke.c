@@ -112,7 +112,7 @@ void revoke_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	ctx->how = how;
 	identity_format(ctx->who, sizeof(ctx->who), fs->hostname, fctx->pid,
 			fctx->uid);
-	/* One line: "host h pid p uid u cmd c time t". */
+	/* One line: "host h pid p start s uid u cmd c time t". */
 	for (char *p = ctx->who; *p; p++)
 		if (*p == '\n')
 			*p = ' ';

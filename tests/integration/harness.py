@@ -553,3 +553,197 @@ class Driver(Child):
         self.proc.stdin.close()
         self.proc.wait(15)
         Child.alive.discard(self)
+
+
+# Holders the daemon must still know, or must no longer know, by their
+# process: its pid and start time, never its command name.
+
+def proc_comm(pid):
+    """The command name of process pid, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().rstrip("\n")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def holders_fields(mount, res="r"):
+    """The first line of res's holders on mount, split: state mode token
+    host pid uid cmd age node tool [note]."""
+    with open(mount.path(res, "holders")) as f:
+        return f.read().splitlines()[0].split(" ")
+
+
+# A shell that takes the write lock on $1, then becomes sleep: the same
+# process (pid and start time) under another command name.
+EXEC_HOLDER = 'exec 9<>"$1" || exit 1; exec sleep 300'
+
+
+@contextmanager
+def exec_holder(mount, res="r"):
+    """A shell that took res's write lock on mount and exec'd sleep, in a
+    session of its own (a signal to its process group reaches nothing
+    else); yielded once it holds and the exec is done."""
+    with running(["bash", "-c", EXEC_HOLDER, "bash", mount.path(res, "write")],
+                 start_new_session=True) as sh:
+        wait_until(lambda: sh.poll() is not None or proc_comm(sh.pid) == "sleep",
+                   15, "the holder to take its lock and exec sleep")
+        assert sh.poll() is None, f"the holder's open failed (exit {sh.returncode})"
+        fields = holders_fields(mount, res)
+        assert fields[4] == str(sh.pid) and fields[6] == "bash", \
+            f"the node names the shell that asked: {fields}"
+        yield sh
+
+
+def expect_killed_by(proc, sig, mount, what):
+    """proc ends by sig (its default action) within 15 s."""
+    try:
+        status = proc.wait(15)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(
+            f"{what}: pid {proc.pid} got no {sig.name} within 15 s\n"
+            f"--- log ---\n{mount.log()}") from None
+    assert status == -sig, f"{what}: pid {proc.pid} ended with {status}, " \
+        f"expected death by {sig.name}"
+
+
+# Takes the write lock on $1, hands its descriptor to a keeper in a session
+# of its own (so that nothing refers to the shell's pid any more: no
+# process group or session of that id), says the keeper's pid and its own
+# /proc/<pid>/stat, and exits.
+HANDING_HOLDER = ('exec 9<>"$1" || exit 1\n'
+                  'setsid sleep 300 </dev/null >/dev/null 2>&1 &\n'
+                  'echo $!\n'
+                  'cat /proc/$$/stat\n')
+
+
+def start_time(stat):
+    """Field 22 of a /proc/<pid>/stat text: the start, in clock ticks
+    since boot (the command, field 2, may hold spaces and parentheses)."""
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def clock_ticks():
+    """Clock ticks since boot now, as start times count them."""
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME) // \
+        (10**9 // os.sysconf("SC_CLK_TCK"))
+
+
+# Blocks SIGUSR1, so that one sent stays pending where /proc shows it,
+# takes the command name argv[1], says so and waits for its input to end.
+IMPOSTOR = ("import signal, sys\n"
+            "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+            "with open('/proc/self/comm', 'w') as f:\n"
+            "    f.write(sys.argv[1])\n"
+            "print('ready', flush=True)\n"
+            "sys.stdin.read()\n")
+
+
+def start_with_pid(pid, argv, seconds=2, **popen):
+    """argv started as process pid (as root, through ns_last_pid), or None
+    if other processes keep it for `seconds`: any process or thread of the
+    machine that forks between the write and ours takes it, and holds it
+    as long as it lives."""
+    deadline = time.monotonic() + seconds
+    delay = 0.005
+    while time.monotonic() < deadline:
+        if os.path.exists(f"/proc/{pid}"):  # a thread's id too
+            time.sleep(delay)  # until the taker is gone
+            delay = min(delay * 2, 0.1)
+            continue
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        proc = subprocess.Popen(argv, **popen)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait(15)
+    return None
+
+
+def hand_a_lock_on(mount, res):
+    """Run HANDING_HOLDER on res's write file: (the holder's pid, its start
+    time, its command name as the node has it, the keeper's pid)."""
+    sh = subprocess.Popen(["bash", "-c", HANDING_HOLDER, "bash",
+                           mount.path(res, "write")], stdout=subprocess.PIPE,
+                          text=True, start_new_session=True)
+    out = sh.communicate(timeout=15)[0].splitlines()
+    assert sh.returncode == 0 and len(out) == 2 and out[0].isdigit(), \
+        f"the holder failed: exit {sh.returncode}, said {out!r}"
+    keeper = int(out[0])
+    try:
+        wait_until(lambda: os.getsid(keeper) == keeper, 15,
+                   "the keeper of the descriptor in a session of its own")
+        fields = holders_fields(mount, res)
+        assert fields[0] == "held" and fields[4] == str(sh.pid), \
+            f"the node names the holder that left: {fields}"
+    except BaseException:
+        os.kill(keeper, signal.SIGKILL)
+        raise
+    return sh.pid, start_time(out[1]), fields[6], keeper
+
+
+@contextmanager
+def pid_of_a_gone_holder(mount, res="r", attempts=5):
+    """A holder of res's write lock on mount that handed its descriptor on
+    and exited, and a process that took its pid and its command name
+    since (blocking SIGUSR1: impostor_signalled tells if it was sent);
+    yields the impostor.  The keeper holds the lock until the end of the
+    block.  A pid another process took first is given up, for a new
+    holder's, a few times."""
+    for _ in range(attempts):
+        pid, started, cmd, keeper = hand_a_lock_on(mount, res)
+        try:
+            # Start times count clock ticks: a process started in the
+            # holder's own tick is not told apart (nor, outside a test, is
+            # a pid handed out again that soon).
+            wait_until(lambda: clock_ticks() > started, 5,
+                       "a clock tick after the holder's start")
+            impostor = start_with_pid(
+                pid, [sys.executable, "-c", IMPOSTOR, cmd],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                start_new_session=True)
+            if impostor is None:
+                continue  # the next holder waits for this keeper's release
+            try:
+                assert impostor.stdout.readline().strip() == "ready"
+                assert proc_comm(pid) == cmd
+                with open(f"/proc/{pid}/stat") as f:
+                    assert start_time(f.read()) > started
+                yield impostor
+                return
+            finally:
+                impostor.kill()
+                impostor.wait(15)
+        finally:
+            os.kill(keeper, signal.SIGKILL)
+    raise AssertionError(f"other processes took the gone holder's pid "
+                         f"first, {attempts} times")
+
+
+def impostor_signalled(impostor):
+    """Was SIGUSR1 sent to the impostor (blocked: it stays pending)?"""
+    with open(f"/proc/{impostor.pid}/status") as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    pending = int(fields["ShdPnd"], 16) | int(fields["SigPnd"], 16)
+    return bool(pending >> (signal.SIGUSR1 - 1) & 1)
+
+
+def expect_impostor_spared(mount, impostor):
+    """Once mount has said what it did about the lock's holder, the process
+    that took the gone holder's pid was sent nothing, and the log says the
+    holder is gone."""
+    pid = impostor.pid
+
+    def told():
+        log = mount.log()
+        return log if re.search(r"is gone|\bsent \w+ to", log) else None
+    try:
+        log = wait_until(told, 15, "the mount to say what it did about the "
+                         "holder")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- log ---\n{mount.log()}") from None
+    assert not impostor_signalled(impostor), \
+        f"pid {pid}, which only took the gone holder's pid, was signalled:\n{log}"
+    assert impostor.poll() is None, f"pid {pid} ended: {impostor.returncode}"
+    assert re.search(rf"pid {pid} \([^)]*\) is gone", log), log

@@ -5,7 +5,9 @@ import signal
 
 import pytest
 
-from harness import Driver, Locker, lock_nodes, wait_until
+from harness import (Driver, Locker, exec_holder, expect_impostor_spared,
+                     expect_killed_by, lock_nodes, pid_of_a_gone_holder,
+                     wait_until)
 from test_core import still_waiting
 from test_operability import status
 
@@ -65,6 +67,25 @@ def test_expired_session_loses_holder_and_requeues_waiter(zk, base, mounts, paus
     holder.close()
     rival.close()
     waiter.close()
+
+
+def test_on_lost_signals_a_holder_that_exec_d(zk, base, mounts):
+    """The shell that took the lock and exec'd is still its holder: the
+    same process, under another command name."""
+    m = mounts.new("-o", "on_lost=signal:USR1")
+    with exec_holder(m) as holder:
+        node, = lock_nodes(zk, base + "/r")
+        zk.delete(node)
+        expect_killed_by(holder, signal.SIGUSR1, m, "on_lost")
+
+
+def test_on_lost_spares_a_process_that_took_a_gone_holders_pid(zk, base,
+                                                                mounts):
+    m = mounts.new("-o", "on_lost=signal:USR1")
+    with pid_of_a_gone_holder(m) as impostor:
+        node, = lock_nodes(zk, base + "/r")
+        zk.delete(node)
+        expect_impostor_spared(m, impostor)
 
 
 def test_zookeeper_restart_within_session_timeout_keeps_locks(zookeeper, zk, base, mounts):

@@ -5,7 +5,8 @@ import signal
 import subprocess
 import time
 
-from harness import Driver, Locker, lock_nodes, wait_until
+from harness import (Driver, Locker, exec_holder, lock_nodes,
+                     pid_of_a_gone_holder, wait_until)
 from test_core import still_waiting
 
 
@@ -136,6 +137,20 @@ def test_fcntl_excludes_open_write_and_getlk_names_the_holder(zk, base, m1, m2):
     assert e.ok("getlk f wr") == f"wr {w.proc.pid}"
     w.close()
     assert e.ok("getlk f wr") == "unlocked"
+
+
+def test_getlk_names_a_holder_by_its_process_not_its_pid_alone(m1):
+    """A holder that exec'd is still named; one that handed its lock on
+    and exited is not, nor the process that took its pid since."""
+    d = Driver()
+    d.ok(f"open a {m1.path('a', 'lock')}")
+    d.ok(f"open b {m1.path('b', 'lock')}")
+    with exec_holder(m1, "a") as holder:
+        assert d.ok("getlk a wr") == f"wr {holder.pid}"
+    with pid_of_a_gone_holder(m1, "b") as impostor:
+        assert d.ok("getlk b wr") == "wr 0", \
+            f"pid {impostor.pid} only took the gone holder's pid"
+    d.exit()
 
 
 def test_fcntl_lock_is_dropped_at_exit_and_by_unlock(m1, m2):

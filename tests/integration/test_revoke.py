@@ -6,12 +6,15 @@ lock as lost.  Only root or the mount's owner may break; anything but
 ask or break is EINVAL."""
 import errno
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
-from harness import Driver, Locker, lock_nodes, running, wait_until
+from harness import (Driver, Locker, exec_holder, expect_impostor_spared,
+                     expect_killed_by, lock_nodes, pid_of_a_gone_holder,
+                     running, wait_until)
 from services import CuratorJava
 from test_core import still_waiting
 from test_exclusion import try_open
@@ -137,6 +140,21 @@ def test_a_holder_asked_is_told_and_keeps_its_lock(zk, base, mounts, m2):
     assert status(m1)["asked"] == "1", "counted where the holder is"
     assert status(m2)["asks_sent"] == "1", "and where the ask came from"
     holder.close()
+
+
+def test_on_revoke_signals_a_holder_that_exec_d(zk, base, mounts, m2):
+    m1 = mounts.new("-o", "on_revoke=signal:USR1")
+    with exec_holder(m1) as holder:
+        revoke(m2, "ask")
+        expect_killed_by(holder, signal.SIGUSR1, m1, "on_revoke")
+
+
+def test_on_revoke_spares_a_process_that_took_a_gone_holders_pid(
+        zk, base, mounts, m2):
+    m1 = mounts.new("-o", "on_revoke=signal:USR1")
+    with pid_of_a_gone_holder(m1) as impostor:
+        revoke(m2, "ask")
+        expect_impostor_spared(m1, impostor)
 
 
 POLLER = ("import fcntl, os, select, sys\n"
