@@ -140,7 +140,8 @@ struct zkl_member_ops {
 	/* The hold limits' sweep (lr_maxhold.c): a holder past its
 	 * resource's limit is asked to let go, and broken a grace later.
 	 * now: CLOCK_BOOTTIME ms.  NULL function: never. */
-	void (*hold_check_locked)(struct zkl_member *m, int64_t now);
+	void (*hold_check_locked)(struct zkl_member *m, int64_t now,
+				  struct zkl_link *notify);
 	/* Count m into the held or waiting counters of st, if it is either. */
 	void (*count_locked)(const struct zkl_member *m,
 			     struct zkl_session_stats *st);
@@ -213,6 +214,10 @@ void session_resume_when_connected_locked(struct zkl_session *s,
  * takes m off the list as it does off the resume list. */
 void session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
 			      int64_t due_ms);
+/* How long a break waits for the holder's mount to let go (revoke.c): the
+ * session timeout, after which a mount cut off before the mark has
+ * declared its jeopardy (mounts of one base share it). */
+int64_t session_break_bound_ms_locked(const struct zkl_session *s);
 
 /* Ask ZooKeeper to tell us when `path` goes away or changes, and call
  * w->fired_locked then (watchtab.h).  s->lock held.  Returns 0 or -errno. */

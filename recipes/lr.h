@@ -267,6 +267,12 @@ void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost);
  * string constant): mark it, count it, and post its report. */
 void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
 		    struct zkl_link *notify);
+/* A held lock this session takes away (a break): lost as above, and its
+ * node (a multi-lock's, every member's) deleted only once its report has
+ * been told, so that its holder hears of it before any other host can be
+ * granted.  Its descriptor reads EIO from now on. */
+void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
+				struct zkl_link *notify);
 /* Session expiry: a waiting request queues again on the next session
  * (phase NEW, on the resume list); any other is done with it (off the
  * resume list, lost if it held, phase GONE; its owner is told by the
@@ -381,7 +387,7 @@ int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 		struct zkl_link *notify);
 const char *lr_lost_node(const struct zkl_member *m);
 /* The hold limits' sweep (internal.h, lr_maxhold.c). */
-void lr_hold_check(struct zkl_member *m, int64_t now);
+void lr_hold_check(struct zkl_member *m, int64_t now, struct zkl_link *notify);
 const char *lr_shared_node(const struct zkl_member *m, unsigned *owners);
 
 /* A held request asked to let go (lr_revoke.c): what to tell the daemon,
@@ -398,9 +404,15 @@ struct lr_revoke_report {
  * tell (r zeroed by the caller). */
 void lr_revoke_check_locked(struct zkl_lockreq *lr, const char *value, int len,
 			    struct lr_revoke_report *r);
+/* lr's node got the break mark (revoke.c): a holder is told its lock is
+ * lost, and only then is its node deleted; a waiter (a peer's break may
+ * mark it) fails the same way. */
+void lr_break_seen_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* Fill *r if lr was asked and its owner holds and was not told yet. */
 void lr_revoke_report_locked(struct zkl_lockreq *lr,
 			     struct lr_revoke_report *r);
+/* At a grant: a mark seen while it waited is told now (after unlock). */
+void lr_revoke_post_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* Tell it (no lock of ours held), and free what *r holds. */
 void lr_revoke_tell(struct lr_revoke_report *r);
 /* Forget lr (and its members) was asked: a new ask is news again. */

@@ -161,18 +161,6 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 	lr_end_entry_locked(lr, notify);
 }
 
-/* Why a held node is gone: broken by this session (held past its limit,
- * lr_maxhold.c), or deleted by another client. */
-static const char *lr_own_gone_why(const struct zkl_lockreq *lr)
-{
-	const struct zkl_lockreq *owner = lr->group ? lr->group : lr;
-
-	return owner->maxhold_break_ms != 0
-		       ? "it was held past its limit and grace (maxhold), and "
-			 "broken"
-		       : "its lock node was deleted by another client";
-}
-
 /* A waiter's node is gone.  Nothing may grant it from now on: it stops
  * watching what is ahead and looks at a fresh listing, which cannot show
  * the node, and so fails it (lr_evaluate: EIO, logged).  Not at once: the
@@ -231,7 +219,7 @@ static void lr_own_fired(struct zkl_watch *w, const char *path,
 		   lr->passing) {
 		/* released, lost already, or being replaced by its heir */
 	} else if (gone) {
-		const char *why = lr_own_gone_why(lr);
+		const char *why = "its lock node was deleted by another client";
 		log_msg(LOG_WARNING, "lock node %s: %s: the lock is lost",
 			lr->node, why);
 		lr->phase = PH_GONE;

@@ -4,7 +4,9 @@
  * client, the jeopardy), and a waiter queued again on the next session.
  */
 #include "lr.h"
+#include "ml.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +58,67 @@ void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
 		notice_init(&item->notice, lr_lost_notice_run);
 		notice_post(notify, &item->notice);
 	}
+}
+
+/* Delete the node of a lock taken away here, unless its owner let go of
+ * it meanwhile (the release deletes it then). */
+static void lr_let_go_locked(struct zkl_lockreq *lr)
+{
+	if (lr->outcome != LR_HELD || !lr->lost)
+		return;
+	if (lr->multi) {
+		ml_delete_together_locked(lr);
+	} else if (lr->phase == PH_IDLE && lr_has_node(lr)) {
+		lr_unwatch_all(lr);
+		lr_delete(lr);
+	}
+}
+
+struct lr_break {
+	struct zkl_notice notice;
+	struct zkl_lost *report; /* NULL when out of memory */
+	struct zkl_lockreq *lr;  /* with a CALL hold */
+};
+
+/* Tell, then let go: the report's hook (on_lost's signal) has returned
+ * when the delete is sent. */
+static void lr_break_notice_run(struct zkl_notice *n)
+{
+	struct lr_break *b = ZKL_CONTAINER_OF(n, struct lr_break, notice);
+	struct zkl_lockreq *lr = b->lr;
+	struct zkl_link notify;
+
+	if (b->report)
+		session_tell_lost(b->report);
+	free(b);
+	session_enter(lr->s, &notify);
+	lr_let_go_locked(lr);
+	lr_end_completion(lr, &notify);
+}
+
+void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
+				struct zkl_link *notify)
+{
+	struct lr_break *b = malloc(sizeof(*b));
+
+	if (!b) {
+		/* Out of memory: told without waiting for the telling (its
+		 * descriptor reads EIO already). */
+		lr_lose_locked(lr, why, notify);
+		if (!lr->multi)
+			lr_unwatch_all(lr);
+		lr_let_go_locked(lr);
+		return;
+	}
+	assert(lr->outcome == LR_HELD && !lr->lost);
+	lr->lost = 1;
+	if (!lr->multi)
+		lr_unwatch_all(lr); /* its own delete is no news */
+	b->report = lr_lost_report(lr, why);
+	b->lr = lr;
+	lr_hold(lr, LR_HOLD_CALL);
+	notice_init(&b->notice, lr_break_notice_run);
+	notice_post(notify, &b->notice);
 }
 
 void lr_requeue_locked(struct zkl_lockreq *lr)

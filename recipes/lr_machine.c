@@ -26,6 +26,7 @@ static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 		lr_mark(lr);
 	}
 	lr_tell_locked(lr, 0, notify);
+	lr_revoke_post_locked(lr, notify); /* a mark seen while it waited */
 	lr_watch_own(lr);
 }
 

@@ -4,10 +4,9 @@
  * (hold_check_locked): first asked to let go, as `echo ask > revoke`
  * would (its node gets the revocation mark, and the holder hears of it
  * through its held node's watch, lr_revoke.c), then, a grace later
- * (maxhold_grace_ms), broken: its node deleted, so that the watch finds
- * the lock lost (EIO, on_lost) and the next waiter of any host is
- * granted.  Both go through ZooKeeper, so every host sees them in that
- * order, and the next waiter only after the break.
+ * (maxhold_grace_ms), broken: the lock is lost (EIO, on_lost), and only
+ * once its holder has been told is its node deleted, so that the next
+ * waiter of any host is granted after that (lr_lose_then_let_go_locked).
  *
  * A hold's time counts from its grant on this host (a downgrade goes on
  * with its write lock's); the limit is the one this session last read,
@@ -27,23 +26,12 @@
 #include <string.h>
 #include <syslog.h>
 
-/* A break whose delete got no answer is sent again after this long. */
-#define LR_MAXHOLD_RESEND_MS 2000
-
 static void lr_maxhold_ignore_stat(int rc, const struct Stat *st,
 				   const void *data)
 {
 	(void)st;
 	if (rc != ZOK && rc != ZNONODE)
 		log_msg(LOG_WARNING, "maxhold: asking %s to let go: %s",
-			(const char *)data, zerror(rc));
-	free((void *)data);
-}
-
-static void lr_maxhold_ignore_void(int rc, const void *data)
-{
-	if (rc != ZOK && rc != ZNONODE)
-		log_msg(LOG_WARNING, "maxhold: breaking %s: %s",
 			(const char *)data, zerror(rc));
 	free((void *)data);
 }
@@ -70,25 +58,17 @@ static int lr_maxhold_marked(const struct zkl_lockreq *lr, char **out)
 	return *out ? (int)(n + len) : -ENOMEM;
 }
 
-/* Ask (mark) or break (delete) the node of lr; the path is the
- * completion's, for its log line. */
-static void lr_maxhold_send(struct zkl_lockreq *lr, int do_break)
+/* Ask the holder of lr's node to let go (the mark); the path is the
+ * completion's, for its log line.  Lost, the ask is not sent again: the
+ * break still comes. */
+static void lr_maxhold_ask(struct zkl_lockreq *lr)
 {
 	char *path = strdup(lr->node), *marked = NULL;
-	int rc = ZSYSTEMERROR, len = 0;
+	int rc = ZSYSTEMERROR, len = path ? lr_maxhold_marked(lr, &marked) : 0;
 
-	if (path && !do_break)
-		len = lr_maxhold_marked(lr, &marked);
-	if (!path || len < 0) {
-		/* the next sweep tries again (a break), or not (an ask: the
-		 * break still comes) */
-	} else if (do_break) {
-		rc = zoo_adelete(lr->s->zh, path, -1, lr_maxhold_ignore_void,
-				 path);
-	} else {
+	if (path && len >= 0)
 		rc = zoo_aset(lr->s->zh, path, marked, len, -1,
 			      lr_maxhold_ignore_stat, path);
-	}
 	free(marked);
 	if (rc != ZOK)
 		free(path);
@@ -118,17 +98,17 @@ static int lr_maxhold_node_idle(const struct zkl_lockreq *lr)
 	return lr->phase == PH_IDLE && !lr->passing && lr_has_node(lr);
 }
 
-/* Send to lr's node, or to each of a multi-lock's members'. */
-static void lr_maxhold_send_all(struct zkl_lockreq *lr, int do_break)
+/* Ask lr's node, or each of a multi-lock's members'. */
+static void lr_maxhold_ask_all(struct zkl_lockreq *lr)
 {
 	if (!lr->multi)
-		return lr_maxhold_send(lr, do_break);
+		return lr_maxhold_ask(lr);
 	for (unsigned i = 0; i < lr->nmembers; i++)
 		if (lr_maxhold_node_idle(lr->members[i]))
-			lr_maxhold_send(lr->members[i], do_break);
+			lr_maxhold_ask(lr->members[i]);
 }
 
-void lr_hold_check(struct zkl_member *m, int64_t now)
+void lr_hold_check(struct zkl_member *m, int64_t now, struct zkl_link *notify)
 {
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
@@ -157,21 +137,20 @@ void lr_hold_check(struct zkl_member *m, int64_t now)
 			" s if it does not",
 			lr->node, held / 1000, limit / 1000,
 			maxhold_grace_ms((unsigned)(limit / 1000)) / 1000);
-		lr_maxhold_send_all(lr, 0);
+		lr_maxhold_ask_all(lr);
 	} else if (now >= lr->maxhold_ask_ms +
-				   maxhold_grace_ms((unsigned)(limit / 1000)) &&
-		   now >= lr->maxhold_break_ms + LR_MAXHOLD_RESEND_MS) {
-		if (lr->maxhold_break_ms == 0) {
-			lr->s->maxhold_breaks++;
-			log_msg(LOG_WARNING,
-				"lock %s held %" PRId64 " s, asked to let go "
-				"%" PRId64 " s ago (maxhold %" PRId64
-				" s): broken",
-				lr->node, held / 1000,
-				(now - lr->maxhold_ask_ms) / 1000,
-				limit / 1000);
-		}
+				  maxhold_grace_ms((unsigned)(limit / 1000))) {
+		lr->s->maxhold_breaks++;
+		log_msg(LOG_WARNING,
+			"lock %s held %" PRId64 " s, asked to let go %" PRId64
+			" s ago (maxhold %" PRId64 " s): broken",
+			lr->node, held / 1000,
+			(now - lr->maxhold_ask_ms) / 1000, limit / 1000);
 		lr->maxhold_break_ms = now;
-		lr_maxhold_send_all(lr, 1);
+		lr_lose_then_let_go_locked(
+			lr,
+			"it was held past its limit and grace (maxhold), and "
+			"broken",
+			notify);
 	}
 }

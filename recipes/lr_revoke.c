@@ -11,8 +11,11 @@
  */
 #include "lr.h"
 #include "revoke.h"
+#include "log.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <syslog.h>
 #include <string.h>
 #include <time.h>
 
@@ -85,4 +88,66 @@ void lr_revoke_tell(struct lr_revoke_report *r)
 	free(r->node);
 	free(r->who);
 	memset(r, 0, sizeof(*r));
+}
+
+struct lr_revoke_notice {
+	struct zkl_notice notice;
+	struct lr_revoke_report report;
+};
+
+static void lr_revoke_notice_run(struct zkl_notice *n)
+{
+	struct lr_revoke_notice *rn =
+		ZKL_CONTAINER_OF(n, struct lr_revoke_notice, notice);
+
+	lr_revoke_tell(&rn->report);
+	free(rn);
+}
+
+void lr_revoke_post_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct lr_revoke_notice *rn;
+
+	if (!lr->revoke_asked)
+		return;
+	rn = calloc(1, sizeof(*rn));
+	if (!rn)
+		return; /* its read() still says so */
+	lr_revoke_report_locked(lr, &rn->report);
+	if (!rn->report.node) {
+		free(rn);
+		return;
+	}
+	notice_init(&rn->notice, lr_revoke_notice_run);
+	notice_post(notify, &rn->notice);
+}
+
+void lr_break_seen_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct zkl_lockreq *owner = lr_revoke_owner(lr);
+	static const char why[] = "it was broken (`break` written to a revoke "
+				  "file)";
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->mutex_names || lr->passing || owner->lost ||
+	    owner->outcome == LR_FINISHED)
+		return; /* a lease's step, an heir's business, or over */
+	if (lr->outcome == LR_PENDING && !lr->grant_deferred &&
+	    lr->phase != PH_LISTING && lr->phase != PH_WATCHING)
+		return; /* its node is not settled yet: its listing tells */
+	log_msg(LOG_WARNING, "lock node %s: %s: the lock is lost", lr->node,
+		why);
+	if (owner->outcome == LR_PENDING) {
+		/* Granted in a jeopardy and not told yet, or waiting: it
+		 * fails, and its node goes. */
+		lr_unwatch_all(lr);
+		lr_finish_locked(lr, -EIO, notify);
+	} else if (lr->peer) {
+		/* A peer's layout deletes its own way: the breaker does, a
+		 * bound later; its holder is told now. */
+		lr_unwatch_all(lr);
+		lr_lose_locked(lr, why, notify);
+	} else {
+		lr_lose_then_let_go_locked(owner, why, notify);
+	}
 }

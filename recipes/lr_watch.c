@@ -8,6 +8,7 @@
  */
 #include "lr.h"
 #include "lockrule.h"
+#include "revoke.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -139,10 +140,13 @@ static void lr_on_own_armed(int rc, const char *value, int len,
 
 	(void)st;
 	session_enter(s, &notify);
-	if (rc == ZOK && lr->own_watch.entry) {
+	if (rc == ZOK && lr->own_watch.entry &&
+	    revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
+		lr_break_seen_locked(lr, &notify);
+	} else if (rc == ZOK && lr->own_watch.entry) {
 		lr->own_known = 1;
-		if (lr_node_holds(lr))
-			lr_revoke_check_locked(lr, value, len, &report);
+		/* A waiter's mark is told at its grant (lr_grant). */
+		lr_revoke_check_locked(lr, value, len, &report);
 		if (lr->grant_awaits_own && lr->phase == PH_WATCHING &&
 		    lr->outcome == LR_PENDING)
 			lr_evaluate(lr, 0, &notify);

@@ -173,6 +173,8 @@ static void ml_grant(struct zkl_lockreq *g, struct zkl_link *notify)
 	lr_set_node(g, g->members[0]->node, NULL); /* fits: same path */
 	g->phase = PH_IDLE;
 	lr_tell_locked(g, 0, notify);
+	for (unsigned i = 0; i < g->nmembers; i++)
+		lr_revoke_post_locked(g->members[i], notify);
 }
 
 static void ml_member_done(struct zkl_lockreq *m, int err, void *arg)

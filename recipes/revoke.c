@@ -23,21 +23,28 @@ struct revoke_ctx {
 	revoke_fn cb;
 	void *arg;
 	struct revoke_result r;
-	/* Calls to be answered, and one for the sender.  No mutex: the
-	 * listing's answer sends them, and theirs come, on ZooKeeper's one
-	 * completion thread. */
+	/* Calls or breaks to be answered, and one for the sender.  Counted
+	 * under s->lock: answers come on ZooKeeper's completion thread, a
+	 * break's bound on the session's clock thread. */
 	size_t pending;
 	char dir[];
 };
 
-/* One answer (or the sender's own share): the last tells the owner. */
+/* One answer (or the sender's own share): the last tells the owner.  No
+ * lock of ours held. */
 static void revoke_one_done(struct revoke_ctx *c, int rc)
 {
+	struct zkl_session *s = c->s;
+	int last;
+
+	pthread_mutex_lock(&s->lock);
 	if (rc == ZOK)
 		c->r.done++;
 	else if (rc != ZNONODE) /* released meanwhile: nothing to do */
 		c->r.failed++;
-	if (--c->pending > 0)
+	last = --c->pending == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (!last)
 		return;
 	c->cb(0, &c->r, c->arg);
 	free(c);
@@ -53,6 +60,203 @@ static void revoke_on_deleted(int rc, const void *data)
 {
 	revoke_one_done((struct revoke_ctx *)data, rc);
 }
+
+/* ---- a break that tells first ------------------------------------------ */
+
+/*
+ * A mount's holding node is not deleted at once: it gets the break mark,
+ * its mount's own watch hears of it, and that mount tells its holder and
+ * only then deletes the node (lr_lose_then_let_go_locked).  We wait for
+ * the deletion, and delete it ourselves only once a bound has run (the
+ * session timeout): a mount that did not hear of the mark by then was cut
+ * off, and its jeopardy has told the holder already.
+ */
+struct revoke_break {
+	struct revoke_ctx *c;
+	struct zkl_watch watch;   /* on the node, until it goes */
+	struct zkl_member timer;  /* in s->later until the bound */
+	struct zkl_notice notice; /* the end, told without s->lock */
+	int rc;                   /* ... and its code */
+	unsigned ended : 1;       /* gone, deleted, or the session ended */
+	unsigned deleting : 1;    /* our own delete is in flight */
+	char path[];
+};
+
+static void revoke_break_told(struct zkl_notice *n)
+{
+	struct revoke_break *b =
+		ZKL_CONTAINER_OF(n, struct revoke_break, notice);
+	struct revoke_ctx *c = b->c;
+	int rc = b->rc;
+
+	free(b);
+	revoke_one_done(c, rc);
+}
+
+/* The break is over (rc: ZOK when the node went): stop watching and
+ * timing, and tell once s->lock is left.  s->lock held. */
+static void revoke_break_end_locked(struct revoke_break *b, int rc,
+				    struct zkl_link *notify)
+{
+	struct zkl_session *s = b->c->s;
+
+	if (b->ended)
+		return;
+	b->ended = 1;
+	b->rc = rc;
+	watchtab_remove(&s->watches, &b->watch);
+	if (list_linked(&b->timer.resume))
+		list_del(&b->timer.resume);
+	notice_init(&b->notice, revoke_break_told);
+	notice_post(notify, &b->notice);
+}
+
+static void revoke_break_on_deleted(int rc, const void *data)
+{
+	struct revoke_break *b = (struct revoke_break *)data;
+	struct zkl_session *s = b->c->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	b->deleting = 0;
+	revoke_break_end_locked(b, rc == ZNONODE ? ZOK : rc, &notify);
+	session_leave(s, &notify);
+}
+
+/* The node changed or went.  Gone: its mount let go (or it was
+ * released); the break is done.  Changed (a note): watch again. */
+static void revoke_break_fired(struct zkl_watch *w, const char *path,
+			       enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	struct revoke_break *b =
+		ZKL_CONTAINER_OF(w, struct revoke_break, watch);
+
+	(void)path;
+	if (b->ended || b->deleting)
+		return;
+	if (ev == WATCH_GONE || ev == WATCH_VANISHED)
+		revoke_break_end_locked(b, ZOK, notify);
+	else if (session_watch_locked(b->c->s, b->path, &b->watch) < 0)
+		log_msg(LOG_WARNING,
+			"break of %s: cannot watch it; it is deleted at the "
+			"bound",
+			b->path);
+}
+
+/* The bound has run and the node is still there: delete it. */
+static void revoke_break_due(struct zkl_member *m, struct zkl_link *notify)
+{
+	struct revoke_break *b =
+		ZKL_CONTAINER_OF(m, struct revoke_break, timer);
+	struct zkl_session *s = b->c->s;
+	int rc;
+
+	if (b->ended)
+		return;
+	log_msg(LOG_WARNING,
+		"%s: its mount did not let go after the break mark: deleting "
+		"it",
+		b->path);
+	watchtab_remove(&s->watches, &b->watch);
+	b->deleting = 1;
+	rc = zoo_adelete(s->zh, b->path, -1, revoke_break_on_deleted, b);
+	if (rc != ZOK) {
+		b->deleting = 0;
+		revoke_break_end_locked(b, rc, notify);
+	}
+}
+
+/* The session ended (or closes) before the bound: the node went with it,
+ * or cannot be deleted now. */
+static void revoke_break_expired(struct zkl_member *m, int requeue,
+				 struct zkl_link *lost, struct zkl_link *notify)
+{
+	(void)requeue;
+	(void)lost;
+	revoke_break_end_locked(ZKL_CONTAINER_OF(m, struct revoke_break, timer),
+				ZCLOSING, notify);
+}
+
+static const struct zkl_member_ops revoke_break_ops = {
+	.resume_locked = revoke_break_due,
+	.expired_locked = revoke_break_expired,
+};
+
+/* The mark's answer: the watch's tells the rest (a node gone already is
+ * VANISHED there). */
+static void revoke_break_on_marked(int rc, const struct Stat *st,
+				   const void *data)
+{
+	(void)st;
+	(void)data;
+	if (rc != ZOK && rc != ZNONODE)
+		log_msg(LOG_WARNING,
+			"break: cannot mark a node (%s): it is deleted at the "
+			"bound",
+			zerror(rc));
+}
+
+/* Is n a mount's node (its data names its holder: host and pid lines)?
+ * A peer's holders (Curator, kazoo) would never hear of the mark. */
+static int revoke_is_mounts(const struct holders_node *n)
+{
+	int host = 0, pid = 0;
+
+	for (size_t i = 0; i < n->len; i++) {
+		if (i != 0 && n->data[i - 1] != '\n')
+			continue;
+		host |= n->len - i > 5 && memcmp(n->data + i, "host ", 5) == 0;
+		pid |= n->len - i > 4 && memcmp(n->data + i, "pid ", 4) == 0;
+	}
+	return host && pid && !n->orphan;
+}
+
+/* Mark n for a break and wait for its mount to let go.  Returns
+ * ZooKeeper's code of the mark's send (ZOK: the break's end is told). */
+static int revoke_break_mounts(struct revoke_ctx *c, const char *path,
+			       const struct holders_node *n)
+{
+	struct zkl_session *s = c->s;
+	size_t plen = strlen(path) + 1, mlen = sizeof(REVOKE_BREAK_MARK);
+	struct revoke_break *b = calloc(1, sizeof(*b) + plen);
+	char *marked = malloc(mlen + n->len);
+	int rc = ZSYSTEMERROR;
+
+	if (b && marked) {
+		b->c = c;
+		memcpy(b->path, path, plen);
+		list_init(&b->watch.link);
+		list_init(&b->timer.live);
+		list_init(&b->timer.resume);
+		b->timer.ops = &revoke_break_ops;
+		b->watch.fired_locked = revoke_break_fired;
+		/* The mark, then what the node held: every host's holders
+		 * still names its holder. */
+		memcpy(marked, REVOKE_BREAK_MARK "\n", mlen);
+		memcpy(marked + mlen, n->data, n->len);
+		pthread_mutex_lock(&s->lock);
+		rc = zoo_aset(s->zh, path, marked, (int)(mlen + n->len), -1,
+			      revoke_break_on_marked, NULL);
+		if (rc == ZOK) {
+			if (session_watch_locked(s, path, &b->watch) < 0)
+				log_msg(LOG_WARNING,
+					"break of %s: cannot watch it; it is "
+					"deleted at the bound",
+					path);
+			session_resume_at_locked(
+				s, &b->timer,
+				session_clock_now() +
+					session_break_bound_ms_locked(s));
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	free(marked);
+	if (rc != ZOK)
+		free(b);
+	return rc;
+}
+
+/* ---- asking and breaking ----------------------------------------------- */
 
 /* Does the how take this node?  Holders, and for a break orphans too;
  * only lock nodes and leases: in kazoo's layout holders counts every
@@ -77,9 +281,15 @@ static void revoke_send(struct revoke_ctx *c, const struct holders_node *n)
 	char path[NAMES_MAX_NODE_PATH + 1];
 	int rc = ZBADARGUMENTS;
 
+	pthread_mutex_lock(&c->s->lock);
 	c->pending++;
+	pthread_mutex_unlock(&c->s->lock);
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s%s", c->dir, n->where,
-			     n->name) < sizeof(path)) {
+			     n->name) >= sizeof(path)) {
+		/* not sent */
+	} else if (c->how == REVOKE_BREAK && revoke_is_mounts(n)) {
+		rc = revoke_break_mounts(c, path, n);
+	} else {
 		pthread_mutex_lock(&c->s->lock);
 		rc = c->how == REVOKE_ASK
 			     ? zoo_aset(c->s->zh, path, REVOKE_MARK,

@@ -35,9 +35,25 @@ static inline int revoke_is_marked(const char *data, size_t len)
 	       (len == n || data[n] == '\n');
 }
 
+/* The data a break sets first on a mount's holding node (revoke.c), the
+ * mark's line followed by what the node held: its mount tells the
+ * holder, then deletes the node itself. */
+#define REVOKE_BREAK_MARK "__ZKLOCKFS_BREAK__"
+
+static inline int revoke_is_break(const char *data, size_t len)
+{
+	size_t n = sizeof(REVOKE_BREAK_MARK) - 1;
+
+	return data && len >= n && memcmp(data, REVOKE_BREAK_MARK, n) == 0 &&
+	       (len == n || data[n] == '\n');
+}
+
 enum revoke_how {
 	REVOKE_ASK,   /* set the mark on every holding node */
-	REVOKE_BREAK, /* delete every holding node, and orphans */
+	REVOKE_BREAK, /* take every holding node away: a mount's is marked
+		       * and let go by its mount, or deleted once the
+		       * session timeout has run; a peer's, and orphans,
+		       * are deleted at once */
 };
 
 /* What was done: nodes marked or deleted; nodes found gone already

@@ -71,6 +71,11 @@ static int64_t clock_timeout_locked(const struct zkl_session *s)
 	return t > 0 ? t : s->session_timeout_ms;
 }
 
+int64_t session_break_bound_ms_locked(const struct zkl_session *s)
+{
+	return clock_timeout_locked(s);
+}
+
 static int64_t clock_heartbeat_every(const struct zkl_session *s)
 {
 	return clock_timeout_locked(s) / 4;
@@ -163,7 +168,8 @@ static void clock_sweep_locked(struct zkl_session *s, int64_t now,
  * connected (the asks and breaks are requests), never in a jeopardy
  * (every holder is lost then anyway), and only by the table as it is now:
  * a limit removed during an outage must break nothing when it ends. */
-static void clock_check_holds_locked(struct zkl_session *s, int64_t now)
+static void clock_check_holds_locked(struct zkl_session *s, int64_t now,
+				     struct zkl_link *notify)
 {
 	if (s->maxhold.n == 0 || s->jeopardy_ms != 0 ||
 	    !session_is_connected_locked(s) || !s->maxhold_current)
@@ -171,7 +177,7 @@ static void clock_check_holds_locked(struct zkl_session *s, int64_t now)
 	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
 		struct zkl_member *m = member_of_live(l);
 		if (m->ops->hold_check_locked)
-			m->ops->hold_check_locked(m, now);
+			m->ops->hold_check_locked(m, now, notify);
 	}
 }
 
@@ -260,7 +266,7 @@ static void *clock_run(void *arg)
 				/* a grant to lose; nodes whose margin ran */
 				clock_sweep_locked(s, now, &notify);
 		}
-		clock_check_holds_locked(s, now);
+		clock_check_holds_locked(s, now, &notify);
 		later = clock_resume_due_locked(s, now, INT64_MAX, &notify);
 		if (!list_empty(&notify)) {
 			session_leave(s, &notify);

@@ -47,6 +47,17 @@ static void session_finish_all(struct zkl_session *s)
 		m->ops->expired_locked(m, 0, &lost, &notify);
 		l = next;
 	}
+	/* What waits for a time or the connection and is no request (a
+	 * break's bound, revoke.c) ends too. */
+	for (int i = 0; i < 2; i++) {
+		struct zkl_link *list = i ? &s->resume : &s->later;
+		while (!list_empty(list)) {
+			struct zkl_member *m = ZKL_CONTAINER_OF(
+				list->next, struct zkl_member, resume);
+			list_del(&m->resume);
+			m->ops->expired_locked(m, 0, &lost, &notify);
+		}
+	}
 	pthread_mutex_unlock(&s->lock);
 	s->lost_hook = NULL; /* released already: nobody holds them */
 	session_report_lost(&lost);

@@ -30,7 +30,7 @@ def main():
         mode |= os.O_NONBLOCK
     if "t" in flags:
         mode |= os.O_TRUNC | os.O_CREAT
-    stamp = (lambda: f" @{time.monotonic():.3f}") if "--stamp" in sys.argv \
+    stamp = (lambda: f" @{time.monotonic():.6f}") if "--stamp" in sys.argv \
         else (lambda: "")
     if "--trap" in sys.argv:
         name = sys.argv[sys.argv.index("--trap") + 1]

@@ -6,9 +6,11 @@ lock as lost.  Only root or the mount's owner may break; anything but
 ask or break is EINVAL."""
 import errno
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -242,6 +244,19 @@ def test_a_mark_set_on_a_waiting_node_is_seen_at_its_grant(zk, base, m1, m2):
     waiter.close()
 
 
+def raw_lines(child, n, timeout):
+    """The child's next n output lines, within timeout seconds, read past
+    the text wrapper's buffer (nothing may have been read through it)."""
+    fd, text = child.proc.stdout.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while text.count(b"\n") < n:
+        left = deadline - time.monotonic()
+        r, _, _ = select.select([fd], [], [], max(left, 0))
+        assert r, f"{n} lines within {timeout} s, got {text!r}"
+        text += os.read(fd, 4096)
+    return text.decode().splitlines()
+
+
 def test_a_waiting_multi_lock_is_told_only_once_it_holds(zk, base, mounts,
                                                          m2):
     m1 = mounts.new("-o", "on_revoke=signal:USR1")
@@ -254,7 +269,10 @@ def test_a_waiting_multi_lock_is_told_only_once_it_holds(zk, base, mounts,
     revoke(m2, "ask", "a")  # its node on a holds, the multi-lock waits
     assert still_waiting(multi), "a waiting multi-lock was signalled"
     other.close()
-    multi.granted()
+    # Told once it holds: the signal and the open's return race to the
+    # locker's output.
+    lines = set(raw_lines(multi, 2, 15))
+    assert lines == {"ok", "signal SIGUSR1"}, lines
     assert multi.command("read").split("|")[-1].startswith(
         "revoke requested"), "asked, as its read shows once it holds"
     multi.close()

@@ -3,13 +3,18 @@ a request whose own node another client deleted is never granted, even
 when the lock is handed on at that very moment; a multi-lock that loses
 one member lets go of every member at once."""
 import os
+import select
+import subprocess
+import sys
 
 import pytest
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
-from harness import Driver, Locker, lock_nodes, wait_until
+from harness import Child, Driver, Locker, lock_nodes, wait_until
+from test_maxhold import GRACE_MIN, set_maxhold
 from test_exclusion import try_open
 from test_operability import status
+from test_revoke import revoke
 
 ROUNDS = 4  # each round a fresh race between the delete and the handoff
 
@@ -135,3 +140,61 @@ def test_a_release_zookeeper_refused_is_retried_until_it_lands(
                     "the other host to take the lock")
     os.close(fd)
     d.exit()
+
+
+HOLDREADER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "holdreader.py")
+
+
+class HoldReader(Child):
+    """A holder that reads its descriptor in a tight loop (holdreader.py)
+    and reports when the last successful read returned."""
+
+    def __init__(self, path):
+        self.proc = subprocess.Popen(
+            [sys.executable, HOLDREADER, path], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, bufsize=1,
+            start_new_session=True)
+        Child.alive.add(self)
+
+    def line(self, timeout, what):
+        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert r, f"no {what} within {timeout} s"
+        return self.proc.stdout.readline().strip()
+
+
+BREAKS = ["maxhold", "revoke_same", "revoke_other"]
+
+
+@pytest.mark.parametrize("how", BREAKS)
+def test_a_break_tells_the_holder_before_anyone_else_holds(
+        zk, base, m1, m2, how):
+    """The holder reads its descriptor without pause; the next waiter is
+    on the other mount.  Whoever breaks the lock, no read() the holder
+    made after the waiter's open() returned succeeded (one
+    CLOCK_MONOTONIC): it was told before anyone else could hold."""
+    trials = 6 if how == "maxhold" else 10
+    if how == "maxhold":
+        set_maxhold(m2, 1)  # broken 1 s + the grace after each grant
+    for _ in range(trials):
+        holder = HoldReader(m1.path("r", "write"))
+        assert holder.line(15, "the holder's grant") == "ok"
+        waiter = Locker(m2.path("r", "write"), "w", ["--stamp"])
+        wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 2, 15,
+                   "the waiter queued")
+        if how == "revoke_same":
+            revoke(m1, "break")
+        elif how == "revoke_other":
+            revoke(m2, "break")
+        lost = holder.line(GRACE_MIN + 15, "the holder's loss").split()
+        got = waiter.granted()
+        assert lost[:2] == ["lost", "EIO"], lost
+        last_read, granted_at = float(lost[2]), float(got.split("@")[1])
+        assert int(lost[3]) > 0, "the holder read at least once"
+        assert last_read < granted_at, (
+            f"the waiter's open returned at {granted_at:.6f}, and a "
+            f"read() the holder made at {last_read:.6f} still succeeded")
+        waiter.close()
+        holder.kill()
+    if how == "maxhold":
+        set_maxhold(m2, 0)
