@@ -70,14 +70,18 @@ void zkconn_ensure_path(zhandle_t *zh, const char *dir)
 
 int zkconn_queue_len(zhandle_t *zh, const char *dir)
 {
-	struct Stat st;
-	int rc = zoo_exists(zh, dir, 0, &st);
+	struct String_vector v;
+	int rc = zoo_get_children(zh, dir, 0, &v), n = 0;
 
 	if (rc == ZNONODE)
 		return 0;
 	if (rc != ZOK)
-		die("cannot stat %s: %s", dir, zerror(rc));
-	return st.numChildren;
+		die("cannot list %s: %s", dir, zerror(rc));
+	/* Lock nodes only: not a limit's pin (.zklockfs-limit). */
+	for (int i = 0; i < v.count; i++)
+		n += v.data[i][0] != '.';
+	deallocate_String_vector(&v);
+	return n;
 }
 
 void zkconn_wait_queue_len(zhandle_t *zh, const char *dir, int n,

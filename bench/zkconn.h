@@ -14,10 +14,10 @@ zhandle_t *zkconn_open(const char *hosts);
 /* Create the persistent znode dir (and its parents) if missing. */
 void zkconn_ensure_path(zhandle_t *zh, const char *dir);
 
-/* Number of children of dir now. */
+/* Number of lock nodes in dir now (children but a limit's pin). */
 int zkconn_queue_len(zhandle_t *zh, const char *dir);
 
-/* Wait until dir has exactly n children; dies after timeout_s seconds
+/* Wait until dir has exactly n lock nodes; dies after timeout_s seconds
  * naming what it waited for. */
 void zkconn_wait_queue_len(zhandle_t *zh, const char *dir, int n,
 			   double timeout_s);

@@ -266,4 +266,12 @@ void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 			   const struct waiter_ops *ops, struct lockfile *lf,
 			   enum zkl_mode mode, unsigned flags, uint64_t owner);
 
+/* A close (FLUSH) of lf by thread tid (waiter_base.c): the waits kept for
+ * a restart (waiter.h) by its process on lf, or by a thread gone, move to
+ * `ending`; fs->lock held.  waiter_end_kept_all_then gives each up, its
+ * release added to u (answered once its node is gone; NULL: at once). */
+void waiter_take_kept_of_locked(struct zkl_fs *fs, const struct lockfile *lf,
+				pid_t tid, struct zkl_link *ending);
+void waiter_end_kept_all_then(struct zkl_link *ending, struct unlock *u);
+
 #endif

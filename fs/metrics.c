@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "lockfile.h"
+#include "znodename.h"
 
 static const char *const metrics_modes[ZKL_MODES] = { "read", "write",
 						      "lease" };
@@ -68,6 +69,18 @@ static void metrics_label(char *out, size_t size, const char *label,
 		}
 	}
 	snprintf(out + n, size - n, "\"");
+}
+
+/* The mount's label.  Prometheus takes only UTF-8 in a label value: a
+ * mount point's bytes that are not are written as znode names write
+ * them (%XX, znodename.h), which keeps two mounts' labels apart. */
+static void metrics_mount_label(struct metrics_out *o, const char *path)
+{
+	char enc[sizeof(o->mount)];
+
+	if (znodename_encode(path, strlen(path), enc, sizeof(enc)) < 0)
+		snprintf(enc, sizeof(enc), "?");
+	metrics_label(o->mount, sizeof(o->mount), "mountpoint", enc);
 }
 
 /* One sample: name{mount[,labels]} value. */
@@ -291,8 +304,7 @@ int metrics_text(struct zkl_fs *fs, char **text, size_t *len)
 		free(m);
 		return -ENOMEM;
 	}
-	metrics_label(o.mount, sizeof(o.mount), "mountpoint",
-		      fs->mountpoint ? fs->mountpoint : "");
+	metrics_mount_label(&o, fs->mountpoint ? fs->mountpoint : "");
 	session_stats(fs->session, &st);
 	session_metrics(fs->session, m);
 	clock_gettime(CLOCK_MONOTONIC, &mono);

@@ -311,19 +311,28 @@ void lockfile_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void lockfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
+	struct zkl_link ending;
 	struct unlock *u;
 	int holds;
 
 	/* POSIX: any close of the file by a process drops its locks on it,
-	 * and close() returns once they are gone for every host.  Most
-	 * closes end no fcntl lock: they cost nothing more. */
+	 * and close() returns once they are gone for every host.  A wait
+	 * the process kept for a restart ends too: it closes instead of
+	 * asking again (flock -w, timed out, exits), and its place must be
+	 * gone before anything it does next.  Most closes end neither: they
+	 * cost nothing more. */
+	list_init(&ending);
 	pthread_mutex_lock(&fs->lock);
 	holds = posix_find_locked(fs, ino, fi->lock_owner) != NULL;
+	waiter_take_kept_of_locked(fs, lockfile_of(fi), fuse_req_ctx(req)->pid,
+				   &ending);
 	pthread_mutex_unlock(&fs->lock);
-	if (!holds)
+	if (!holds && list_empty(&ending))
 		return (void)fuse_reply_err(req, 0);
 	u = unlock_begin(req);
-	posix_drop(fs, ino, fi->lock_owner, NULL, u);
+	if (holds)
+		posix_drop(fs, ino, fi->lock_owner, NULL, u);
+	waiter_end_kept_all_then(&ending, u);
 	unlock_reply_when_done(u, req);
 }
 

@@ -13,7 +13,12 @@
 
 #include "deadline.h"
 #include "deadlock.h"
+#include "kernelopen.h"
+#include "lineage.h"
 #include "log.h"
+#include "procfile.h"
+
+#include <sys/syscall.h>
 
 void waiter_put(struct waiter *w)
 {
@@ -267,6 +272,57 @@ struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
 	return NULL;
 }
 
+/* Is nr a call that takes a lock here (the call a restart makes again)? */
+static int waiter_is_lock_call(long nr)
+{
+	return nr == SYS_flock || nr == SYS_fcntl || nr == SYS_openat ||
+#ifdef SYS_open
+	       nr == SYS_open ||
+#endif
+#ifdef SYS_openat2
+	       nr == SYS_openat2 ||
+#endif
+	       0;
+}
+
+/* Has the thread of a kept wait gone on without asking again?  Its call
+ * returned EINTR to run the handler; a call that restarts (SA_RESTART, a
+ * runtime's loop) is back in a lock call at once, and meanwhile the thread
+ * runs (the handler).  Blocked in any other call, or gone, it went on: its
+ * place must not stay in the queue while it does (a timeout's handler:
+ * flock -w).  Reads /proc: kept waits only. */
+static int waiter_went_on(const struct waiter *w)
+{
+	char text[512];
+	const char *state;
+	long nr;
+
+	if (procfile_read(w->tid, "syscall", text, sizeof(text)) <= 0)
+		return 1; /* gone */
+	nr = kernelopen_syscall_of(text);
+	if (nr >= 0)
+		return !waiter_is_lock_call(nr);
+	/* Running, or stopped (it keeps its place); or dead, not reaped
+	 * yet: its state, after the command's ')', tells. */
+	if (procfile_read(w->tid, "stat", text, sizeof(text)) <= 0)
+		return 1;
+	state = strrchr(text, ')');
+	return !state || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X';
+}
+
+/* Take kept wait w (off fs->kept) to end: onto `ending`, or marked to end
+ * with its answer, which is on its way. */
+static void waiter_take_kept_one_locked(struct waiter *w,
+					struct zkl_link *ending)
+{
+	list_del(&w->link);
+	/* Answered, or cancelled now: no answer is on its way. */
+	if (w->kept_answered || lockreq_cancel(w->lr) == 0)
+		list_add_tail(ending, &w->link);
+	else
+		w->expired = 1; /* its answer, on its way, ends it */
+}
+
 void waiter_take_expired_locked(struct zkl_fs *fs, int all,
 				struct zkl_link *ending)
 {
@@ -275,34 +331,63 @@ void waiter_take_expired_locked(struct zkl_fs *fs, int all,
 	     l = next) {
 		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
 		next = l->next;
-		if (!all && !deadline_reached(&w->keep_until))
-			continue;
-		list_del(l);
-		/* Answered, or cancelled now: no answer is on its way. */
-		if (w->kept_answered || lockreq_cancel(w->lr) == 0)
-			list_add_tail(ending, l);
-		else
-			w->expired = 1; /* its answer, on its way, ends it */
+		if (all || deadline_reached(&w->keep_until) ||
+		    waiter_went_on(w))
+			waiter_take_kept_one_locked(w, ending);
 	}
 }
 
-void waiter_end_kept(struct waiter *w)
+void waiter_take_kept_of_locked(struct zkl_fs *fs, const struct lockfile *lf,
+				pid_t tid, struct zkl_link *ending)
+{
+	struct lineage_proc closing, waiting;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	if (list_empty(&fs->kept) || lineage_of(tid, &closing, 1) == 0)
+		return;
+	for (struct zkl_link *l = fs->kept.next, *next; l != &fs->kept;
+	     l = next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (w->lf != lf)
+			continue;
+		/* Its thread gone, or of the process that closes. */
+		if (lineage_of(w->tid, &waiting, 1) == 0 ||
+		    waiting.pid == closing.pid)
+			waiter_take_kept_one_locked(w, ending);
+	}
+}
+
+static void waiter_end_kept_then(struct waiter *w, struct unlock *u)
 {
 	struct zkl_lockreq *lr = w->lr;
 
 	log_msg(LOG_DEBUG, "pid %d did not ask again: its %s wait is given up",
 		(int)w->tid, w->ops->what);
 	w->lr = NULL;
-	lockreq_release(lr);
+	if (u)
+		unlock_add(u, lr);
+	else
+		lockreq_release(lr);
 	waiter_put(w); /* the kept list's */
 }
 
-void waiter_end_kept_all(struct zkl_link *ending)
+void waiter_end_kept(struct waiter *w)
+{
+	waiter_end_kept_then(w, NULL);
+}
+
+void waiter_end_kept_all_then(struct zkl_link *ending, struct unlock *u)
 {
 	while (!list_empty(ending)) {
 		struct waiter *w =
 			ZKL_CONTAINER_OF(ending->next, struct waiter, link);
 		list_del(&w->link);
-		waiter_end_kept(w);
+		waiter_end_kept_then(w, u);
 	}
+}
+
+void waiter_end_kept_all(struct zkl_link *ending)
+{
+	waiter_end_kept_all_then(ending, NULL);
 }

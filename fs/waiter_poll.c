@@ -11,6 +11,9 @@
 
 /* How often waiters that ignored a first signal are looked at again. */
 #define WAITER_POLL_MS 100
+/* ... and, while there are waits kept for a restart, how often their
+ * threads are looked at (has one gone on without asking again?). */
+#define WAITER_KEPT_POLL_MS 2
 
 /* The waiters that ignored a signal, each with a reference, in `out`;
  * fs->lock held.  Returns how many. */
@@ -58,7 +61,9 @@ static void *waiter_poller(void *arg)
 			pthread_cond_wait(&fs->signal_poll, &fs->lock);
 			continue;
 		}
-		struct timespec t = deadline_after_ms(WAITER_POLL_MS);
+		struct timespec t = deadline_after_ms(
+			list_empty(&fs->kept) ? WAITER_POLL_MS
+					      : WAITER_KEPT_POLL_MS);
 		pthread_cond_timedwait(&fs->signal_poll, &fs->lock, &t);
 		if (fs->stopping)
 			break;

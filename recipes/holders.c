@@ -44,6 +44,7 @@ static void holders_on_data(int rc, const char *value, int len,
 	} else {
 		r->czxid = st->czxid;
 		r->ctime_ms = st->ctime;
+		r->version = st->version;
 		r->orphan = st->ephemeralOwner == 0;
 		if (value && len > 0 && (r->data = malloc((size_t)len))) {
 			memcpy(r->data, value, (size_t)len);

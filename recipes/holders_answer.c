@@ -77,9 +77,13 @@ static int holders_emit_locks(const struct holders_query *q,
 		int held;
 		if (gone[i])
 			continue;
+		/* A lease granted once holds whatever the limit is now
+		 * (lowering it takes nothing away): its mount set its data
+		 * again at the grant (lr_mark), so its version is past 0. */
 		if (dir->nodes[i].mode == ZKL_MODE_LEASE)
-			held = lockrule_count_ahead(dir->nodes, gone, 0, i) <
-			       q->limit;
+			held = dir->reads[i].version > 0 ||
+			       lockrule_count_ahead(dir->nodes, gone, 0, i) <
+				       q->limit;
 		else
 			held = lockrule_watch(dir->nodes, gone, 0, i, 1) < 0;
 		holders_emit(out, dir, i,

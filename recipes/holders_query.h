@@ -25,6 +25,7 @@ struct holders_read {
 	int orphan; /* persistent: no session's, so nobody's to end */
 	int64_t czxid;
 	int64_t ctime_ms;
+	int32_t version; /* of its data: a granted lease's is set again */
 	char *data;
 	size_t len;
 };

@@ -19,6 +19,7 @@
  */
 #include "lr.h"
 #include "lockrule.h"
+#include "revoke.h"
 #include "zkerr.h"
 
 #include <assert.h>
@@ -226,17 +227,53 @@ void lockreq_release(struct zkl_lockreq *lr)
 }
 
 struct lr_set_ctx {
+	struct zkl_lockreq *lr; /* with a CALL hold */
 	void (*cb)(int err, void *arg);
 	void *arg;
 };
 
+int lr_note_err(int rc)
+{
+	return rc == ZNONODE       ? -EIO
+	       : rc == ZBADVERSION ? -EAGAIN
+				   : zkerr_errno(rc);
+}
+
+int lr_note_data(const struct zkl_lockreq *lr, int asked, const void *data,
+		 size_t len, char **out, size_t *outlen)
+{
+	size_t mark = asked ? sizeof(REVOKE_MARK) : 0; /* with its newline */
+	char *body = NULL;
+	int err = 0;
+
+	if (lr->inherited)
+		err = lr_heir_data(lr->czxid, data, len, &body, &len);
+	if (err < 0)
+		return err;
+	*out = malloc(mark + len + 1);
+	if (*out) {
+		memcpy(*out, REVOKE_MARK "\n", mark);
+		memcpy(*out + mark, body ? body : data, len);
+		*outlen = mark + len;
+	}
+	free(body);
+	return *out ? 0 : -ENOMEM;
+}
+
 static void lr_on_set(int rc, const struct Stat *st, const void *data)
 {
 	struct lr_set_ctx *ctx = (struct lr_set_ctx *)data;
+	struct zkl_lockreq *lr = ctx->lr;
+	void (*cb)(int err, void *arg) = ctx->cb;
+	void *arg = ctx->arg;
+	struct zkl_link notify;
 
-	(void)st;
-	ctx->cb(zkerr_errno(rc), ctx->arg);
 	free(ctx);
+	session_enter(lr->s, &notify);
+	if (rc == ZOK && st)
+		lr->own_version = st->version;
+	lr_end_completion(lr, &notify);
+	cb(rc == ZOK ? 0 : lr_note_err(rc), arg);
 }
 
 int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
@@ -244,10 +281,13 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 {
 	struct zkl_session *s = lr->s;
 	struct lr_set_ctx *ctx = malloc(sizeof(*ctx));
-	int err, sent = 0;
+	char *note = NULL;
+	size_t notelen;
+	int err;
 
 	if (!ctx)
 		return -ENOMEM;
+	ctx->lr = lr;
 	ctx->cb = cb;
 	ctx->arg = arg;
 	/* lr->multi shares its word with bits written under the lock. */
@@ -255,25 +295,26 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 	err = lr_held_err_locked(lr);
 	if (err == 0 && lr->multi) {
 		err = multilock_set_data_locked(lr, data, len, cb, arg);
-	} else if (err == 0 && lr->inherited) {
-		/* An heir keeps its token line (lr_heir.c). */
-		char *with;
-		size_t wlen;
-		err = lr_heir_data(lr->czxid, data, len, &with, &wlen);
-		if (err == 0)
-			err = zkerr_errno(zoo_aset(s->zh, lr->node, with,
-						   (int)wlen, -1, lr_on_set,
-						   ctx));
-		free(with);
-		sent = err == 0;
+		free(ctx);
+		ctx = NULL;
 	} else if (err == 0) {
-		err = zkerr_errno(zoo_aset(s->zh, lr->node, data, (int)len, -1,
-					   lr_on_set, ctx));
-		sent = err == 0;
+		err = lr_note_data(lr, lr->revoke_asked, data, len, &note,
+				   &notelen);
+	}
+	if (err == 0 && ctx) {
+		/* Only over the data we last read: a mark set since must
+		 * not be lost (the own watch reads it, and tells). */
+		lr_hold(lr, LR_HOLD_CALL);
+		err = zkerr_errno(zoo_aset(s->zh, lr->node, note, (int)notelen,
+					   lr->own_version, lr_on_set, ctx));
+		if (err < 0)
+			lr_drop_locked(lr, LR_HOLD_CALL);
+		else
+			ctx = NULL;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (!sent)
-		free(ctx);
+	free(note);
+	free(ctx);
 	return err;
 }
 

@@ -177,6 +177,10 @@ struct zkl_lockreq {
 	enum zkl_mode mode;
 	char guid[NAMES_TAG_MAX + 1];
 	int64_t czxid;
+	/* Its node's data version as its own watch last read it (or our own
+	 * set made it), -1 if unknown: a note is set only over that version,
+	 * so that it never overwrites a mark it has not seen. */
+	int32_t own_version;
 	int64_t lost_ms;   /* jeopardy_wait's start, CLOCK_BOOTTIME ms */
 	int64_t revoke_ms; /* revoke_asked: when seen, CLOCK_REALTIME ms */
 	/* The hold's limit (lr_maxhold.c), CLOCK_BOOTTIME ms: its grant (a
@@ -424,6 +428,16 @@ void multilock_abandon_locked(struct zkl_lockreq *g, struct zkl_link *notify);
 int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
 			      size_t len, void (*cb)(int err, void *arg),
 			      void *arg);
+/* A note's data for lr's node (lockreq_set_data): data[0..len), after the
+ * revocation mark's line if it was asked (a note must not hide that from
+ * other hosts), with an heir's token line; in a new *out of *outlen
+ * bytes.  Returns 0 or -ENOMEM. */
+int lr_note_data(const struct zkl_lockreq *lr, int asked, const void *data,
+		 size_t len, char **out, size_t *outlen);
+/* A note's ZooKeeper code as the writer's errno: its node gone is the
+ * lock lost (-EIO); its data changed since read (a mark from another
+ * host) is -EAGAIN, for the writer to try again. */
+int lr_note_err(int rc);
 
 /* A lease in a peer's layout (peerlease.c). */
 extern const struct zkl_member_ops peerlease_member_ops;

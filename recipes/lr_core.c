@@ -73,6 +73,7 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	lr_hold(lr, LR_HOLD_OWNER);
 	lr->outcome = LR_PENDING;
 	lr->phase = PH_NEW;
+	lr->own_version = -1;
 	list_init(&lr->member.live);
 	list_init(&lr->member.resume);
 	notice_init(&lr->notice, lr_notice_run);

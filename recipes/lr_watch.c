@@ -138,13 +138,13 @@ static void lr_on_own_armed(int rc, const char *value, int len,
 	struct lr_revoke_report report = { 0 };
 	struct zkl_link notify;
 
-	(void)st;
 	session_enter(s, &notify);
 	if (rc == ZOK && lr->own_watch.entry &&
 	    revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
 		lr_break_seen_locked(lr, &notify);
 	} else if (rc == ZOK && lr->own_watch.entry) {
 		lr->own_known = 1;
+		lr->own_version = st ? st->version : -1;
 		/* A waiter's mark is told at its grant (lr_grant). */
 		lr_revoke_check_locked(lr, value, len, &report);
 		if (lr->grant_awaits_own && lr->phase == PH_WATCHING &&

@@ -39,7 +39,7 @@ static void ml_on_set(int rc, const void *data)
 {
 	struct ml_set *set = (struct ml_set *)data;
 
-	set->cb(zkerr_errno(rc), set->arg);
+	set->cb(rc == ZOK ? 0 : lr_note_err(rc), set->arg);
 	free(set);
 }
 
@@ -64,7 +64,8 @@ int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
 	set->results = set_results;
 	for (unsigned i = 0; i < n; i++)
 		zoo_set_op_init(&set->ops[i], g->members[i]->node, data,
-				(int)len, -1, &set->stats[i]);
+				(int)len, g->members[i]->own_version,
+				&set->stats[i]);
 	rc = zoo_amulti(g->s->zh, (int)n, set->ops, set->results, ml_on_set,
 			set);
 	if (rc != ZOK) {

@@ -325,3 +325,37 @@ def churn_and_query(m, server, queries):
     for q in queries:
         answer = prometheus_query(server, q)
         assert answer["status"] == "success", (q, answer)
+
+
+def test_a_mount_point_that_is_not_utf8_gives_valid_text(mounts):
+    """Prometheus takes only UTF-8 in a label: the mount point's other
+    bytes are written %XX, and promtool accepts the text."""
+    top = tempfile.mkdtemp(prefix="zklockfs-mnt-")
+    point = os.path.join(os.fsencode(top), b"caf\xe9")
+    os.mkdir(point)
+    log = open(top + ".log", "wb")
+    daemon = subprocess.Popen(
+        [zklockfs_binary(), "-f", "-o", "session_timeout=4",
+         mounts.connect, point], stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    try:
+        wait_until(lambda: daemon.poll() is not None or
+                   os.path.exists(os.path.join(point, b".metrics")), 30,
+                   "the mount at a non-UTF-8 path")
+        assert daemon.poll() is None, "zklockfs exited"
+        with open(os.path.join(point, b".metrics"), "rb") as f:
+            raw = f.read()
+        text = raw.decode("utf-8")  # it is UTF-8, or this fails
+        assert 'mountpoint="' + top + '/caf%E9"' in text
+        res = subprocess.run(["promtool", "check", "metrics"], input=text,
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stdout + res.stderr
+    finally:
+        daemon.terminate()
+        status = daemon.wait(30)
+        subprocess.run(["fusermount3", "-u", "-z", point], check=False)
+        os.rmdir(point)
+        os.rmdir(top)
+        log.close()
+    assert status == 0, open(top + ".log").read()
+    os.unlink(top + ".log")

@@ -6,11 +6,13 @@ import os
 import select
 import subprocess
 import sys
+import time
 
 import pytest
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
 from harness import Child, Driver, Locker, lock_nodes, wait_until
+from test_lease import write_limit
 from test_maxhold import GRACE_MIN, set_maxhold
 from test_exclusion import try_open
 from test_operability import status
@@ -198,3 +200,106 @@ def test_a_break_tells_the_holder_before_anyone_else_holds(
         holder.kill()
     if how == "maxhold":
         set_maxhold(m2, 0)
+
+
+def run_flock_w(how, path):
+    """flock -w 1 on path, as a file flock(1) opens itself or as a shell's
+    descriptor; returns (its exit status, the Popen of what still holds
+    the description open, or None)."""
+    if how == "file":
+        return subprocess.run(["flock", "-w", "1", path, "true"],
+                              timeout=30).returncode, None
+    shell = subprocess.Popen(
+        ["bash", "-c", 'exec 9<>"$1" || exit 9; flock -w 1 9; echo "rc $?"; '
+         "read -r _ || true", "_", path], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True)
+    line = shell.stdout.readline().split()
+    return int(line[1]), shell
+
+
+@pytest.mark.parametrize("how", ["file", "shell_fd"])
+def test_a_timed_out_flock_leaves_nothing_once_it_returns(
+        zk, base, m1, m2, how):
+    """flock -w's SIGALRM is caught and does not restart the call: its
+    node must be gone when flock(1) returns (not a second later), so that
+    another host's flock -n right after the holder's release succeeds."""
+    holder = Driver()
+    holder.ok(f"open f {m2.path('r', 'lock')} rw")
+    holder.ok("flock f ex")
+    held = lock_nodes(zk, base)
+    for _ in range(3):
+        rc, shell = run_flock_w(how, m1.path("r", "lock"))
+        assert rc == 1, f"flock -w 1 under contention exited {rc}"
+        assert lock_nodes(zk, base) == held, \
+            "a node of the timed-out flock is left after it returned"
+        if shell:
+            shell.stdin.close()
+            assert shell.wait(10) == 0
+    holder.ok("flock f un")
+    assert subprocess.run(["flock", "-n", m1.path("r", "lock"), "true"],
+                          timeout=30).returncode == 0, \
+        "another host's try right after the release failed"
+    holder.exit()
+
+
+def test_a_caught_signal_that_does_not_restart_gives_the_place_up_at_once(
+        zk, base, m1, m2):
+    """A handler that ends the wait (Python's, raising): the open fails
+    EINTR, so no close of it ever comes, and the program goes on (here it
+    exits).  The place goes as soon as the thread is seen elsewhere, well
+    before the second a restart is waited for."""
+    holder = Locker(m1.path("r", "write"), "w")
+    holder.granted()
+    waiter = Locker(m2.path("r", "write"), "w", ["--alarm", "1"])
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 2, 15,
+               "the waiter queued")
+    assert waiter.wait_result(15, "the alarm's EINTR") == "err EINTR"
+    t0 = time.monotonic()
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 1, 5,
+               "the interrupted waiter's node to go")
+    took = time.monotonic() - t0
+    assert took < 0.5, f"its node stayed {took:.2f} s after its EINTR"
+    holder.close()
+
+
+def test_a_note_never_hides_a_mark_from_other_hosts(zk, base, m1, m2):
+    """Another host asks the holder to let go (its node's data becomes the
+    mark) just before the holder writes a note: the note fails EAGAIN
+    (its data changed since the holder's mount read it) or keeps the mark
+    before it; never does the mark vanish."""
+    for _ in range(4):
+        holder = Locker(m1.path("r", "write"), "rw")
+        holder.granted()
+        (node,) = lock_nodes(zk, f"{base}/r")
+        zk.set(node, b"__REVOKE__")
+        res = holder.command("note racing the mark")
+        assert res in ("ok", "err EAGAIN"), res
+        wait_until(lambda: holder.command("read").split("|")[-1]
+                   .startswith("revoke requested"), 15, "the holder told")
+        assert holder.command("note after the mark") == "ok"
+        data = zk.get(node)[0]
+        assert data.startswith(b"__REVOKE__\n"), data
+        assert b"note after the mark" in data, data
+        holder.close()
+
+
+def test_a_lease_held_past_a_lowered_limit_shows_held_and_is_asked(
+        zk, base, m1, m2):
+    """Lowering the limit takes nothing away: holders still shows both
+    leases held, and revoke asks both."""
+    write_limit(m1, "jobs", "2")
+    a = Locker(m1.path("jobs", "lease"), "rw")
+    b = Locker(m2.path("jobs", "lease"), "rw")
+    a.granted()
+    b.granted()
+    write_limit(m2, "jobs", "1")
+    with open(m2.path("jobs", "holders")) as f:
+        lines = f.read().splitlines()
+    assert [line.split(" ")[0] for line in lines[:-1]] == ["held", "held"], \
+        lines
+    revoke(m2, "ask", "jobs")
+    for h in (a, b):
+        wait_until(lambda: h.command("read").split("|")[-1]
+                   .startswith("revoke requested"), 15,
+                   "each lease's holder asked")
+        h.close()
