@@ -49,6 +49,10 @@ static void holders_on_data(int rc, const char *value, int len,
 		if (value && len > 0 && (r->data = malloc((size_t)len))) {
 			memcpy(r->data, value, (size_t)len);
 			r->len = (size_t)len;
+		} else if (value && len > 0 && r->q->err == 0) {
+			/* Not a node without data: a break would take a
+			 * mount's for a peer's, and delete it untold. */
+			r->q->err = -ENOMEM;
 		}
 	}
 	holders_step(r->q);

@@ -83,6 +83,9 @@ struct lr_group_ops {
  * each refusal up to the most (lr_steps.c). */
 #define LR_DELETE_RETRY_FIRST_MS 200
 #define LR_DELETE_RETRY_MAX_MS 5000
+/* A watch on its own node that could not be set is tried again after
+ * this long (lr_watch.c). */
+#define LR_WATCH_RETRY_MS 200
 
 struct zkl_lockreq {
 	struct zkl_session *s;
@@ -301,8 +304,8 @@ int lr_watch_one(struct zkl_lockreq *lr, const char *name);
 int lr_watch_ahead(struct zkl_lockreq *lr, size_t me);
 /* A lease: the resource's data, for changes of the limit (once). */
 int lr_watch_limit(struct zkl_lockreq *lr);
-/* Its own node, for a deletion not its own (once; logs a failure: the
- * lock stays unguarded).  Set before the first watch on a node ahead, so
+/* Its own node, for a deletion not its own (once; a failure is logged
+ * and tried again a moment later).  Set before the first watch on a node ahead, so
  * that ZooKeeper tells the deletion of our node before any later change
  * of a node ahead (lr_evaluate), and at the grant. */
 void lr_watch_own(struct zkl_lockreq *lr);
@@ -325,6 +328,8 @@ void lr_delete_unsent_locked(struct zkl_lockreq *lr);
 void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify);
 /* Wait for the connection to come back, then resume (member ops). */
 void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* ... or for ms, then resume once connected (a step ZooKeeper refused). */
+void lr_defer_for(struct zkl_lockreq *lr, int ms);
 int lr_is_connection_loss(int rc);
 void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);

@@ -99,9 +99,7 @@ static void lr_delete_refused(struct zkl_lockreq *lr, int rc,
 	lr->delete_retries++;
 	lr->s->delete_retries++;
 	(void)notify;
-	lr_hold(lr, LR_HOLD_RESUME);
-	session_resume_at_locked(lr->s, &lr->member,
-				 session_clock_now() + lr->delete_retry_ms);
+	lr_defer_for(lr, lr->delete_retry_ms);
 }
 
 void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
@@ -130,6 +128,16 @@ void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
 		return;
 	lr_hold(lr, LR_HOLD_RESUME);
 	session_resume_when_connected_locked(lr->s, &lr->member, notify);
+}
+
+void lr_defer_for(struct zkl_lockreq *lr, int ms)
+{
+	/* Waiting already (for the connection, or a time): the resume hook
+	 * redoes whatever its phase wants. */
+	if (list_linked(&lr->member.resume))
+		return;
+	lr_hold(lr, LR_HOLD_RESUME);
+	session_resume_at_locked(lr->s, &lr->member, session_clock_now() + ms);
 }
 
 int lr_is_connection_loss(int rc)

@@ -194,10 +194,12 @@ void lr_watch_own(struct zkl_lockreq *lr)
 		}
 		err = -ENOTCONN;
 	}
+	/* Unwatched, a deletion or a break mark would go unseen: try
+	 * again soon (lr_resume sets it in every phase that wants it). */
 	log_msg(LOG_WARNING,
-		"%s: cannot watch the lock node (%s): its deletion by "
-		"another client would go unnoticed",
-		lr->node, strerror(-err));
+		"%s: cannot watch the lock node (%s): trying again in %d ms",
+		lr->node, strerror(-err), LR_WATCH_RETRY_MS);
+	lr_defer_for(lr, LR_WATCH_RETRY_MS);
 }
 
 void lr_unwatch_waits(struct zkl_lockreq *lr)

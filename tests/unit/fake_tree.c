@@ -36,6 +36,8 @@ struct tree_event {
 };
 
 static struct tree_node nodes[TREE_MAX];
+/* Deletes refused (an ACL changed by another client) while set. */
+static int tree_refuse_deletes;
 static struct tree_watch watches[TREE_WATCHES];
 static struct tree_event events[TREE_WATCHES];
 static int nevents;
@@ -123,6 +125,7 @@ void fake_tree_reset(void)
 	nevents = 0;
 	zxid = 1000;
 	reply_countdown = 0;
+	tree_refuse_deletes = 0;
 	nodes[0].used = 1;
 	strcpy(nodes[0].path, "/");
 }
@@ -210,6 +213,8 @@ static int tree_delete(const char *path)
 
 	if (!n)
 		return ZNONODE;
+	if (tree_refuse_deletes)
+		return ZNOAUTH;
 	for (int i = 0; i < TREE_MAX; i++)
 		if (nodes[i].used && tree_is_child(path, nodes[i].path))
 			return ZNOTEMPTY;
@@ -430,6 +435,35 @@ void fake_tree_set(const char *path, const char *data)
 	memcpy(c.value, data, (size_t)c.valuelen);
 	cr_assert_eq(tree_set(&c, &st), ZOK, "no node %s", path);
 	tree_deliver();
+}
+
+void fake_tree_refuse_deletes(int on)
+{
+	tree_refuse_deletes = on;
+}
+
+int fake_tree_delete_lock_node(const char *dir, int k)
+{
+	struct tree_node *found[TREE_MAX];
+	int n = 0;
+
+	for (int i = 0; i < TREE_MAX; i++)
+		if (nodes[i].used && nodes[i].owner != 0 &&
+		    tree_is_child(dir, nodes[i].path))
+			found[n++] = &nodes[i];
+	/* By creation: the order of their sequence numbers here. */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && found[j]->czxid < found[j - 1]->czxid;
+		     j--) {
+			struct tree_node *t = found[j];
+			found[j] = found[j - 1];
+			found[j - 1] = t;
+		}
+	if (k >= n)
+		return 0;
+	cr_assert_eq(tree_delete(found[k]->path), ZOK);
+	tree_deliver();
+	return 1;
 }
 
 void fake_tree_expire(struct zkl_session *s)

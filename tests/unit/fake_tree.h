@@ -31,6 +31,12 @@ int fake_reply_failed(void);
  * reply), until nothing is left to do.  Bounded: fails the test after
  * 10,000 replies. */
 void fake_tree_settle(struct zkl_session *s);
+/* While on, every delete is refused (ZNOAUTH), as an ACL without DELETE
+ * would; fake_tree_reset turns it off. */
+void fake_tree_refuse_deletes(int on);
+/* Another client deletes the k-th ephemeral node under dir (0: the
+ * oldest); its watches fire now.  Returns 0 if there is none. */
+int fake_tree_delete_lock_node(const char *dir, int k);
 /* How many ephemeral nodes of the fake session are in the tree. */
 int fake_tree_ephemerals(void);
 

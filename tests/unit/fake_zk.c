@@ -227,6 +227,12 @@ int zoo_aset(zhandle_t *zh, const char *path, const char *buffer, int buflen,
 	return ZOK;
 }
 
+int zoo_recv_timeout(zhandle_t *zh)
+{
+	(void)zh;
+	return 4000; /* the session timeout the server granted, ms */
+}
+
 int zoo_state(zhandle_t *zh)
 {
 	(void)zh;
@@ -261,6 +267,7 @@ struct zkl_session *fake_session(void)
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->state_changed, NULL);
 	list_init(&s->resume);
+	list_init(&s->later);
 	list_init(&s->live);
 	watchtab_init(&s->watches);
 	strtab_init(&s->queues);
@@ -493,6 +500,25 @@ void fake_resume_all(struct zkl_session *s)
 	}
 	pthread_mutex_unlock(&s->lock);
 	notice_run_all(&notify);
+}
+
+int fake_run_due(struct zkl_session *s)
+{
+	struct zkl_link notify;
+	int n = 0;
+
+	list_init(&notify);
+	pthread_mutex_lock(&s->lock);
+	while (!list_empty(&s->later)) {
+		struct zkl_member *m = ZKL_CONTAINER_OF(
+			s->later.next, struct zkl_member, resume);
+		list_del(&m->resume);
+		session_resume_when_connected_locked(s, m, &notify);
+		n++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	notice_run_all(&notify);
+	return n;
 }
 
 void fake_expire(struct zkl_session *sess, int requeue, struct zkl_link *lost)

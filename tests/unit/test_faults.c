@@ -19,8 +19,10 @@
 #include "internal.h"
 #include "lockquery.h"
 #include "lockreq.h"
+#include "revoke.h"
 
 enum fault_kind { FAULT_ALLOC, FAULT_CALL, FAULT_REPLY };
+static const char *const kind_names[] = { "allocation", "call", "reply" };
 
 /* One request of a scenario and what its owner was told. */
 struct slot {
@@ -30,6 +32,9 @@ struct slot {
 
 static struct zkl_session *s;
 static struct slot slots[4];
+/* The fault of the run, for a scenario's messages. */
+static const char *run_kind;
+static long run_n;
 
 static void slot_done(struct zkl_lockreq *lr, int err, void *arg)
 {
@@ -48,8 +53,9 @@ static void start(int i, const char *dir, enum zkl_mode mode, unsigned flags)
 	struct slot *sl = &slots[i];
 
 	memset(sl, 0, sizeof(*sl));
-	if (lockreq_new(s, dir, mode, flags, "id", 2, slot_done, sl, &sl->lr) <
-	    0) {
+	/* A mount's identity: a break marks its node (revoke.c). */
+	if (lockreq_new(s, dir, mode, flags, "host h\npid 1\n", 14, slot_done,
+			sl, &sl->lr) < 0) {
 		sl->lr = NULL;
 		return;
 	}
@@ -133,8 +139,6 @@ static int disarm(enum fault_kind kind)
 	return hit;
 }
 
-static const char *const kind_names[] = { "allocation", "call", "reply" };
-
 /* Run the scenario once with fault n of kind; returns whether it hit. */
 static int run_once(scenario_fn scenario, enum fault_kind kind, long n,
 		    const char *limit, enum zkl_style dialect)
@@ -143,6 +147,8 @@ static int run_once(scenario_fn scenario, enum fault_kind kind, long n,
 	int hit, refused;
 
 	memset(slots, 0, sizeof(slots));
+	run_kind = kind_names[kind];
+	run_n = n;
 	s = fake_session();
 	s->dialect = dialect;
 	fake_tree_reset();
@@ -152,6 +158,10 @@ static int run_once(scenario_fn scenario, enum fault_kind kind, long n,
 	scenario(n == 0);
 	for (int i = 0; i < 4; i++)
 		let_go(i);
+	/* Whatever waits for a time (a refused delete's next try, a
+	 * break's bound) comes now. */
+	for (int i = 0; i < 100 && fake_run_due(s) > 0; i++)
+		fake_tree_settle(s);
 	refused = kind == FAULT_CALL && fake_call_failed();
 	hit = disarm(kind);
 	fake_tree_settle(s);
@@ -393,6 +403,84 @@ Test(faults, downgrades)
 }
 
 /* F_GETLK's question, asked while a lease is held. */
+/* ---- nobody holds beside another ---------------------------------------- */
+
+/* A holder and two waiters; another client deletes the first waiter's
+ * node, then the holder lets go: the second holds, the first never. */
+static void deleted_waiter(int clean)
+{
+	take(0, "/b/r", ZKL_MODE_WRITE, 0);
+	take(1, "/b/r", ZKL_MODE_WRITE, 0);
+	take(2, "/b/r", ZKL_MODE_WRITE, 0);
+	if (fake_tree_delete_lock_node("/b/r", 1))
+		fake_tree_settle(s);
+	let_go(0);
+	cr_assert(!(held(1) && held(2)), "%s fault %ld: two writers hold",
+		  run_kind, run_n);
+	if (clean)
+		cr_assert(!held(1) && held(2), "the deleted waiter held");
+}
+
+Test(faults, a_deleted_waiter)
+{
+	run_all_faults(deleted_waiter, NULL, ZKL_STYLE_ZKLOCKFS);
+}
+
+static int breaks_answered;
+
+static void broke(int err, const struct revoke_result *r, void *arg)
+{
+	(void)err;
+	(void)r;
+	(void)arg;
+	breaks_answered++;
+}
+
+/* A break of a held lock with a waiter behind it: the holder is told
+ * lost, the waiter holds; never both. */
+static void a_break(int clean)
+{
+	take(0, "/b/r", ZKL_MODE_WRITE, 0);
+	take(1, "/b/r", ZKL_MODE_WRITE, 0);
+	breaks_answered = 0;
+	if (revoke_start(s, "/b/r", REVOKE_BREAK, broke, NULL) == 0)
+		fake_tree_settle(s);
+	cr_assert(!(held(1) && slots[0].lr && !slots[0].released &&
+		    lockreq_holds(slots[0].lr) == 1),
+		  "%s fault %ld: the next waiter holds beside the holder "
+		  "(told %d err %d, told %d err %d)",
+		  run_kind, run_n, slots[0].told, slots[0].err, slots[1].told,
+		  slots[1].err);
+	if (clean)
+		cr_assert(held(1) && breaks_answered == 1,
+			  "the break did not hand the lock on");
+}
+
+Test(faults, a_break)
+{
+	run_all_faults(a_break, NULL, ZKL_STYLE_ZKLOCKFS);
+}
+
+/* A release whose delete is refused a while: it lands afterwards. */
+static void refused_release(int clean)
+{
+	(void)clean;
+	take(0, "/b/r", ZKL_MODE_WRITE, 0);
+	take(1, "/b/r", ZKL_MODE_WRITE, 0);
+	fake_tree_refuse_deletes(1);
+	let_go(0);
+	fake_tree_refuse_deletes(0);
+	for (int i = 0; i < 100 && fake_run_due(s) > 0; i++)
+		fake_tree_settle(s);
+	if (clean)
+		cr_assert(held(1), "the refused release never landed");
+}
+
+Test(faults, a_refused_release)
+{
+	run_all_faults(refused_release, NULL, ZKL_STYLE_ZKLOCKFS);
+}
+
 static int answers;
 
 static void answered(int err, const struct lockquery_answer *a, void *arg)

@@ -915,3 +915,82 @@ Test(lockreq, a_waiter_found_deleted_by_its_own_watch_is_not_granted)
 	fake_complete_void(FAKE_DELETE, ZOK);
 	cr_assert_eq(fake_pending(), 0, "a's node is deleted");
 }
+
+/* ---- a release ZooKeeper refuses, a break, a note ------------------------ */
+
+Test(lockreq, a_refused_delete_is_told_gone_and_tried_again_until_it_lands)
+{
+	held_then_released();
+	cr_assert(strstr(fake_peek(FAKE_DELETE)->path, my_name));
+	fake_complete_void(FAKE_DELETE, ZNOAUTH); /* an ACL changed */
+	cr_assert_eq(gone_calls, 1, "the unlock does not wait for it");
+	cr_assert_eq(s->delete_retries, 1, "counted");
+	cr_assert_eq(fake_pending(), 0, "nothing sent before the back-off");
+	cr_assert_eq(fake_run_due(s), 1);
+	fake_complete_void(FAKE_DELETE, ZNOAUTH);
+	cr_assert_eq(s->delete_retries, 2);
+	cr_assert_eq(fake_run_due(s), 1);
+	expect_delete_of_mine(); /* it lands */
+	cr_assert_eq(fake_run_due(s), 0, "nothing more to try");
+	cr_assert_eq(fake_pending(), 0);
+	cr_assert_eq(gone_calls, 1, "told once");
+}
+
+Test(lockreq, a_break_mark_tells_the_holder_before_its_node_goes)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	char full[300];
+
+	lost_calls = 0;
+	session_set_lost_hook(s, on_lost, NULL);
+	created(1);
+	listed_with(my_name, NULL);
+	fake_complete_own_watch(my_name);
+	snprintf(full, sizeof(full), "/b/r/%s", my_name);
+	fake_fire_watch_event(ZOO_CHANGED_EVENT, full); /* another host */
+	fake_complete_get_data(ZOK, "__ZKLOCKFS_BREAK__\nhost h\npid 1\n", 1);
+	cr_assert_eq(lost_calls, 1, "told");
+	cr_assert(strstr(lost_why, "broken"), "%s", lost_why);
+	cr_assert_eq(lockreq_holds(lr), 0);
+	expect_delete_of_mine(); /* then, and only then, let go */
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0, "deleted once");
+}
+
+static int noted_calls, noted_err;
+
+static void on_noted(int err, void *arg)
+{
+	(void)arg;
+	noted_calls++;
+	noted_err = err;
+}
+
+Test(lockreq, a_note_is_set_over_the_version_read_and_keeps_a_mark)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	char full[300];
+	struct fake_call *c;
+
+	created(1);
+	listed_with(my_name, NULL);
+	fake_complete_own_watch(my_name); /* version 0 */
+	cr_assert_eq(lockreq_set_data(lr, "n1\n", 3, on_noted, NULL), 0);
+	c = fake_peek(FAKE_SET);
+	cr_assert_eq(c->version, 0, "only over the data it read");
+	fake_complete_set(ZBADVERSION); /* a mark came first */
+	cr_assert_eq(noted_err, -EAGAIN, "try again");
+	snprintf(full, sizeof(full), "/b/r/%s", my_name);
+	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
+	fake_complete_get_data(ZOK, "__REVOKE__", 1);
+	cr_assert_eq(lockreq_set_data(lr, "n2\n", 3, on_noted, NULL), 0);
+	c = fake_peek(FAKE_SET);
+	cr_assert_eq(c->version, 1);
+	cr_assert(strncmp(c->value, "__REVOKE__\nn2\n", 14) == 0,
+		  "the mark's line kept before the note: %s", c->value);
+	fake_complete_set(ZNONODE); /* broken meanwhile */
+	cr_assert_eq(noted_err, -EIO, "a lost lock, not ENOENT");
+	cr_assert_eq(noted_calls, 2);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+}
