@@ -539,11 +539,11 @@ static void on_lost(const char *node, const char *why, const void *data,
 	snprintf(lost_why, sizeof(lost_why), "%s", why);
 }
 
-Test(lockreq, a_held_node_deleted_by_another_client_is_a_lost_lock)
+/* A write lock granted at once, its own node watched, losses told to
+ * on_lost; full gets its node's path. */
+static struct zkl_lockreq *held_and_watched(char full[300])
 {
 	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
-	int64_t token, sid;
-	char path[256], full[300];
 
 	lost_calls = 0;
 	session_set_lost_hook(s, on_lost, NULL);
@@ -551,7 +551,16 @@ Test(lockreq, a_held_node_deleted_by_another_client_is_a_lost_lock)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_done_err, 0);
 	fake_complete_own_watch(my_name);
-	snprintf(full, sizeof(full), "/b/r/%s", my_name);
+	snprintf(full, 300, "/b/r/%s", my_name);
+	return lr;
+}
+
+Test(lockreq, a_held_node_deleted_by_another_client_is_a_lost_lock)
+{
+	char path[256], full[300];
+	struct zkl_lockreq *lr = held_and_watched(full);
+	int64_t token, sid;
+
 	/* Our own note changes the data: the watch is set again, and the
 	 * data read (is it a request to let go?  No). */
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, full);
@@ -575,16 +584,10 @@ Test(lockreq, a_held_node_deleted_by_another_client_is_a_lost_lock)
 
 Test(lockreq, our_own_release_is_no_loss)
 {
-	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
 	char full[300];
+	struct zkl_lockreq *lr = held_and_watched(full);
 
-	lost_calls = 0;
-	session_set_lost_hook(s, on_lost, NULL);
-	created(1);
-	listed_with(my_name, NULL);
-	fake_complete_own_watch(my_name);
 	lockreq_release(lr);
-	snprintf(full, sizeof(full), "/b/r/%s", my_name);
 	expect_delete_of_mine();
 	fake_fire_watch(full); /* ZooKeeper tells of our own delete */
 	cr_assert_eq(lost_calls, 0);
@@ -938,15 +941,9 @@ Test(lockreq, a_refused_delete_is_told_gone_and_tried_again_until_it_lands)
 
 Test(lockreq, a_break_mark_tells_the_holder_before_its_node_goes)
 {
-	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
 	char full[300];
+	struct zkl_lockreq *lr = held_and_watched(full);
 
-	lost_calls = 0;
-	session_set_lost_hook(s, on_lost, NULL);
-	created(1);
-	listed_with(my_name, NULL);
-	fake_complete_own_watch(my_name);
-	snprintf(full, sizeof(full), "/b/r/%s", my_name);
 	fake_fire_watch_event(ZOO_CHANGED_EVENT, full); /* another host */
 	fake_complete_get_data(ZOK, "__ZKLOCKFS_BREAK__\nhost h\npid 1\n", 1);
 	cr_assert_eq(lost_calls, 1, "told");
