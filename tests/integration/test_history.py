@@ -1,12 +1,17 @@
 """A history checker, in the manner of Jepsen: clients on three mounts (two
 of them in network namespaces of the test's, netns.py) lock, hold and
-unlock two resources of a 3-node ensemble in a loop and record every hold,
-while a nemesis cuts links, kills the ZooKeeper leader, pauses daemons
-(SIGSTOP, shorter than half the session timeout: a longer pause is outside
-the guarantee, README "Told before anyone else can hold") and kill -9s
-them, at random but seeded.  Then: no two holds of one resource overlap in
-time (a hold ends when its client released it or was told it was lost),
-tokens rise with start times, and no lock node is left.
+unlock two resources of a 3-node ensemble in a loop and record every hold
+(some holders exec in the middle of theirs), while a nemesis cuts links,
+kills the ZooKeeper leader, pauses daemons (SIGSTOP, shorter than half the
+session timeout: a longer pause is outside the guarantee, README "Told
+before anyone else can hold"), kill -9s them, and as a hostile client
+deletes waiters' and holders' nodes, breaks and asks, at random but
+seeded.  Then: no two holds of one resource overlap in time, tokens rise
+with start times, and no lock node is left.  A hold ends just before its
+client closed, or, if it was lost, just before the last read that still
+succeeded: a read made after another host was granted must fail, however
+late the client hears of its loss.  A hold whose node the nemesis deleted
+ends then: nobody can be told before that.
 
 ZKLOCKFS_HISTORY_SECONDS sets how long (default 60, 20 under the
 sanitizers); ZKLOCKFS_HISTORY_SEED replays a run (the seed is printed, and
@@ -115,13 +120,60 @@ class Node:
                 raise AssertionError(f"a client of {self.name} did not end")
 
 
-def nemesis(rng, ensemble, nodes, hosts, until, events):
+def queue_of(zk, res):
+    """res's lock nodes, oldest first (their sequence numbers)."""
+    try:
+        names = zk.get_children(res)
+    except Exception:  # noqa: BLE001 (the ensemble may be electing)
+        return []
+    return [f"{res}/{n}" for n in sorted(names, key=lambda n: n[-10:])]
+
+
+def hostile(rng, zk, nodes, base, what, deleted):
+    """Another client's doing: delete a waiter's or the holder's node,
+    or break or ask through a mount's revoke file.  Returns its log line,
+    or None if there was nothing to do."""
+    res = f"{base}/{rng.choice(RESOURCES.split(','))}"
+    queue = queue_of(zk, res)
+    if what == "delete_waiter" and len(queue) > 1:
+        victim = rng.choice(queue[1:])
+    elif what == "delete_holder" and queue:
+        victim = queue[0]
+    elif what in ("break", "ask"):
+        mount = rng.choice(nodes).mount
+        try:
+            with open(mount.path(res.rsplit("/", 1)[1], "revoke"), "w") as f:
+                f.write(what + "\n")
+        except OSError as e:
+            return f"{what} {res}: {e.strerror}"
+        return f"{what} {res} from {mount.mountpoint}"
+    else:
+        return None
+    t = time.monotonic()
+    try:
+        zk.delete(victim)
+    except Exception:  # noqa: BLE001 (gone already, or no quorum)
+        return None
+    deleted[victim] = t
+    return f"deleted {victim}"
+
+
+HOSTILE = ["delete_waiter", "delete_holder", "break", "ask"]
+
+
+def nemesis(rng, ensemble, nodes, hosts, until, events, zk, base, deleted):
     """One fault at a time, until `until`; each is logged in events."""
     while time.monotonic() < until - 3:
         time.sleep(rng.uniform(0.5, 2.5))
-        what = rng.choice(["cut", "cut", "cut", "leader", "pause", "kill"])
+        what = rng.choice(["cut", "cut", "cut", "leader", "pause", "kill",
+                           "hostile", "hostile", "hostile"])
         t = time.monotonic()
-        if what == "cut":
+        if what == "hostile":
+            line = hostile(rng, zk, nodes, base, rng.choice(HOSTILE),
+                           deleted)
+            if line:
+                events.append(f"{t:.3f} {line}")
+        elif what == "cut":
             # A cut matters most while one of the host's clients holds.
             cuttable = nodes[1:]
             node = next((n for n in rng.sample(cuttable, len(cuttable))
@@ -161,14 +213,29 @@ def read_holds(outdir):
                     holds.append({"client": name[:-4], "res": w[1],
                                   "token": None if w[2] == "-" else int(w[2]),
                                   "start": float(w[3]), "end": float(w[4]),
-                                  "how": w[5]})
+                                  "how": w[5], "last_ok": float(w[6]),
+                                  "node": w[7]})
     return holds
 
 
-def check(holds):
+def check(holds, deleted, base):
     """The problems of a history: overlapping holds of one resource, and
-    tokens that do not rise with start times."""
+    tokens that do not rise with start times.  A hold lost ends just before
+    the last read that succeeded (its client hears of the loss later, how
+    much later depends on the scheduler); one whose node another client
+    deleted, at that deletion."""
     problems = []
+    for h in holds:
+        if h["how"] != "released":
+            h["end"] = min(h["end"], h["last_ok"])
+        t = deleted.get(h["node"])
+        if t is not None and t < h["start"] - 1:
+            # Told a grant a second after its node was deleted: the
+            # deletion was known to its mount long before.
+            problems.append(f"{h} was granted after its node was deleted "
+                            f"at {t:.4f}")
+        if t is not None:
+            h["end"] = min(h["end"], t)
     for res in RESOURCES.split(","):
         mine = sorted((h for h in holds if h["res"] == res),
                       key=lambda h: h["start"])
@@ -204,16 +271,20 @@ def test_no_two_holds_overlap_under_a_seeded_nemesis(hosts, ensemble):
              Node("B", connect, hosts[1], until, seed, outdir),
              Node("C", connect, hosts[2], until, seed, outdir)]
     events = []
+    deleted = {}  # node path: when the nemesis deleted it
+    hostile_zk = kazoo_client(ensemble.connect)
     try:
         for n in nodes:
             n.start()
-        nemesis(rng, ensemble, nodes, hosts, until, events)
+        with hostile_zk as zk:
+            nemesis(rng, ensemble, nodes, hosts, until, events, zk, base,
+                    deleted)
         for n in nodes:
             n.wait_clients(OPEN_WAIT_S)
         holds = read_holds(outdir)
         context = (f"seed {seed}; replay with ZKLOCKFS_HISTORY_SEED={seed}"
                    f"\nnemesis:\n  " + "\n  ".join(events))
-        problems = check(holds)
+        problems = check(holds, deleted, base)
         assert not problems, "\n".join(problems[:10]) + "\n" + context
         lost = sum(h["how"] != "released" for h in holds)
         per_mount = {n.name: sum(h["client"].startswith(n.name)
