@@ -272,12 +272,19 @@ struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
 	return NULL;
 }
 
-/* Is nr a call that takes a lock here (the call a restart makes again)? */
+/* Is nr a call that takes a lock here (the call a restart makes again),
+ * or a close or an exit (whose FLUSH ends the kept wait itself, and
+ * answers once its node is gone: lockfile_flush)?  A 32-bit program's
+ * calls have other numbers: it loses its place, never keeps a node. */
 static int waiter_is_lock_call(long nr)
 {
 	return nr == SYS_flock || nr == SYS_fcntl || nr == SYS_openat ||
+	       nr == SYS_close || nr == SYS_exit || nr == SYS_exit_group ||
 #ifdef SYS_open
 	       nr == SYS_open ||
+#endif
+#ifdef SYS_creat
+	       nr == SYS_creat ||
 #endif
 #ifdef SYS_openat2
 	       nr == SYS_openat2 ||
@@ -295,10 +302,11 @@ static int waiter_went_on(const struct waiter *w)
 {
 	char text[512];
 	const char *state;
+	ssize_t n = procfile_read(w->tid, "syscall", text, sizeof(text));
 	long nr;
 
-	if (procfile_read(w->tid, "syscall", text, sizeof(text)) <= 0)
-		return 1; /* gone */
+	if (n <= 0) /* gone; else we may not look, and keep it */
+		return n == -ENOENT || n == -ESRCH;
 	nr = kernelopen_syscall_of(text);
 	if (nr >= 0)
 		return !waiter_is_lock_call(nr);

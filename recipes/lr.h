@@ -156,7 +156,8 @@ struct zkl_lockreq {
 	unsigned revoke_told : 1;      /* ... and its owner was told so */
 	unsigned own_known : 1;        /* own_watch's get came back: the node
 				      * existed then, and any deletion since
-				      * is told before any later news */
+				      * is told before any later news (on
+				      * connection own_conn only) */
 	unsigned grant_awaits_own : 1; /* PH_WATCHING for own_known alone: the
 				  * view grants, but only a listing or
 				  * own_known proves the node is there */
@@ -184,6 +185,9 @@ struct zkl_lockreq {
 	 * set made it), -1 if unknown: a note is set only over that version,
 	 * so that it never overwrites a mark it has not seen. */
 	int32_t own_version;
+	unsigned own_conn; /* s->watches.connection when own_known was set:
+			    * a reconnection tells missed deletions in no
+			    * particular order (the client's SetWatches) */
 	int64_t lost_ms;   /* jeopardy_wait's start, CLOCK_BOOTTIME ms */
 	int64_t revoke_ms; /* revoke_asked: when seen, CLOCK_REALTIME ms */
 	/* The hold's limit (lr_maxhold.c), CLOCK_BOOTTIME ms: its grant (a

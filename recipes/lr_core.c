@@ -99,6 +99,8 @@ int lr_use_tag(struct zkl_lockreq *lr, const char *tag)
 		return err;
 	snprintf(lr->guid, sizeof(lr->guid), "%s", tag);
 	lr->node[0] = '\0';
+	lr->own_version = -1;
+	lr->own_known = 0;
 	lr->create_attempts = 0;
 	lr->maybe_stray = 0;
 	return 0;
@@ -247,8 +249,10 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 
 void lr_tell_deferred_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	if (lr->grant_deferred)
-		lr_tell_locked(lr, 0, notify);
+	if (!lr->grant_deferred)
+		return;
+	lr_tell_locked(lr, 0, notify);
+	lr_revoke_post_locked(lr, notify); /* a mark seen meanwhile */
 }
 
 /* If the owner waits for the node to be gone and it is, queue that news

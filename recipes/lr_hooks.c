@@ -212,7 +212,9 @@ static void lr_own_fired(struct zkl_watch *w, const char *path,
 	} else if (waits && gone) {
 		lr_waiter_gone(lr, notify);
 	} else if (waits && ev == WATCH_UNKNOWN) {
-		lr_defer(lr, notify); /* lr_resume sets it again */
+		/* lr_resume sets it again, a moment later: the get may have
+		 * been refused while connected (an ACL changed). */
+		lr_defer_for(lr, LR_WATCH_RETRY_MS);
 	} else if (waits) {
 		lr_watch_own(lr); /* its data set: watch again */
 	} else if (!lr_node_holds(lr) || lr->lost || lr->phase != PH_IDLE ||
@@ -230,9 +232,10 @@ static void lr_own_fired(struct zkl_watch *w, const char *path,
 			lr_lose_locked(lr, why, notify);
 		}
 	} else if (ev == WATCH_UNKNOWN) {
-		/* No watch is set (the connection broke while setting it):
-		 * set it again once connected (lr_resume). */
-		lr_defer(lr, notify);
+		/* No watch is set (the connection broke while setting it,
+		 * or the get was refused): set it again a moment later, once
+		 * connected (lr_resume). */
+		lr_defer_for(lr, LR_WATCH_RETRY_MS);
 	} else {
 		/* Its data set: a note of ours, a lease's mark, or someone
 		 * asking it to let go.  Watch again, and look. */

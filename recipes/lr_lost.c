@@ -125,10 +125,14 @@ void lr_requeue_locked(struct zkl_lockreq *lr)
 {
 	lr->phase = PH_NEW;
 	lr->grant_deferred = 0; /* its node went with the session */
-	if (!list_linked(&lr->member.resume)) {
+	if (list_linked(&lr->member.resume)) {
+		/* Waiting for a time (lr_defer_for): for the next session
+		 * instead, with the same hold. */
+		list_del(&lr->member.resume);
+	} else {
 		lr_hold(lr, LR_HOLD_RESUME);
-		list_add_tail(&lr->s->resume, &lr->member.resume);
 	}
+	list_add_tail(&lr->s->resume, &lr->member.resume);
 }
 
 void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)

@@ -108,9 +108,12 @@ void lr_evaluate(struct zkl_lockreq *lr, int listed, struct zkl_link *notify)
 		lr->grant_awaits_own = 1; /* lr_on_own_armed looks again */
 		return;
 	}
-	if (ahead < 0 && !listed && !lr->own_known) {
-		/* Its own watch could not be set: only a listing can show
-		 * its node is still there. */
+	if (ahead < 0 && !listed &&
+	    (!lr->own_known || lr->own_conn != lr->s->watches.connection)) {
+		/* Its own watch could not be set, or proved the node on a
+		 * connection since lost (after a reconnection the server
+		 * tells missed deletions in no particular order): only a
+		 * listing can show its node is still there. */
 		lr->phase = PH_LISTING;
 		lr_list(lr, notify);
 		return;

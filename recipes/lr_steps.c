@@ -108,7 +108,9 @@ void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
 		return;
 	if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, notify); /* must not leave it behind */
-	} else if (rc != ZOK && rc != ZNONODE) {
+	} else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED &&
+		   rc != ZCLOSING && rc != ZINVALIDSTATE) {
+		/* (Those three: the node went with the session.) */
 		lr_delete_refused(lr, rc, notify);
 	} else {
 		if (lr->delete_retry_ms != 0)
@@ -218,8 +220,9 @@ static void lr_on_marked(int rc, const struct Stat *st, const void *data)
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
-	(void)st;
 	session_enter(s, &notify);
+	if (rc == ZOK && st)
+		lr->own_version = st->version; /* a note next sets over it */
 	if (rc == ZOK || rc == ZBADVERSION) {
 		/* ZBADVERSION: a note was stored first; that is a mark too. */
 		lr->marked = 1;

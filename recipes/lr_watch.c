@@ -144,6 +144,7 @@ static void lr_on_own_armed(int rc, const char *value, int len,
 		lr_break_seen_locked(lr, &notify);
 	} else if (rc == ZOK && lr->own_watch.entry) {
 		lr->own_known = 1;
+		lr->own_conn = s->watches.connection;
 		lr->own_version = st ? st->version : -1;
 		/* A waiter's mark is told at its grant (lr_grant). */
 		lr_revoke_check_locked(lr, value, len, &report);

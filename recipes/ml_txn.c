@@ -26,10 +26,16 @@ void *ml_txn_alloc(size_t head, size_t item, unsigned n, zoo_op_t **ops,
 }
 
 /* A note on every node of the multi-lock, in one transaction: every host
- * sees it on all of them or on none. */
+ * sees it on all of them or on none.  Each set only over the version its
+ * member's own watch read (a mark set since is not lost: EAGAIN), and
+ * with the revocation mark's line kept once the lock was asked. */
 struct ml_set {
+	struct zkl_lockreq *g;        /* with a CALL hold */
+	struct zkl_lockreq **members; /* as sent, and the token then: the */
+	int64_t token;                /* versions are those members' */
 	void (*cb)(int err, void *arg);
 	void *arg;
+	char *note;
 	zoo_op_t *ops;
 	zoo_op_result_t *results;
 	struct Stat stats[];
@@ -38,9 +44,19 @@ struct ml_set {
 static void ml_on_set(int rc, const void *data)
 {
 	struct ml_set *set = (struct ml_set *)data;
+	struct zkl_lockreq *g = set->g;
+	void (*cb)(int err, void *arg) = set->cb;
+	void *arg = set->arg;
+	struct zkl_link notify;
 
-	set->cb(rc == ZOK ? 0 : lr_note_err(rc), set->arg);
+	session_enter(g->s, &notify);
+	if (rc == ZOK && g->members == set->members && g->czxid == set->token)
+		for (unsigned i = 0; i < g->nmembers; i++)
+			g->members[i]->own_version = set->stats[i].version;
+	lr_end_completion(g, &notify);
+	free(set->note);
 	free(set);
+	cb(rc == ZOK ? 0 : lr_note_err(rc), arg);
 }
 
 int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
@@ -51,24 +67,39 @@ int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
 	zoo_op_result_t *set_results;
 	zoo_op_t *set_ops;
 	struct ml_set *set;
-	int rc;
+	size_t notelen;
+	int asked = g->revoke_asked, rc;
 
 	ZKL_ASSERT_HELD(&g->s->lock);
 	set = ml_txn_alloc(sizeof(*set), sizeof(set->stats[0]), n, &set_ops,
 			   &set_results);
 	if (!set)
 		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		asked |= g->members[i]->revoke_asked;
+	rc = lr_note_data(g, asked, data, len, &set->note, &notelen);
+	if (rc < 0) {
+		free(set);
+		return rc;
+	}
+	set->g = g;
+	set->members = g->members;
+	set->token = g->czxid;
 	set->cb = cb;
 	set->arg = arg;
 	set->ops = set_ops;
 	set->results = set_results;
 	for (unsigned i = 0; i < n; i++)
-		zoo_set_op_init(&set->ops[i], g->members[i]->node, data,
-				(int)len, g->members[i]->own_version,
+		zoo_set_op_init(&set->ops[i], g->members[i]->node, set->note,
+				(int)notelen, g->members[i]->own_version,
 				&set->stats[i]);
+	lr_hold(g, LR_HOLD_CALL);
 	rc = zoo_amulti(g->s->zh, (int)n, set->ops, set->results, ml_on_set,
 			set);
 	if (rc != ZOK) {
+		lr_drop_locked(g,
+			       LR_HOLD_CALL); /* never the last: the owner's */
+		free(set->note);
 		free(set);
 		return zkerr_errno(rc);
 	}

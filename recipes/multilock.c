@@ -197,17 +197,17 @@ static void ml_member_done(struct zkl_lockreq *m, int err, void *arg)
 }
 
 /* One member's node was deleted by another client.  A held multi-lock
- * is lost whole, and lets go of every other member's node at once: their
- * waiters must not wait for a holder that no longer holds anything (the
- * owner's close only ends the request).  A pending one fails. */
+ * is lost whole, and, once its holder is told, lets go of every other
+ * member's node: their waiters must not wait for a holder that no longer
+ * holds anything (the owner's close only ends the request).  A pending
+ * one fails. */
 static void ml_member_lost(struct zkl_lockreq *m, const char *why,
 			   struct zkl_link *notify)
 {
 	struct zkl_lockreq *g = m->group;
 
 	if (g->outcome == LR_HELD && !g->lost) {
-		lr_lose_locked(g, why, notify);
-		ml_delete_together_locked(g);
+		lr_lose_then_let_go_locked(g, why, notify);
 	} else if (g->outcome == LR_PENDING) {
 		ml_fail(g, -EIO, notify); /* as a plain request would */
 	}

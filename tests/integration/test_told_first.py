@@ -262,13 +262,15 @@ def test_a_caught_signal_that_does_not_restart_gives_the_place_up_at_once(
     holder.close()
 
 
-def test_a_note_never_hides_a_mark_from_other_hosts(zk, base, m1, m2):
+@pytest.mark.parametrize("path", ["r/write", ".all/r,s/write"])
+def test_a_note_never_hides_a_mark_from_other_hosts(zk, base, m1, m2, path):
     """Another host asks the holder to let go (its node's data becomes the
     mark) just before the holder writes a note: the note fails EAGAIN
     (its data changed since the holder's mount read it) or keeps the mark
-    before it; never does the mark vanish."""
+    before it; never does the mark vanish.  A second note right after
+    the first succeeds too."""
     for _ in range(4):
-        holder = Locker(m1.path("r", "write"), "rw")
+        holder = Locker(m1.path(path), "rw")
         holder.granted()
         (node,) = lock_nodes(zk, f"{base}/r")
         zk.set(node, b"__REVOKE__")
@@ -277,9 +279,10 @@ def test_a_note_never_hides_a_mark_from_other_hosts(zk, base, m1, m2):
         wait_until(lambda: holder.command("read").split("|")[-1]
                    .startswith("revoke requested"), 15, "the holder told")
         assert holder.command("note after the mark") == "ok"
+        assert holder.command("note again") == "ok"
         data = zk.get(node)[0]
         assert data.startswith(b"__REVOKE__\n"), data
-        assert b"note after the mark" in data, data
+        assert b"note again" in data, data
         holder.close()
 
 

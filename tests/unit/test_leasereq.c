@@ -334,3 +334,31 @@ Test(leasereq, a_grant_held_back_in_a_jeopardy_is_marked_again_once_connected)
 	cr_assert_eq(fake_done_err, 0);
 	release(lr);
 }
+
+static void noted(int err, void *arg)
+{
+	*(int *)arg = err;
+}
+
+/* Granted after a wait, its own node watched since: the grant's mark
+ * moves its version, and a note right after is set over the new one. */
+Test(leasereq, a_note_right_after_a_waited_grant_is_set_over_its_mark)
+{
+	static const char *const ahead[] = { L(1) };
+	struct zkl_lockreq *lr = start(0);
+	int err = 1;
+
+	created();
+	listed("1", ahead, 1);
+	fake_complete_own_watch(my_name); /* version 0 */
+	get_of(L(1), ZOK, 1);
+	fake_fire_watch("/b/r/" L(1));
+	cr_assert_eq(fake_done_calls, 1);
+	expect_mark(); /* version 1 now */
+	cr_assert_eq(lockreq_set_data(lr, "n\n", 2, noted, &err), 0);
+	cr_assert_eq(fake_peek(FAKE_SET)->version, 1,
+		     "over the mark's version, not the one its watch read");
+	fake_complete_set(ZOK);
+	cr_assert_eq(err, 0);
+	release(lr);
+}

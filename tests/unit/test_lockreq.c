@@ -991,3 +991,30 @@ Test(lockreq, a_note_is_set_over_the_version_read_and_keeps_a_mark)
 	lockreq_release(lr);
 	expect_delete_of_mine();
 }
+
+#define A_READER "_c_0123abcd-0000-4000-8000-00000000000f-read-0000000001"
+
+/* After a reconnection the server tells missed deletions in the order of
+ * the client's watch table, not as they happened: a node ahead told gone
+ * first proves nothing of our own. */
+Test(lockreq, after_a_reconnection_the_view_grants_only_after_a_listing)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(2);
+	listed_with(A_READER, my_name);
+	fake_complete_own_watch(my_name);
+	fake_complete_get(ZOK); /* the watch on the reader ahead */
+	pthread_mutex_lock(&s->lock);
+	s->watches.connection++; /* reconnected */
+	pthread_mutex_unlock(&s->lock);
+	fake_fire_watch("/b/r/" A_READER);
+	cr_assert_eq(fake_done_calls, 0, "granted on an old connection's word");
+	cr_assert_eq(fake_peek_op(), FAKE_CHILDREN, "it looks first");
+	listed_with(my_name, NULL);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
