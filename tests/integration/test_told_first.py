@@ -42,6 +42,7 @@ WAITERS = {
     "all": (".all/r,s/write", "w", ()),
     "flock": ("r/lock", "r", ("--flock",)),
     "fcntl": ("r/lock", "rw", ("--fcntl",)),
+    "lease": ("r/lease", "rw", ()),
 }
 
 
@@ -56,12 +57,14 @@ def test_a_deleted_waiter_is_never_granted_and_the_next_is(
     m_hold, m_wait = mounts.new(), mounts.new()
     m_next = m_wait if next_on == "same" else mounts.new()
     path, flags, extra = WAITERS[kind]
+    # Leases queue among leases (one of a limit of one, here).
+    other = "lease" if kind == "lease" else "write"
     for _ in range(ROUNDS):
-        holder = Locker(m_hold.path("r", "write"), "w")
+        holder = Locker(m_hold.path("r", other), "rw")
         holder.granted()
         victim = Locker(m_wait.path(path), flags, extra)
         node = node_of(zk, f"{base}/r", victim)
-        nxt = Locker(m_next.path("r", "write"), "w")
+        nxt = Locker(m_next.path("r", other), "rw")
         wait_until(lambda: len(lock_nodes(zk, f"{base}/r")) == 3, 15,
                    "the next waiter queued")
         zk.delete(node)  # another client, a moment before the handoff
