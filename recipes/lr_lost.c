@@ -101,20 +101,21 @@ void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
 {
 	struct lr_break *b = malloc(sizeof(*b));
 
-	if (!b) {
+	if (b) {
+		assert(lr->outcome == LR_HELD && !lr->lost);
+		lr->lost = 1;
+		b->report = lr_lost_report(lr, why);
+	} else {
 		/* Out of memory: told without waiting for the telling (its
 		 * descriptor reads EIO already). */
 		lr_lose_locked(lr, why, notify);
-		if (!lr->multi)
-			lr_unwatch_all(lr);
+	}
+	if (!lr->multi)
+		lr_unwatch_all(lr); /* its own delete is no news */
+	if (!b) {
 		lr_let_go_locked(lr);
 		return;
 	}
-	assert(lr->outcome == LR_HELD && !lr->lost);
-	lr->lost = 1;
-	if (!lr->multi)
-		lr_unwatch_all(lr); /* its own delete is no news */
-	b->report = lr_lost_report(lr, why);
 	b->lr = lr;
 	lr_hold(lr, LR_HOLD_CALL);
 	notice_init(&b->notice, lr_break_notice_run);

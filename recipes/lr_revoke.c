@@ -139,8 +139,7 @@ void lr_break_seen_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 		why);
 	if (owner->outcome == LR_PENDING) {
 		/* Granted in a jeopardy and not told yet, or waiting: it
-		 * fails, and its node goes. */
-		lr_unwatch_all(lr);
+		 * fails, and its node goes (the finish unwatches it). */
 		lr_finish_locked(lr, -EIO, notify);
 	} else if (lr->peer) {
 		/* A peer's layout deletes its own way: the breaker does, a

@@ -84,8 +84,7 @@ void lr_delete(struct zkl_lockreq *lr)
  * life.  Try again after a back-off, doubling up to LR_DELETE_RETRY_MAX_MS,
  * until it lands or the session ends; the owner is not kept waiting
  * (lr_tell_gone_locked). */
-static void lr_delete_refused(struct zkl_lockreq *lr, int rc,
-			      struct zkl_link *notify)
+static void lr_delete_refused(struct zkl_lockreq *lr, int rc)
 {
 	if (lr->delete_retry_ms == 0) {
 		lr->delete_retry_ms = LR_DELETE_RETRY_FIRST_MS;
@@ -98,7 +97,6 @@ static void lr_delete_refused(struct zkl_lockreq *lr, int rc,
 	}
 	lr->delete_retries++;
 	lr->s->delete_retries++;
-	(void)notify;
 	lr_defer_for(lr, lr->delete_retry_ms);
 }
 
@@ -111,7 +109,7 @@ void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
 	} else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED &&
 		   rc != ZCLOSING && rc != ZINVALIDSTATE) {
 		/* (Those three: the node went with the session.) */
-		lr_delete_refused(lr, rc, notify);
+		lr_delete_refused(lr, rc);
 	} else {
 		if (lr->delete_retry_ms != 0)
 			log_msg(LOG_NOTICE,

@@ -2,9 +2,9 @@
  * lr_watch.c - what a waiting lock request watches (lr.h): the one node
  * ahead of it that can unblock it; for the first waiter of a semaphore,
  * every lease ahead of it (any holder's return can unblock it); for a
- * lease, the resource's data, where the limit is kept; and from its
- * creation on, its own node, so that a deletion by anyone else is news it
- * hears before it can be granted, or a loss once held.
+ * lease, the resource's data, where the limit is kept; and from its first
+ * wait (or its grant) on, its own node, so that a deletion by anyone else
+ * is news it hears before it can be granted, or a loss once held.
  */
 #include "lr.h"
 #include "lockrule.h"
