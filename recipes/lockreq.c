@@ -1,6 +1,6 @@
 /*
- * lockreq.c - the lock request state machine (see lockreq.h and the
- * diagram in doc/design.md).
+ * lockreq.c - the lock request machine (lockreq.h for its owner, lr.h for
+ * the features that ride on it, doc/design.md for the diagram).
  *
  * Two variables describe a request:
  *   outcome  what the owner has been told: PENDING (nothing yet), HELD
@@ -10,17 +10,23 @@
  *            failure and session loss wins: exactly one reply.
  *   phase    which ZooKeeper step is in flight for the node.
  * Completions arrive in the order the requests were sent (one session, one
- * completion thread), which is what lets a handler recognise a stale reply
- * by the phase alone.
+ * completion thread).
  *
  * The queue itself is seen through the session's shared view of the
  * resource (queue.h): a request lines up for a listing after its create,
  * and a waiter whose watched node is deleted re-reads that view.
+ *
+ * The file reads from the owner's calls down: the owner's entry points,
+ * references and telling the owner, the basic steps, the watches, the
+ * loss, a downgrade's heir, the create, what a listing decides, and what
+ * the session calls (resume, fired watches, the session's end).
  */
 #include "lr.h"
 #include "lockrule.h"
 #include "revoke.h"
 #include "zkerr.h"
+#include "log.h"
+#include "ml.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -30,8 +36,9 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "log.h"
-
+/*
+ * the owner's calls.
+ */
 int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		unsigned flags, const void *data, size_t datalen,
 		lockreq_done_fn done, void *arg, struct zkl_lockreq **out)
@@ -364,4 +371,1908 @@ int lockreq_holds(struct zkl_lockreq *lr)
 	held = lr->outcome == LR_HELD && !lr->lost;
 	pthread_mutex_unlock(&s->lock);
 	return held;
+}
+
+/*
+ * a lock request's references, telling its owner, and its
+ * node's name (see lr.h).
+ */
+/* The create-path prefix of lr's node for tag into buf. */
+static int lr_format_prefix(const struct zkl_session *s, enum zkl_mode mode,
+			    int mutex_names, const char *tag, char *buf,
+			    size_t size)
+{
+	return mutex_names
+		       ? names_format_mutex(buf, size, s->dialect, tag)
+		       : names_format_prefix(buf, size, s->dialect, mode, tag);
+}
+
+int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
+	     enum zkl_mode mode, int mutex_names, unsigned flags,
+	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
+	     struct zkl_lockreq **out)
+{
+	char prefix[NAMES_NODE_NAME_MAX + 1];
+	char guid[NAMES_TAG_MAX + 1];
+	struct zkl_lockreq *lr;
+	size_t dirlen = strlen(dir), reslen = strlen(res), pathlen;
+	int rc = names_tag_new(s->dialect, guid);
+
+	if (rc >= 0)
+		rc = lr_format_prefix(s, mode, mutex_names, guid, prefix,
+				      sizeof(prefix));
+	if (rc < 0)
+		return rc;
+	pathlen = dirlen + 1 + (size_t)rc;
+	if (pathlen + LR_SEQ_ROOM - 1 > NAMES_MAX_NODE_PATH)
+		return -ENAMETOOLONG; /* a peer's dirs lengthen the path */
+	/* One allocation: nothing to free piecemeal, one malloc per lock. */
+	lr = calloc(1, sizeof(*lr) + (pathlen + 1) + (pathlen + LR_SEQ_ROOM) +
+			       (dirlen + 1) + (reslen + 1) + datalen);
+	if (!lr)
+		return -ENOMEM;
+	sprintf(lr->create_path, "%s/%s", dir, prefix);
+	lr->node = lr->create_path + pathlen + 1;
+	lr->nodesize = pathlen + LR_SEQ_ROOM;
+	lr->dir = lr->node + lr->nodesize;
+	memcpy(lr->dir, dir, dirlen + 1);
+	lr->res = lr->dir + dirlen + 1;
+	memcpy(lr->res, res, reslen + 1);
+	lr->data = lr->res + reslen + 1;
+	memcpy(lr->data, data, datalen);
+	lr->datalen = datalen;
+	memcpy(lr->guid, guid, sizeof(guid));
+	lr->s = s;
+	lr->mode = mode;
+	lr->mutex_names = mutex_names != 0;
+	lr->try_only = (flags & LOCKREQ_TRY) != 0;
+	lr->kind = (flags >> LOCKREQ_KIND_SHIFT) % ZKL_KINDS;
+	lr->made_ms = session_clock_now();
+	lr->done = done;
+	lr->arg = arg;
+	lr->owners = 1;
+	lr_hold(lr, LR_HOLD_OWNER);
+	lr->outcome = LR_PENDING;
+	lr->phase = PH_NEW;
+	lr->own_version = -1;
+	list_init(&lr->member.live);
+	list_init(&lr->member.resume);
+	notice_init(&lr->notice, lr_notice_run);
+	list_init(&lr->watch.link);
+	list_init(&lr->limit_watch.link);
+	list_init(&lr->own_watch.link);
+	list_init(&lr->qwait.link);
+	lr->qwait.wants_limit = mode == ZKL_MODE_LEASE;
+	list_init(&lr->leaving.link);
+	*out = lr;
+	return 0;
+}
+
+int lr_use_tag(struct zkl_lockreq *lr, const char *tag)
+{
+	size_t at = strlen(lr->dir) + 1;
+	/* A tag of the dialect's length: the prefix keeps its length. */
+	int err = lr_format_prefix(lr->s, lr->mode, lr->mutex_names, tag,
+				   lr->create_path + at,
+				   strlen(lr->create_path + at) + 1);
+
+	if (err < 0)
+		return err;
+	snprintf(lr->guid, sizeof(lr->guid), "%s", tag);
+	lr->node[0] = '\0';
+	lr->own_version = -1;
+	lr->own_known = 0;
+	lr->create_attempts = 0;
+	lr->maybe_stray = 0;
+	return 0;
+}
+
+int lr_new_tag(struct zkl_lockreq *lr)
+{
+	char guid[NAMES_TAG_MAX + 1];
+	int err = names_tag_new(lr->s->dialect, guid);
+
+	return err < 0 ? err : lr_use_tag(lr, guid);
+}
+
+/* s->lock held if the request was started. */
+void lr_free(struct zkl_lockreq *lr)
+{
+	/* Whoever waits for the delete is told before the last reference
+	 * goes: a step in flight holds one until the node is gone. */
+	assert(!lr->gone_fn || lr->gone_told);
+	assert(!notice_posted(&lr->notice) && !list_linked(&lr->member.resume));
+	assert(!lr->mutex && !lr->members);
+	if (lr->q)
+		queue_put_locked(lr->q);
+	free(lr);
+}
+
+int lr_held_err_locked(const struct zkl_lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	return lr->lost ? -EIO : lr->outcome != LR_HELD ? -ENOENT : 0;
+}
+
+int lr_has_node(const struct zkl_lockreq *lr)
+{
+	return lr->node[0] != '\0';
+}
+
+/* The child name of our node (after "<dir>/"). */
+const char *lr_node_name(const struct zkl_lockreq *lr)
+{
+	return lr->node + strlen(lr->dir) + 1;
+}
+
+int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name)
+{
+	int n = name ? snprintf(lr->node, lr->nodesize, "%s/%s", dir, name)
+		     : snprintf(lr->node, lr->nodesize, "%s", dir);
+
+	if (n < 0 || (size_t)n >= lr->nodesize) {
+		lr->node[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* How many of each hold there can be at once: one, except for calls in
+ * flight and hooks running. */
+static int lr_hold_is_single(enum lr_hold h)
+{
+	return h != LR_HOLD_CALL && h != LR_HOLD_ENTRY &&
+	       h != LR_HOLD_SUB_GONE && h != LR_HOLD_MEMBER;
+}
+
+void lr_hold(struct zkl_lockreq *lr, enum lr_hold h)
+{
+	assert(h < LR_HOLDS);
+	assert(!lr_hold_is_single(h) || lr->holds[h] == 0);
+	lr->holds[h]++;
+	lr->refs++;
+}
+
+static void lr_free_locked(struct zkl_lockreq *lr)
+{
+	if (list_linked(&lr->member.live)) {
+		list_del(&lr->member.live);
+		if (list_empty(&lr->s->live)) /* session_close may wait */
+			pthread_cond_broadcast(&lr->s->state_changed);
+	}
+	queue_leaving_done(&lr->leaving);
+	lr_free(lr);
+}
+
+void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	assert(h < LR_HOLDS && lr->holds[h] > 0 && lr->refs > 0);
+	lr->holds[h]--;
+	if (--lr->refs == 0)
+		lr_free_locked(lr);
+}
+
+void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from, enum lr_hold to)
+{
+	lr_hold(lr, to);
+	lr_drop_locked(lr, from); /* never the last: `to` is held */
+}
+
+/* ---- telling the owner ------------------------------------------------ */
+
+/* Post the notice (done or gone_fn) for after unlock. */
+static void lr_post_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	assert(!lr->telling);
+	lr->telling = 1;
+	lr_hold(lr, LR_HOLD_NOTICE);
+	notice_post(notify, &lr->notice);
+}
+
+int lr_is_owners_lock(const struct zkl_lockreq *lr)
+{
+	return !lr->group && !lr->mutex_names;
+}
+
+void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost)
+{
+	if (!lr_is_owners_lock(lr) || lr->told_ms == 0 || lr->metrics_ended)
+		return;
+	lr->metrics_ended = 1;
+	session_metrics_ended_locked(lr->s, lr->mode, lr->kind, lost,
+				     session_clock_now() - lr->told_ms);
+}
+
+/* Decide the owner's answer (at most once) and queue it for after unlock. */
+void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
+{
+	if (lr->outcome != LR_PENDING)
+		return;
+	lr->grant_deferred = !err && lr->s->jeopardy_ms != 0;
+	if (lr->grant_deferred)
+		return;
+	lr->outcome = err ? LR_FINISHED : LR_HELD;
+	lr->notify_err = err;
+	if (!lr->inherited) /* an heir goes on with its write lock's hold */
+		lr->granted_ms = session_clock_now();
+	if (!err && !lr->group) /* a multi-lock counts as one */
+		session_count_grant_locked(lr->s);
+	if (!err) {
+		lr->told_ms = session_clock_now();
+		if (lr_is_owners_lock(lr))
+			session_metrics_granted_locked(
+				lr->s, lr->mode, lr->kind,
+				lr->told_ms - lr->made_ms);
+	}
+	lr_post_locked(lr, notify);
+}
+
+void lr_tell_deferred_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (!lr->grant_deferred)
+		return;
+	lr_tell_locked(lr, 0, notify);
+	lr_revoke_post_locked(lr, notify); /* a mark seen meanwhile */
+}
+
+/* If the owner waits for the node to be gone and it is, queue that news
+ * (once).  Every entry point calls this before dropping its reference.
+ * While the connection is down the owner is told at once too: nobody may
+ * wait for ZooKeeper to answer a failed try, a signal or an unlock (a
+ * killed process would hang in its exit); the node is deleted once the
+ * connection is back, or goes with the session. */
+void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (!lr->gone_fn || lr->gone_told)
+		return;
+	if ((lr->phase != PH_GONE || lr->subs_leaving > 0) &&
+	    session_is_connected_locked(lr->s) && lr->delete_retry_ms == 0)
+		return;
+	/* The owner's done is still to run, or running (it may release the
+	 * request right there): the end of that run tells. */
+	if (lr->telling)
+		return;
+	lr->gone_told = 1;
+	lr->notify_gone = 1;
+	lr_post_locked(lr, notify);
+}
+
+void lr_begin_entry_locked(struct zkl_lockreq *lr, enum lr_hold h)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	lr_pass_locked(lr, h, LR_HOLD_ENTRY);
+}
+
+void lr_end_entry_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr_tell_gone_locked(lr, notify);
+	lr_drop_locked(lr, LR_HOLD_ENTRY);
+}
+
+/* A posted notice: tell the owner, without the session's mutex. */
+void lr_notice_run(struct zkl_notice *n)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(n, struct zkl_lockreq, notice);
+
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+	int gone;
+
+	pthread_mutex_lock(&s->lock);
+	lr_begin_entry_locked(lr, LR_HOLD_NOTICE);
+	gone = lr->notify_gone;
+	pthread_mutex_unlock(&s->lock);
+	if (gone)
+		lr->gone_fn(lr->gone_arg);
+	else
+		lr->done(lr, lr->notify_err, lr->arg);
+	/* The owner may have released the request in its done: its 'gone'
+	 * is told now, if it is. */
+	session_enter(s, &notify);
+	lr->telling = 0;
+	lr_end_entry_locked(lr, &notify);
+	session_leave(s, &notify);
+}
+
+void lr_end_completion(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct zkl_session *s = lr->s;
+
+	lr_tell_gone_locked(lr, notify);
+	lr_drop_locked(lr, LR_HOLD_CALL);
+	session_leave(s, notify);
+}
+
+void lr_ignore_void(int rc, const void *data)
+{
+	(void)rc;
+	(void)data;
+}
+
+int lr_child_path(const struct zkl_lockreq *lr, const char *name,
+		  char path[NAMES_MAX_NODE_PATH + 1])
+{
+	/* A cut path would name no node, or another one: a watch on it
+	 * would fire at once and its request look again, for ever. */
+	if ((size_t)snprintf(path, NAMES_MAX_NODE_PATH + 1, "%s/%s", lr->dir,
+			     name) > NAMES_MAX_NODE_PATH)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
+{
+	char path[NAMES_MAX_NODE_PATH + 1];
+
+	/* A second node with our GUID is a create that was retried after a
+	 * lost reply yet had succeeded: it would block the queue. */
+	if (lr_child_path(lr, name, path) == 0)
+		zoo_adelete(lr->s->zh, path, -1, lr_ignore_void, NULL);
+}
+
+/* Delete every node with our GUID but ours: O(n), so only after a lost
+ * create reply, the one way such a node comes about. */
+void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me)
+{
+	const struct zkl_node *nodes = lr->q->nodes;
+	size_t n = lr->q->n;
+
+	for (ssize_t i = lockrule_find_tag(nodes, n, 0, lr->guid); i >= 0;
+	     i = lockrule_find_tag(nodes, n, (size_t)i + 1, lr->guid))
+		if (i != me)
+			lr_delete_stray(lr, nodes[i].name);
+}
+
+/*
+ * the lock request's basic steps (lr.h): lining up for a
+ * listing, deleting its node, marking a granted lease, waiting for the
+ * connection, giving up.  They call nothing of the files above them
+ * (lr_create.c, lr_machine.c, lr_hooks.c).
+ */
+static void lr_on_deleted(int rc, const void *data);
+
+/* Line up for the next listing of the queue (queue.h); the reply comes
+ * to lr_listed.  A lease watches the limit from now on: the listing reads
+ * it, and a change after that read must not go unseen.  One already in
+ * line goes to the back.  The LINE hold follows the place in line: taken
+ * on joining, dropped on a failure that leaves the line (the caller holds
+ * another).  Returns 0 or -errno. */
+int lr_line_up(struct zkl_lockreq *lr)
+{
+	int was_in_line = list_linked(&lr->qwait.link);
+	int err = lr_watch_limit(lr);
+
+	if (err == 0)
+		err = queue_want_listing_locked(lr->q, &lr->qwait);
+	if (err < 0)
+		queue_leave_line_locked(&lr->qwait);
+	if (!was_in_line && list_linked(&lr->qwait.link))
+		lr_hold(lr, LR_HOLD_LINE);
+	else if (was_in_line && !list_linked(&lr->qwait.link))
+		lr_drop_locked(lr, LR_HOLD_LINE);
+	return err;
+}
+
+/* List the queue: phase stays as the caller set it (LISTING or
+ * RECOVERING), which tells lr_listed what to do with it. */
+void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int err = lr_line_up(lr);
+
+	if (err < 0) {
+		/* A node we know is deleted by the finish; one we look for
+		 * dies with the session. */
+		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
+		lr_finish_locked(lr, err, notify);
+	}
+}
+
+void lr_delete_begin_locked(struct zkl_lockreq *lr)
+{
+	lr->phase = PH_DELETING;
+	lr->leaving.name = lr_node_name(lr);
+	queue_leaving_add(lr->q, &lr->leaving);
+	lr_hold(lr, LR_HOLD_CALL);
+}
+
+void lr_delete_unsent_locked(struct zkl_lockreq *lr)
+{
+	/* Only a dead handle refuses; its nodes die with it. */
+	lr_drop_locked(lr, LR_HOLD_CALL);
+	lr->phase = PH_GONE;
+}
+
+void lr_delete(struct zkl_lockreq *lr)
+{
+	lr_delete_begin_locked(lr);
+	lr->delete_sent_us = session_metrics_now_us();
+	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK)
+		lr_delete_unsent_locked(lr);
+}
+
+/* ZooKeeper refused to delete our node (an ACL changed by another
+ * client, say): every other host would wait for it for the session's
+ * life.  Try again after a back-off, doubling up to LR_DELETE_RETRY_MAX_MS,
+ * until it lands or the session ends; the owner is not kept waiting
+ * (lr_tell_gone_locked). */
+static void lr_delete_refused(struct zkl_lockreq *lr, int rc)
+{
+	if (lr->delete_retry_ms == 0) {
+		lr->delete_retry_ms = LR_DELETE_RETRY_FIRST_MS;
+		log_msg(LOG_ERR,
+			"cannot delete lock node %s (%s): other hosts see the "
+			"lock held until it goes; trying again until it does",
+			lr->node, zerror(rc));
+	} else if (lr->delete_retry_ms < LR_DELETE_RETRY_MAX_MS) {
+		lr->delete_retry_ms *= 2;
+	}
+	lr->delete_retries++;
+	lr->s->delete_retries++;
+	lr_defer_for(lr, lr->delete_retry_ms);
+}
+
+void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
+{
+	if (lr->phase != PH_DELETING)
+		return;
+	if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, notify); /* must not leave it behind */
+	} else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED &&
+		   rc != ZCLOSING && rc != ZINVALIDSTATE) {
+		/* (Those three: the node went with the session.) */
+		lr_delete_refused(lr, rc);
+	} else {
+		if (lr->delete_retry_ms != 0)
+			log_msg(LOG_NOTICE,
+				"lock node %s deleted after %u refusals",
+				lr->node, lr->delete_retries);
+		lr->delete_retry_ms = 0;
+		lr->phase = PH_GONE;
+		queue_leaving_done(&lr->leaving);
+	}
+}
+
+/* Wait for the connection to come back, then the resume hook. */
+void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (list_linked(&lr->member.resume))
+		return;
+	lr_hold(lr, LR_HOLD_RESUME);
+	session_resume_when_connected_locked(lr->s, &lr->member, notify);
+}
+
+void lr_defer_for(struct zkl_lockreq *lr, int ms)
+{
+	/* Waiting already (for the connection, or a time): the resume hook
+	 * redoes whatever its phase wants. */
+	if (list_linked(&lr->member.resume))
+		return;
+	lr_hold(lr, LR_HOLD_RESUME);
+	session_resume_at_locked(lr->s, &lr->member, session_clock_now() + ms);
+}
+
+int lr_is_connection_loss(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
+/*
+ * Nobody wants the node any more (the owner let go, or the request
+ * failed): delete it now if we know it, or make sure the step in flight
+ * deletes it when it learns the name (those check outcome == FINISHED).
+ */
+void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	/* A peer lease gives up its own way (peerlease_abandon_locked). */
+	assert(!lr->peer);
+	/* An heir's write lock goes too: a transaction in flight was sent
+	 * before this delete, which it leaves nothing to do if it is done. */
+	lr_heir_detach_locked(lr, notify);
+	lr_unwatch_all(lr);
+	switch (lr->phase) {
+	case PH_CREATING:
+	case PH_RECOVERING:
+	case PH_CHECKING:
+	case PH_DELETING:
+		return;
+	case PH_MUTEX:
+	case PH_COUNTING:
+		assert(!"a peer lease's phase in a plain request");
+		/* fall through */
+	case PH_NEW:
+	case PH_GONE:
+		lr->phase = PH_GONE;
+		return;
+	case PH_LISTING:
+	case PH_WATCHING:
+	case PH_IDLE:
+		lr_delete(lr);
+		return;
+	}
+}
+
+void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
+{
+	lr_tell_locked(lr, err, notify);
+	lr->outcome = LR_FINISHED;
+	lr_abandon_locked(lr, notify);
+}
+
+void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
+	if (lr->outcome != LR_FINISHED) {
+		lr->outcome = LR_FINISHED;
+		lr_abandon_locked(lr, notify);
+	}
+	lr_end_entry_locked(lr, notify);
+}
+
+void lr_heir_detach_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	struct zkl_lockreq *from = lr->heir_of;
+
+	if (!from)
+		return;
+	lr->heir_of = NULL;
+	from->passing = 0;
+	/* Not passed on (a downgrade that failed): let go here. */
+	if (from->outcome == LR_HELD && !from->lost)
+		lr_metrics_ended_locked(from, 0);
+	lr_release_locked(from, notify);
+}
+
+static void lr_on_marked(int rc, const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (rc == ZOK && st)
+		lr->own_version = st->version; /* a note next sets over it */
+	if (rc == ZOK || rc == ZBADVERSION) {
+		/* ZBADVERSION: a note was stored first; that is a mark too. */
+		lr->marked = 1;
+	} else if (lr_is_connection_loss(rc)) {
+		if (lr_node_holds(lr) && lr->phase == PH_IDLE)
+			lr_defer(lr, &notify); /* lr_resume marks again */
+	} else if (rc != ZNONODE) {            /* ZNONODE: returned already */
+		log_msg(LOG_WARNING,
+			"lease %s: could not mark it granted (%s); the "
+			"waiter behind it will wait for its return",
+			lr->node, zerror(rc));
+	}
+	lr_end_completion(lr, &notify);
+}
+
+/* Tell the waiters behind a granted lease that it is (doc/design.md):
+ * its data set again, only if nothing was set before (version 0), so that
+ * a note stored since is kept. */
+void lr_mark(struct zkl_lockreq *lr)
+{
+	lr_hold(lr, LR_HOLD_CALL);
+	if (zoo_aset(lr->s->zh, lr->node, lr->data, (int)lr->datalen, 0,
+		     lr_on_marked, lr) != ZOK)
+		lr_drop_locked(
+			lr,
+			LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
+}
+
+static void lr_on_deleted(int rc, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (lr->phase == PH_DELETING)
+		session_metrics_answered_locked(s, ZKL_OP_DELETE, rc,
+						lr->delete_sent_us);
+	lr_deleted_locked(lr, rc, &notify);
+	lr_end_completion(lr, &notify);
+}
+
+/*
+ * what a waiting lock request watches (lr.h): the one node
+ * ahead of it that can unblock it; for the first waiter of a semaphore,
+ * every lease ahead of it (any holder's return can unblock it); for a
+ * lease, the resource's data, where the limit is kept; and from its first
+ * wait (or its grant) on, its own node, so that a deletion by anyone else
+ * is news it hears before it can be granted, or a loss once held.
+ */
+/* One of a first waiter's watches on the leases ahead of it. */
+struct lr_ahead {
+	struct zkl_watch watch;
+	struct zkl_lockreq *lr;
+};
+
+int lr_watch_one(struct zkl_lockreq *lr, const char *name)
+{
+	char path[NAMES_MAX_NODE_PATH + 1];
+	int err = lr_child_path(lr, name, path);
+
+	if (err < 0)
+		return err;
+	lr->watch.wants_marks = lr->mode == ZKL_MODE_LEASE;
+	err = session_watch_locked(lr->s, path, &lr->watch);
+	if (err == 0)
+		lr_hold(lr, LR_HOLD_WATCH);
+	return err;
+}
+
+/* Forget the first waiter's watches; the AHEAD hold stays with the
+ * caller. */
+static void lr_drop_ahead(struct zkl_lockreq *lr)
+{
+	for (size_t i = 0; i < lr->nahead; i++)
+		watchtab_remove(&lr->s->watches, &lr->ahead[i].watch);
+	free(lr->ahead);
+	lr->ahead = NULL;
+	lr->nahead = 0;
+}
+
+/* One lease ahead changed: the others no longer matter, and the array's
+ * hold passes to the request's own handler, which looks again. */
+static void lr_ahead_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(w, struct lr_ahead, watch)->lr;
+
+	lr_drop_ahead(lr); /* frees w */
+	lr_pass_locked(lr, LR_HOLD_AHEAD, LR_HOLD_WATCH);
+	lr->watch.fired_locked(&lr->watch, path, ev, notify);
+}
+
+int lr_watch_ahead(struct zkl_lockreq *lr, size_t me)
+{
+	const struct zkl_queue *q = lr->q;
+	size_t n = lockrule_count_ahead(q->nodes, q->gone, q->lo, me);
+	char path[NAMES_MAX_NODE_PATH + 1];
+
+	assert(!lr->ahead && n > 0);
+	lr->ahead = calloc(n, sizeof(*lr->ahead));
+	if (!lr->ahead)
+		return -ENOMEM;
+	lr_hold(lr, LR_HOLD_AHEAD);
+	for (size_t i = q->lo; i < me; i++) {
+		struct lr_ahead *a = &lr->ahead[lr->nahead];
+		int err;
+
+		if (q->gone[i] ||
+		    !lockrule_waits_for(lr->mode, q->nodes[i].mode))
+			continue;
+		assert(lr->nahead < n);
+		list_init(&a->watch.link);
+		a->watch.fired_locked = lr_ahead_fired;
+		a->lr = lr;
+		err = lr_child_path(lr, q->nodes[i].name, path);
+		if (err == 0)
+			err = session_watch_locked(lr->s, path, &a->watch);
+		if (err < 0) {
+			lr_unwatch(lr);
+			return err;
+		}
+		lr->nahead++;
+	}
+	return 0;
+}
+
+int lr_watch_limit(struct zkl_lockreq *lr)
+{
+	int err;
+
+	/* One given up already lists only to find its node (a lost create
+	 * reply): a watch set now would keep it alive until the limit
+	 * changes. */
+	if (lr->mode != ZKL_MODE_LEASE || lr->outcome != LR_PENDING ||
+	    lr->limit_watch.entry)
+		return 0;
+	/* The get that arms it is sent with the listing (queue.c). */
+	err = session_watch_armed_locked(lr->s, lr->dir, &lr->limit_watch);
+	if (err == 0)
+		lr_hold(lr, LR_HOLD_LIMIT);
+	return err;
+}
+
+void lr_unwatch(struct zkl_lockreq *lr)
+{
+	if (watchtab_remove(&lr->s->watches, &lr->watch))
+		lr_drop_locked(lr, LR_HOLD_WATCH);
+	if (lr->ahead) {
+		lr_drop_ahead(lr);
+		lr_drop_locked(lr, LR_HOLD_AHEAD);
+	}
+}
+
+/* The get that set the own watch: the node's data (is it the revocation
+ * mark?), or no watch set: the node is gone (a waiter fails, a holder
+ * loses), or the connection broke (set it again once connected:
+ * lr_own_fired's UNKNOWN), for every watch of that path.  Its answer
+ * comes before any news of a later change: a grant the view alone gave
+ * waits for it (grant_awaits_own). */
+static void lr_on_own_armed(int rc, const char *value, int len,
+			    const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct lr_revoke_report report = { 0 };
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (rc == ZOK && lr->own_watch.entry &&
+	    revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
+		lr_break_seen_locked(lr, &notify);
+	} else if (rc == ZOK && lr->own_watch.entry) {
+		lr->own_known = 1;
+		lr->own_conn = s->watches.connection;
+		lr->own_version = st ? st->version : -1;
+		/* A waiter's mark is told at its grant (lr_grant). */
+		lr_revoke_check_locked(lr, value, len, &report);
+		if (lr->grant_awaits_own && lr->phase == PH_WATCHING &&
+		    lr->outcome == LR_PENDING)
+			lr_evaluate(lr, 0, &notify);
+	} else if (rc != ZOK) {
+		session_wake_path_locked(s, lr->node,
+					 rc == ZNONODE ? WATCH_VANISHED
+						       : WATCH_UNKNOWN,
+					 &notify);
+	}
+	lr_end_completion(lr, &notify);
+	lr_revoke_tell(&report);
+}
+
+void lr_watch_own(struct zkl_lockreq *lr)
+{
+	struct zkl_session *s = lr->s;
+	int err;
+
+	/* A peer's lock taken on a lease's way is let go at its grant; a
+	 * lock that an heir replaces sees its own node deleted by the heir. */
+	if (!lr_has_node(lr) || lr->outcome == LR_FINISHED || lr->lost ||
+	    (lr->mutex_names && lr_node_holds(lr)) || lr->passing ||
+	    lr->own_watch.entry)
+		return;
+	err = watchtab_add(&s->watches, lr->node, &lr->own_watch);
+	/* Our own get even when a waiter of ours behind it set the watch
+	 * already: its answer is what proves the node (own_known), and it
+	 * carries the data, where a request to let go may be already. */
+	if (err >= 0) {
+		lr->own_known = 0;
+		lr_hold(lr, LR_HOLD_CALL);
+		if (session_awget_locked(s, lr->node, lr_on_own_armed, lr) ==
+		    ZOK) {
+			lr_hold(lr, LR_HOLD_OWN);
+			return;
+		}
+		lr_drop_locked(lr, LR_HOLD_CALL);
+		if (err > 0) {
+			/* No entry may claim a watch nobody asked for. */
+			struct zkl_link taken;
+			watchtab_take(&s->watches, lr->node, &taken);
+			list_del(&lr->own_watch.link);
+		} else {
+			watchtab_remove(&s->watches, &lr->own_watch);
+		}
+		err = -ENOTCONN;
+	}
+	/* Unwatched, a deletion or a break mark would go unseen: try
+	 * again soon (lr_resume sets it in every phase that wants it). */
+	log_msg(LOG_WARNING,
+		"%s: cannot watch the lock node (%s): trying again in %d ms",
+		lr->node, strerror(-err), LR_WATCH_RETRY_MS);
+	lr_defer_for(lr, LR_WATCH_RETRY_MS);
+}
+
+void lr_unwatch_waits(struct zkl_lockreq *lr)
+{
+	lr_unwatch(lr);
+	if (watchtab_remove(&lr->s->watches, &lr->limit_watch))
+		lr_drop_locked(lr, LR_HOLD_LIMIT);
+}
+
+void lr_unwatch_all(struct zkl_lockreq *lr)
+{
+	lr_unwatch_waits(lr);
+	if (watchtab_remove(&lr->s->watches, &lr->own_watch))
+		lr_drop_locked(lr, LR_HOLD_OWN);
+}
+
+/*
+ * a lock request's loss (lr.h): reported to the daemon once,
+ * with its session's end or on its own (a node deleted by another
+ * client, the jeopardy), and a waiter queued again on the next session.
+ */
+/* The report of lr's loss, counted; NULL when out of memory (the loss
+ * still shows as EIO: only the report is lost). */
+static struct zkl_lost *lr_lost_report(struct zkl_lockreq *lr, const char *why)
+{
+	struct zkl_lost *item = malloc(sizeof(*item) + lr->datalen);
+
+	lr->s->losses++;
+	lr_metrics_ended_locked(lr, 1);
+	if (!item)
+		return NULL;
+	item->node = strdup(lr_has_node(lr) ? lr->node : lr->dir);
+	if (!item->node) {
+		free(item);
+		return NULL;
+	}
+	item->s = lr->s;
+	item->why = why;
+	item->len = lr->datalen;
+	memcpy(item->data, lr->data, lr->datalen);
+	return item;
+}
+
+void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
+{
+	struct zkl_lost *item =
+		lr_lost_report(lr, "its ZooKeeper session expired");
+
+	if (item)
+		list_add_tail(lost, &item->link);
+}
+
+static void lr_lost_notice_run(struct zkl_notice *n)
+{
+	session_tell_lost(ZKL_CONTAINER_OF(n, struct zkl_lost, notice));
+}
+
+void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
+		    struct zkl_link *notify)
+{
+	struct zkl_lost *item;
+
+	assert(lr->outcome == LR_HELD && !lr->lost);
+	lr->lost = 1;
+	item = lr_lost_report(lr, why);
+	if (item) {
+		notice_init(&item->notice, lr_lost_notice_run);
+		notice_post(notify, &item->notice);
+	}
+}
+
+/* Delete the node of a lock taken away here, unless its owner let go of
+ * it meanwhile (the release deletes it then). */
+static void lr_let_go_locked(struct zkl_lockreq *lr)
+{
+	if (lr->outcome != LR_HELD || !lr->lost)
+		return;
+	if (lr->multi) {
+		ml_delete_together_locked(lr);
+	} else if (lr->phase == PH_IDLE && lr_has_node(lr)) {
+		lr_unwatch_all(lr);
+		lr_delete(lr);
+	}
+}
+
+struct lr_break {
+	struct zkl_notice notice;
+	struct zkl_lost *report; /* NULL when out of memory */
+	struct zkl_lockreq *lr;  /* with a CALL hold */
+};
+
+/* Tell, then let go: the report's hook (on_lost's signal) has returned
+ * when the delete is sent. */
+static void lr_break_notice_run(struct zkl_notice *n)
+{
+	struct lr_break *b = ZKL_CONTAINER_OF(n, struct lr_break, notice);
+	struct zkl_lockreq *lr = b->lr;
+	struct zkl_link notify;
+
+	if (b->report)
+		session_tell_lost(b->report);
+	free(b);
+	session_enter(lr->s, &notify);
+	lr_let_go_locked(lr);
+	lr_end_completion(lr, &notify);
+}
+
+void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
+				struct zkl_link *notify)
+{
+	struct lr_break *b = malloc(sizeof(*b));
+
+	if (b) {
+		assert(lr->outcome == LR_HELD && !lr->lost);
+		lr->lost = 1;
+		b->report = lr_lost_report(lr, why);
+	} else {
+		/* Out of memory: told without waiting for the telling (its
+		 * descriptor reads EIO already). */
+		lr_lose_locked(lr, why, notify);
+	}
+	if (!lr->multi)
+		lr_unwatch_all(lr); /* its own delete is no news */
+	if (!b) {
+		lr_let_go_locked(lr);
+		return;
+	}
+	b->lr = lr;
+	lr_hold(lr, LR_HOLD_CALL);
+	notice_init(&b->notice, lr_break_notice_run);
+	notice_post(notify, &b->notice);
+}
+
+void lr_requeue_locked(struct zkl_lockreq *lr)
+{
+	lr->phase = PH_NEW;
+	lr->grant_deferred = 0; /* its node went with the session */
+	if (list_linked(&lr->member.resume)) {
+		/* Waiting for a time (lr_defer_for): for the next session
+		 * instead, with the same hold. */
+		list_del(&lr->member.resume);
+	} else {
+		lr_hold(lr, LR_HOLD_RESUME);
+	}
+	list_add_tail(&lr->s->resume, &lr->member.resume);
+}
+
+void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
+{
+	if (list_linked(&lr->member.resume)) {
+		list_del(&lr->member.resume);
+		lr_drop_locked(lr, LR_HOLD_RESUME); /* the caller holds one */
+	}
+	if (lr->outcome == LR_HELD && !lr->lost) {
+		lr->lost = 1;
+		/* A peer's lock held by a lease on its way is no lock of the
+		 * owner's: the lease queues again (peerlease.c).  A member's
+		 * loss is its multi-lock's, reported once by it. */
+		if (!lr->mutex_names && !lr->group)
+			lr_report_lost(lr, lost);
+	}
+	lr->phase = PH_GONE;
+}
+
+/*
+ * a downgrade (lockreq_start_in_place): a read request takes
+ * the place of a write lock its owner holds, so that no writer queued
+ * behind that lock gets in between (Curator's CURATOR-621 fix, 5.5).
+ *
+ * One transaction creates the heir's node, not sequential, named with
+ * the write node's own number and tag, and deletes the write node.  The
+ * number puts the heir in the write node's place in every listing
+ * (lockrule.h: for one age, the write node first, so the heir stands
+ * right behind where it stood, and ahead of every node behind it).  The
+ * transaction sets the write node's data before deleting it: its
+ * watchers, whose views of the queue are older than the heir, hear of a
+ * change rather than a deletion, and list again (lr_hooks.c).  The heir
+ * holds at once: nothing a reader waits for stood ahead of a held write
+ * lock.
+ *
+ * The heir keeps its write lock's fencing token: it is the same hold
+ * going on, above every earlier holder's and below every later one's
+ * (a writer queued behind has a greater czxid than the write node, and
+ * a smaller one than the heir's node).  Its node's data says so, in a
+ * "token" line, for holders on every host (lr_heir_data).
+ *
+ * After a lost reply the heir is looked for by its name (lr_recover):
+ * found, the transaction happened; not found, it did not, and is sent
+ * again while the write lock still holds.  Above lr_steps.c; below
+ * lr_create.c.
+ */
+struct lr_heir_txn {
+	struct zkl_lockreq *lr;
+	zoo_op_t ops[3];
+	zoo_op_result_t results[3];
+	struct Stat set_stat; /* room for the set's answer (unused) */
+	char *data;           /* the heir's node data */
+	char created[NAMES_MAX_NODE_PATH + 1];
+};
+
+int lr_heir_can_take(const struct zkl_lockreq *from)
+{
+	/* A lock of several owners stays theirs (lockreq_share). */
+	return from->owners == 1 && lr_heir_can_share(from);
+}
+
+int lr_heir_can_share(const struct zkl_lockreq *from)
+{
+	return from->mode == ZKL_MODE_WRITE && from->outcome == LR_HELD &&
+	       !from->lost && !from->grant_deferred && from->phase == PH_IDLE &&
+	       !from->multi && !from->peer && !from->group &&
+	       !from->mutex_names && lr_has_node(from);
+}
+
+int lr_heir_data(int64_t token, const void *data, size_t len, char **out,
+		 size_t *outlen)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "token %" PRId64 "\n", token);
+
+	*out = malloc(len + (size_t)n);
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, data, len);
+	memcpy(*out + len, line, (size_t)n);
+	*outlen = len + (size_t)n;
+	return 0;
+}
+
+void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	if (!lr->heir_of)
+		return;
+	lr->czxid = lr->heir_of->czxid;
+	lr->inherited = 1;
+	/* Asked to let go, it still is: the same hold goes on. */
+	lr->revoke_asked = lr->heir_of->revoke_asked;
+	lr->revoke_told = lr->heir_of->revoke_told;
+	lr->revoke_ms = lr->heir_of->revoke_ms;
+	lr->granted_ms = lr->heir_of->granted_ms;
+	lr->maxhold_ask_ms = lr->heir_of->maxhold_ask_ms;
+	lr->maxhold_break_ms = lr->heir_of->maxhold_break_ms;
+	lr->heir_of->phase = PH_GONE;            /* nothing left to delete */
+	lr_metrics_ended_locked(lr->heir_of, 0); /* the write lock's hold */
+	lr_heir_detach_locked(lr, notify);
+}
+
+static void lr_heir_on_sent(int rc, const void *data)
+{
+	struct lr_heir_txn *t = (struct lr_heir_txn *)data;
+	struct zkl_lockreq *lr = t->lr;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (lr->phase != PH_CREATING) {
+		/* The session expired under us: nothing to do. */
+	} else if (rc == ZOK) {
+		lr_heir_settle(lr, &notify);
+		if (lr->outcome == LR_FINISHED) {
+			lr_delete(lr);
+		} else {
+			lr->phase = PH_IDLE;
+			log_msg(LOG_DEBUG, "%s takes its write lock's place",
+				lr->node);
+			lr_tell_locked(lr, 0, &notify);
+			lr_watch_own(lr);
+		}
+	} else if (lr_is_connection_loss(rc)) {
+		/* Done or not?  The heir's name tells, once connected. */
+		lr->phase = PH_RECOVERING;
+		if (lr->try_only)
+			lr_finish_locked(lr, -EAGAIN, &notify);
+		lr_defer(lr, &notify);
+	} else {
+		/* Atomic: nothing happened.  The write node is gone (lost to
+		 * another client) or cannot be touched: the lock is not ours
+		 * to pass on. */
+		log_msg(LOG_WARNING,
+			"%s: cannot take the place of %s (%s): the downgrade "
+			"fails",
+			lr->node, lr->heir_of ? lr->heir_of->node : "its lock",
+			zerror(rc));
+		lr->node[0] = '\0';
+		lr->phase = PH_GONE;
+		if (rc == ZNONODE && lr->heir_of) /* deleted by another */
+			lr_metrics_ended_locked(lr->heir_of, 1);
+		lr_finish_locked(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc),
+				 &notify);
+	}
+	lr_end_completion(lr, &notify);
+	free(t->data);
+	free(t);
+}
+
+int lr_heir_send(struct zkl_lockreq *lr)
+{
+	struct zkl_lockreq *from = lr->heir_of;
+	struct lr_heir_txn *t;
+	size_t len;
+	int n, rc;
+
+	if (!lr_heir_can_take(from))
+		return -EIO; /* lost while the connection was down */
+	/* The write node's number, as ZooKeeper wrote it, after our prefix
+	 * (the same tag, lr_use_tag). */
+	n = snprintf(lr->node, lr->nodesize, "%s%s", lr->create_path,
+		     from->node + strlen(from->create_path));
+	if (n < 0 || (size_t)n >= lr->nodesize) {
+		lr->node[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t || lr_heir_data(from->czxid, lr->data, lr->datalen, &t->data,
+			       &len) < 0) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->lr = lr;
+	zoo_create_op_init(&t->ops[0], lr->node, t->data, (int)len, lr->s->acl,
+			   ZOO_EPHEMERAL, t->created, sizeof(t->created));
+	zoo_set_op_init(&t->ops[1], from->node, "", 0, -1, &t->set_stat);
+	zoo_delete_op_init(&t->ops[2], from->node, -1);
+	rc = zoo_amulti(lr->s->zh, 3, t->ops, t->results, lr_heir_on_sent, t);
+	if (rc != ZOK) {
+		free(t->data);
+		free(t);
+		return zkerr_errno(rc);
+	}
+	lr_hold(lr, LR_HOLD_CALL);
+	lr->phase = PH_CREATING;
+	from->passing = 1;
+	lr_unwatch_all(from); /* its node's changes are ours now */
+	return 0;
+}
+
+/*
+ * a lock request's node: the owner's start and release,
+ * the create, and after a lost create reply the search for the node by
+ * its tag (lr.h).  Above lr_heir.c; below lr_machine.c.
+ */
+static void lr_on_created(int rc, const char *name, const struct Stat *st,
+			  const void *data);
+static void lr_on_checked(int rc, const struct Stat *st, const void *data);
+
+int lr_queue_create(struct zkl_lockreq *lr)
+{
+	int rc;
+
+	if (lr->gops) /* a member: created by its multi-lock */
+		return lr->gops->create(lr);
+	if (lr->heir_of) /* a downgrade: in its write lock's place */
+		return lr_heir_send(lr);
+	lr_hold(lr, LR_HOLD_CALL);
+	lr->create_sent_us = session_metrics_now_us();
+	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
+			  (int)lr->datalen, lr->s->acl,
+			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, lr);
+	if (rc != ZOK) {
+		lr_drop_locked(lr, LR_HOLD_CALL);
+		return zkerr_errno(rc);
+	}
+	lr->create_attempts++;
+	lr->phase = PH_CREATING;
+	/* Pipelined: the session orders our requests, so a listing sent now
+	 * already contains the node created just before it.  If this fails,
+	 * the create's reply lines up again. */
+	lr_line_up(lr);
+	return 0;
+}
+
+void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int err = lr_queue_create(lr);
+
+	if (err == -ENOTCONN && !lr->try_only) {
+		/* The handle has ended: its event requeues us (see
+		 * lr_first_step). */
+		lr->phase = PH_NEW;
+		return;
+	}
+	if (err == -ENOTCONN)
+		err = -EAGAIN; /* a try is answered now */
+	if (err < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, err, notify);
+	}
+}
+
+int lr_start_with_locked(struct zkl_lockreq *lr,
+			 int (*first_step)(struct zkl_lockreq *lr))
+{
+	int err;
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	err = lr->outcome != LR_PENDING ? -ECANCELED
+	      : lr->s->dead             ? -ENOTCONN
+	      : lr->try_only && !session_is_connected_locked(lr->s)
+		      ? -EAGAIN /* a try is answered now, not on reconnection */
+		      : first_step(lr);
+	if (err < 0 && err != -ECANCELED) {
+		lr->outcome = LR_FINISHED;
+		lr->phase = PH_GONE;
+	}
+	return err;
+}
+
+static int lr_first_step(struct zkl_lockreq *lr)
+{
+	struct zkl_session *s = lr->s;
+	int err;
+
+	if (!lr->q && !(lr->q = queue_get_locked(s, lr->dir)))
+		return -ENOMEM;
+	list_add_tail(&s->live, &lr->member.live);
+	if (s->state == ZKL_CONN_EXPIRED || s->draining) {
+		/* Between two sessions: queue on the next one. */
+		lr_hold(lr, LR_HOLD_RESUME);
+		list_add_tail(&s->resume, &lr->member.resume);
+		return 0;
+	}
+	err = lr_queue_create(lr);
+	if (err == -ENOTCONN)
+		/* The handle has ended and its event is on its way: that
+		 * event requeues every live request on the next session (or
+		 * fails them, if there is none).  A try is answered now. */
+		return lr->try_only ? -EAGAIN : 0;
+	return err;
+}
+
+int lr_start_locked(struct zkl_lockreq *lr)
+{
+	return lr_start_with_locked(lr, lr_first_step);
+}
+
+/* The node of a sub-request is gone: its parent's owner may be told that
+ * the parent's is (lockreq_release_then) once every one is. */
+static void lr_sub_gone(void *arg)
+{
+	struct zkl_lockreq *lr = arg;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	lr_begin_entry_locked(lr, LR_HOLD_SUB_GONE);
+	assert(lr->subs_leaving > 0);
+	lr->subs_leaving--;
+	lr_end_entry_locked(lr, &notify);
+	session_leave(s, &notify);
+}
+
+void lr_release_sub_locked(struct zkl_lockreq *lr, struct zkl_lockreq *sub,
+			   struct zkl_link *notify)
+{
+	lr->subs_leaving++;
+	lr_hold(lr, LR_HOLD_SUB_GONE);
+	sub->gone_fn = lr_sub_gone;
+	sub->gone_arg = lr;
+	lr_release_locked(sub, notify);
+}
+
+static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int rc;
+
+	lr->phase = PH_CHECKING;
+	lr_hold(lr, LR_HOLD_CALL);
+	rc = zoo_aexists(lr->s->zh, lr->node, 0, lr_on_checked, lr);
+	if (rc != ZOK) {
+		lr_drop_locked(lr, LR_HOLD_CALL);
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, zkerr_errno(rc), notify);
+	}
+}
+
+static void lr_on_created(int rc, const char *name, const struct Stat *st,
+			  const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (lr->phase == PH_CREATING)
+		session_metrics_answered_locked(s, ZKL_OP_CREATE, rc,
+						lr->create_sent_us);
+	if (lr->phase != PH_CREATING) {
+		/* The session expired under us: nothing to do. */
+	} else if (rc == ZOK) {
+		lr->czxid = st->czxid;
+		session_note_server_time_locked(s, st->ctime);
+		if (lr_set_node(lr, name, NULL) < 0) {
+			lr->phase = PH_GONE;
+			lr_finish_locked(lr, -ENAMETOOLONG, &notify);
+			/* the node dies with the session; nothing better */
+		} else if (lr->outcome == LR_FINISHED) {
+			lr_delete(lr);
+		} else {
+			lr->phase = PH_LISTING;
+			if (!list_linked(&lr->qwait.link))
+				lr_list(lr, &notify);
+		}
+	} else {
+		if (lr_is_connection_loss(rc)) {
+			/* Created or not?  Only a listing can tell. */
+			lr->phase = PH_RECOVERING;
+			lr->maybe_stray = 1;
+			/* A try is answered now; once connected, the node is
+			 * found by its tag and deleted, as for a cancel. */
+			if (lr->try_only)
+				lr_finish_locked(lr, -EAGAIN, &notify);
+			lr_defer(lr, &notify);
+		} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
+			   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
+			int err = session_create_parents_locked(s, lr->dir);
+			if (err < 0) {
+				lr->phase = PH_GONE;
+				lr_finish_locked(lr, err, &notify);
+			} else {
+				lr_create(lr, &notify);
+			}
+		} else {
+			lr->phase = PH_GONE;
+			lr_finish_locked(lr, zkerr_errno(rc), &notify);
+		}
+	}
+	lr_end_completion(lr, &notify);
+}
+
+/* After a lost create reply: is there a node with our GUID?  An heir
+ * shares its tag with its write lock: it looks for its own name. */
+void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	ssize_t found = lr->heir_of ? queue_find(lr->q, lr_node_name(lr))
+				    : lockrule_find_tag(lr->q->nodes, lr->q->n,
+							0, lr->guid);
+
+	if (found < 0) {
+		lr->node[0] = '\0';
+		if (lr->outcome == LR_FINISHED) {
+			/* given up meanwhile: nothing to delete, and the limit
+			 * watch its listing set is not wanted either */
+			lr->phase = PH_GONE;
+			lr_unwatch_all(lr);
+		} else {
+			lr_create(lr, notify);
+		}
+		return;
+	}
+	if (lr_set_node(lr, lr->dir, lr->q->nodes[found].name) < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, -ENAMETOOLONG, notify);
+		return;
+	}
+	lr_check_owner(lr, notify);
+}
+
+static void lr_on_checked(int rc, const struct Stat *st, const void *data)
+{
+	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct zkl_session *s = lr->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	if (lr->phase != PH_CHECKING) {
+		/* stale */
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, &notify);
+	} else if (rc == ZOK && st->ephemeralOwner == s->client_id) {
+		lr->czxid = st->czxid;
+		lr_heir_settle(lr, &notify);
+		if (lr->gops && lr->outcome == LR_PENDING)
+			lr->gops->found(lr, &notify); /* may let it go */
+		if (lr->outcome == LR_FINISHED) {
+			lr_delete(lr);
+		} else {
+			lr->phase = PH_LISTING;
+			lr_list(lr, &notify);
+		}
+	} else if (rc == ZOK || rc == ZNONODE) {
+		/* Not ours after all (an earlier session's, or gone). */
+		if (rc == ZOK)
+			log_msg(LOG_WARNING,
+				"%s carries our GUID but another session "
+				"(0x%" PRIx64 ") owns it",
+				lr->node, (uint64_t)st->ephemeralOwner);
+		lr->node[0] = '\0';
+		if (lr->outcome == LR_FINISHED)
+			lr->phase = PH_GONE;
+		else
+			lr_create(lr, &notify);
+	} else {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, zkerr_errno(rc), &notify);
+	}
+	lr_end_completion(lr, &notify);
+}
+
+/*
+ * what a lock request does with a listing of its queue:
+ * hold, fail, or watch what can unblock it (see lockreq.c for the two
+ * variables, outcome and phase, and doc/design.md for the diagram).
+ */
+static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr->phase = PH_IDLE;
+	lr_unwatch_waits(lr); /* its own node stays watched */
+	if (lr->mode == ZKL_MODE_LEASE) {
+		queue_mark_granted(lr->q, lr_node_name(lr));
+		lr_mark(lr);
+	}
+	lr_tell_locked(lr, 0, notify);
+	lr_revoke_post_locked(lr, notify); /* a mark seen while it waited */
+	lr_watch_own(lr);
+}
+
+/* A lease whose limit could not be read with its listing. */
+static void lr_limit_unknown(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int err = lr->q->limit_err;
+
+	if (err == -ENOENT || err == -ENODATA) {
+		/* The resource appeared between the get and the listing, or
+		 * the listing had no get with it: read it with the next. */
+		lr->phase = PH_LISTING;
+		lr_list(lr, notify);
+		return;
+	}
+	if (err == -EBADMSG)
+		log_msg(LOG_ERR,
+			"%s: its data is not a limit (set one with "
+			"MOUNT/<resource>/limit)",
+			lr->dir);
+	lr->phase = PH_IDLE;
+	lr_finish_locked(lr, err == -EBADMSG ? -EIO : err, notify);
+}
+
+/* Look at the queue (the session's view of it): held, or watch what can
+ * unblock us -- the one node ahead, or for the first waiter of a
+ * semaphore every lease ahead.
+ *
+ * A grant needs our node to be there as late as the news that cleared the
+ * way.  A listing just back shows both at once.  The view with nodes
+ * marked gone since does not: another client may have deleted our node
+ * meanwhile, and the next waiter, on any host, be granted too.  Our own
+ * watch is set before the first watch on a node ahead, and so before any
+ * news that can clear the way from the view, and ZooKeeper tells a client of changes in the order
+ * they happened, so once its get is back (own_known) a deletion of our
+ * node would have been told first (lr_own_fired).  Until then the grant
+ * waits for that answer. */
+void lr_evaluate(struct zkl_lockreq *lr, int listed, struct zkl_link *notify)
+{
+	struct zkl_queue *q = lr->q;
+	ssize_t me = queue_find(q, lr_node_name(lr));
+	ssize_t ahead = -1;
+	int all = 0, err;
+
+	if (lr->maybe_stray)
+		lr_delete_strays(lr, me);
+	if (me < 0) {
+		/* Not in a listing taken after it was made: deleted by another
+		 * client while we queued.  Should it be there after all, it
+		 * must not block the queue: the finish deletes it. */
+		log_msg(LOG_WARNING,
+			"lock node %s is not in its queue's listing (deleted "
+			"by another client?): deleting it, the request fails",
+			lr->node);
+		lr_finish_locked(lr, -EIO, notify);
+		return;
+	}
+	if (lr->mode != ZKL_MODE_LEASE) {
+		ahead = queue_pick_watch(q, (size_t)me);
+	} else if (q->limit_err < 0) {
+		lr_limit_unknown(lr, notify);
+		return;
+	} else {
+		switch (lockrule_lease(q->nodes, q->gone, q->granted, q->lo,
+				       (size_t)me, q->limit, &ahead)) {
+		case LOCKRULE_LEASE_HOLD:
+			ahead = -1;
+			break;
+		case LOCKRULE_LEASE_AHEAD:
+			all = 1;
+			break;
+		case LOCKRULE_LEASE_ONE:
+			break;
+		}
+	}
+	lr->grant_awaits_own = 0;
+	if (ahead < 0 && !listed && !lr->own_known && lr->own_watch.entry) {
+		lr->phase = PH_WATCHING;
+		lr->grant_awaits_own = 1; /* lr_on_own_armed looks again */
+		return;
+	}
+	if (ahead < 0 && !listed &&
+	    (!lr->own_known || lr->own_conn != lr->s->watches.connection)) {
+		/* Its own watch could not be set, or proved the node on a
+		 * connection since lost (after a reconnection the server
+		 * tells missed deletions in no particular order): only a
+		 * listing can show its node is still there. */
+		lr->phase = PH_LISTING;
+		lr_list(lr, notify);
+		return;
+	}
+	if (ahead < 0) {
+		lr_grant(lr, notify);
+		return;
+	}
+	if (lr->try_only) {
+		lr->phase = PH_IDLE;
+		lr_finish_locked(lr, -EAGAIN, notify);
+		return;
+	}
+	lr->phase = PH_WATCHING;
+	lr_watch_own(lr); /* first: see above */
+	err = all ? lr_watch_ahead(lr, (size_t)me)
+		  : lr_watch_one(lr, q->nodes[ahead].name);
+	if (err < 0) {
+		lr->phase = PH_IDLE;
+		lr_finish_locked(lr, err, notify);
+	}
+}
+
+void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, qwait);
+
+	lr_begin_entry_locked(lr, LR_HOLD_LINE);
+	if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
+		/* stale: the request moved on (cancelled, expired, or its
+		 * create failed and it lined up again) */
+	} else if (lr_is_connection_loss(rc) && lr->try_only &&
+		   lr->phase == PH_LISTING && lr->outcome == LR_PENDING) {
+		/* A try is answered now: its node is deleted once connected. */
+		lr_finish_locked(lr, -EAGAIN, notify);
+	} else if (lr_is_connection_loss(rc)) {
+		lr_defer(lr, notify);
+	} else if (rc == ZOK && lr->phase == PH_LISTING && lr->q->acl_open) {
+		lr->phase = PH_IDLE; /* so that the finish deletes our node */
+		lr_finish_locked(lr, -EACCES, notify);
+	} else if (rc == ZOK && lr->phase == PH_LISTING) {
+		lr_evaluate(lr, 1, notify);
+	} else if ((rc == ZOK || rc == ZNONODE) && lr->phase == PH_RECOVERING) {
+		lr_recover(lr, notify);
+	} else {
+		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
+		lr_finish_locked(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc),
+				 notify);
+	}
+	lr_end_entry_locked(lr, notify);
+}
+
+/*
+ * what the session calls on a lock request (lr.h): resume
+ * after a reconnection, a fired watch, the end of the session, counting.
+ */
+/* Queue anew on a new session: a fresh GUID, so that nothing of an earlier
+ * session (which ZooKeeper deletes anyway) is ever taken for ours. */
+static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	int err;
+
+	/* A downgrade's write lock ended with the old session: this is a
+	 * plain read request now. */
+	lr_heir_detach_locked(lr, notify);
+	err = lr_new_tag(lr);
+
+	if (err < 0) {
+		lr->phase = PH_GONE;
+		lr_finish_locked(lr, err, notify);
+		return;
+	}
+	lr_create(lr, notify);
+}
+
+static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	lr_begin_entry_locked(lr, LR_HOLD_RESUME);
+	switch (lr->phase) {
+	case PH_NEW:
+		if (lr->outcome == LR_PENDING)
+			lr_restart(lr, notify);
+		else
+			lr->phase = PH_GONE;
+		break;
+	case PH_RECOVERING:
+	case PH_CHECKING:
+		lr->phase = PH_RECOVERING;
+		lr_list(lr, notify);
+		break;
+	case PH_LISTING:
+		lr_watch_own(lr); /* if it could not be set */
+		lr_list(lr, notify);
+		break;
+	case PH_WATCHING:
+		lr_watch_own(lr); /* if it could not be set */
+		break;
+	case PH_DELETING:
+		lr_delete(lr);
+		break;
+	case PH_IDLE:
+		if (lr->lost) { /* in jeopardy: after its margin */
+			if (!lr->jeopardy_wait)
+				lr_delete(lr);
+			break;
+		}
+		if (lr->mode == ZKL_MODE_LEASE && lr_node_holds(lr) &&
+		    !lr->marked)
+			lr_mark(lr); /* its reply was lost with the connection */
+		lr_watch_own(lr);    /* if it could not be set */
+		break;
+	default:
+		break;
+	}
+	lr_end_entry_locked(lr, notify);
+}
+
+/*
+ * Did the node `name` (a child of our resource) go with nothing in its
+ * place, so that the session's view, with it marked gone, is right?
+ * A write node may leave an heir: a downgrade creates a read node with
+ * its number in the same transaction (lr_heir.c), in its place in the
+ * queue, after every listing we have.  That transaction sets the write
+ * node's data first, so its watchers hear of a change and list again;
+ * a deletion alone, heard on the connection that set the watch, left no
+ * heir.  Not so when the deletion was not seen as it happened
+ * (WATCH_VANISHED), nor for a Curator read-write lock's write node:
+ * Curator 5.5 creates its heir before, and apart from, the delete.
+ */
+static int lr_gone_for_sure(const char *name, enum zkl_watch_event ev)
+{
+	struct zkl_node node;
+
+	if (ev != WATCH_GONE && ev != WATCH_VANISHED)
+		return 0;
+	if (names_parse(name, &node) < 0 || node.mode != ZKL_MODE_WRITE ||
+	    node.style == ZKL_STYLE_ZOOKEEPER)
+		return 1;
+	/* Curator's mutex ("-lock-") has no reader to leave. */
+	return ev == WATCH_GONE &&
+	       (node.style != ZKL_STYLE_CURATOR || !strstr(name, "-__WRIT__"));
+}
+
+static void lr_watch_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, watch);
+	size_t dirlen = strlen(lr->dir);
+	const char *name = path + dirlen + 1;
+
+	lr_begin_entry_locked(lr, LR_HOLD_WATCH);
+	if (lr->phase == PH_WATCHING) {
+		lr->phase = PH_LISTING;
+		if (strncmp(path, lr->dir, dirlen) != 0 ||
+		    path[dirlen] != '/') {
+			lr_list(lr, notify); /* not a node of ours to name */
+		} else if (lr_gone_for_sure(name, ev)) {
+			/* No listing needed: see queue.h. */
+			queue_mark_gone(lr->q, name);
+			lr_evaluate(lr, 0, notify);
+		} else if (ev == WATCH_CHANGED && lr->mode == ZKL_MODE_LEASE) {
+			/* Set data on a lease is its mark, or a holder's
+			 * note: granted either way. */
+			queue_mark_granted(lr->q, name);
+			lr_evaluate(lr, 0, notify);
+		} else {
+			lr_list(lr, notify); /* changed, or we cannot tell */
+		}
+	}
+	lr_end_entry_locked(lr, notify);
+}
+
+/* The resource's data changed (or went): a new limit.  A waiting lease
+ * looks again with it, in the next listing, which reads it. */
+static void lr_limit_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(w, struct zkl_lockreq, limit_watch);
+
+	lr_begin_entry_locked(lr, LR_HOLD_LIMIT);
+	(void)path;
+	(void)ev;
+	if (lr->outcome != LR_PENDING) {
+		/* stale */
+	} else if (lr->phase == PH_WATCHING || lr->phase == PH_LISTING) {
+		lr_unwatch(lr);
+		lr->phase = PH_LISTING;
+		lr_list(lr, notify); /* to the back: a listing in flight may
+				      * have read the old limit */
+	} else if (lr->phase == PH_CREATING && list_linked(&lr->qwait.link)) {
+		/* If this fails, the create's reply lines up again. */
+		lr_line_up(lr);
+	}
+	/* Any other phase lines up later, reading the limit then. */
+	lr_end_entry_locked(lr, notify);
+}
+
+/* A waiter's node is gone.  Nothing may grant it from now on: it stops
+ * watching what is ahead and looks at a fresh listing, which cannot show
+ * the node, and so fails it (lr_evaluate: EIO, logged).  Not at once: the
+ * news may be our own session's end, told by a server that had not
+ * closed the connection yet; then the listing fails too, and the
+ * session's end queues the request again (lr_expired). */
+static void lr_waiter_gone(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	lr->grant_awaits_own = 0;
+	lr_unwatch(lr);
+	lr->phase = PH_LISTING;
+	lr_list(lr, notify);
+}
+
+/* A grant held back by a jeopardy, its node deleted by another client:
+ * nothing of it is left to delete or let go (a peer lease let its tool's
+ * lock go at the grant). */
+static void lr_deferred_gone(struct zkl_lockreq *lr, struct zkl_link *notify)
+{
+	log_msg(LOG_WARNING,
+		"lock node %s was deleted by another client before its grant "
+		"could be told: the request fails",
+		lr->node);
+	lr->phase = PH_GONE;
+	lr_unwatch_all(lr);
+	lr_tell_locked(lr, -EIO, notify);
+	lr->outcome = LR_FINISHED;
+}
+
+/* Our own node changed.  Deleted (not by us: the release takes the watch
+ * away first): a waiter fails, a held lock is lost, whoever deleted it,
+ * and the next waiter may hold already.  Its data set (a note, a lease's
+ * mark, someone else's write): watch again. */
+static void lr_own_fired(struct zkl_watch *w, const char *path,
+			 enum zkl_watch_event ev, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(w, struct zkl_lockreq, own_watch);
+	int gone = ev == WATCH_GONE || ev == WATCH_VANISHED;
+	int waits = lr->outcome == LR_PENDING &&
+		    (lr->phase == PH_LISTING || lr->phase == PH_WATCHING ||
+		     (lr->grant_deferred && lr->phase == PH_IDLE));
+
+	lr_begin_entry_locked(lr, LR_HOLD_OWN);
+	(void)path;
+	lr->own_known = 0;
+	if (waits && gone && lr->grant_deferred) {
+		lr_deferred_gone(lr, notify);
+	} else if (waits && gone) {
+		lr_waiter_gone(lr, notify);
+	} else if (waits && ev == WATCH_UNKNOWN) {
+		/* lr_resume sets it again, a moment later: the get may have
+		 * been refused while connected (an ACL changed). */
+		lr_defer_for(lr, LR_WATCH_RETRY_MS);
+	} else if (waits) {
+		lr_watch_own(lr); /* its data set: watch again */
+	} else if (!lr_node_holds(lr) || lr->lost || lr->phase != PH_IDLE ||
+		   lr->passing) {
+		/* released, lost already, or being replaced by its heir */
+	} else if (gone) {
+		const char *why = "its lock node was deleted by another client";
+		log_msg(LOG_WARNING, "lock node %s: %s: the lock is lost",
+			lr->node, why);
+		lr->phase = PH_GONE;
+		if (lr->gops) {
+			lr->lost = 1;
+			lr->gops->lost(lr, why, notify);
+		} else {
+			lr_lose_locked(lr, why, notify);
+		}
+	} else if (ev == WATCH_UNKNOWN) {
+		/* No watch is set (the connection broke while setting it,
+		 * or the get was refused): set it again a moment later, once
+		 * connected (lr_resume). */
+		lr_defer_for(lr, LR_WATCH_RETRY_MS);
+	} else {
+		/* Its data set: a note of ours, a lease's mark, or someone
+		 * asking it to let go.  Watch again, and look. */
+		lr_watch_own(lr); /* its get reads the data */
+	}
+	lr_end_entry_locked(lr, notify);
+}
+
+static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
+		       struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	/* Ours, so that dropping the holds of the resume list and the line
+	 * cannot free the request under us (a released one may have no
+	 * other). */
+	lr_hold(lr, LR_HOLD_ENTRY);
+	lr_unwatch_all(lr);
+	if (queue_leave_line_locked(&lr->qwait))
+		lr_drop_locked(lr, LR_HOLD_LINE);
+	/* Replies still to come from the old handle find a phase that does
+	 * not expect them, and are dropped. */
+	/* A member queues again only with its multi-lock's next
+	 * transaction (multilock.c): it ends here. */
+	if (lr->outcome == LR_PENDING && requeue && !lr->group) {
+		lr_requeue_locked(lr);
+	} else {
+		lr_end_with_session_locked(lr, lost);
+		queue_leaving_done(&lr->leaving);
+		lr_finish_locked(lr, -ENOTCONN, notify);
+	}
+	lr_end_entry_locked(lr, notify);
+}
+
+/* The holder is told first; its node goes only a margin later, so that
+ * it has that long to act before the next waiter of another host can be
+ * granted, even when the session lives. */
+int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
+		struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	lr_hold(lr, LR_HOLD_ENTRY);
+	if (!j->declared)
+		lr_tell_deferred_locked(lr, notify);
+	/* A peer's lock taken by a lease on its way is no lock of the
+	 * owner's: if the session lives, the lease goes on.  A member is
+	 * declared lost by its multi-lock, which alone the owner holds; its
+	 * margin runs here as any node's. */
+	if (j->declared && lr->outcome == LR_HELD && !lr->lost && !lr->group &&
+	    !lr->mutex_names) {
+		lr_lose_locked(lr,
+			       "ZooKeeper did not answer in time: the session "
+			       "may end before it does (jeopardy)",
+			       notify);
+		lr_unwatch_all(lr);
+		lr->jeopardy_wait = 1;
+		lr->lost_ms = j->now;
+	} else if (lr->jeopardy_wait && j->now >= lr->lost_ms + j->margin) {
+		lr->jeopardy_wait = 0;
+		/* Released since: the release deleted it already. */
+		if (lr->outcome == LR_HELD && lr->phase == PH_IDLE)
+			lr_defer(lr, notify);
+	}
+	lr_end_entry_locked(lr, notify);
+	return lr->jeopardy_wait;
+}
+
+const char *lr_lost_node(const struct zkl_member *m)
+{
+	const struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (!lr->lost || !lr_has_node(lr) ||
+	    (lr->phase != PH_IDLE && lr->phase != PH_DELETING))
+		return NULL;
+	return lr->node;
+}
+
+const char *lr_shared_node(const struct zkl_member *m, unsigned *owners)
+{
+	const struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->owners < 2 || lr->outcome != LR_HELD || !lr_has_node(lr))
+		return NULL;
+	*owners = lr->owners;
+	return lr->node;
+}
+
+void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
+{
+	const struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+	int lease = lr->mode == ZKL_MODE_LEASE;
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->mutex_names || lr->group)
+		return; /* a peer lease's or a multi-lock's step, counted as
+			 * that lease or multi-lock */
+	if (lr->outcome == LR_HELD && !lr->lost) {
+		st->held++;
+		st->leases_held += lease;
+		st->held_by[lr->mode][lr->kind]++;
+	} else if (lr->outcome == LR_PENDING) {
+		st->waiting++;
+		st->leases_waiting += lease;
+		st->waiting_by[lr->mode][lr->kind]++;
+	}
+}
+
+static const struct zkl_member_ops lr_member_ops = {
+	.resume_locked = lr_resume,
+	.expired_locked = lr_expired,
+	.jeopardy_locked = lr_jeopardy,
+	.lost_node_locked = lr_lost_node,
+	.shared_node_locked = lr_shared_node,
+	.count_locked = lr_count,
+	.hold_check_locked = lr_hold_check,
+};
+
+void lr_wire(struct zkl_lockreq *lr)
+{
+	lr->member.ops = &lr_member_ops;
+	lr->watch.fired_locked = lr_watch_fired;
+	lr->limit_watch.fired_locked = lr_limit_fired;
+	lr->own_watch.fired_locked = lr_own_fired;
+	lr->qwait.listed_locked = lr_listed;
 }
