@@ -26,7 +26,6 @@
 #include "revoke.h"
 #include "zkerr.h"
 #include "log.h"
-#include "ml.h"
 
 #include <assert.h>
 #include <errno.h>

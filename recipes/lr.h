@@ -431,9 +431,13 @@ void lr_revoke_tell(struct lr_revoke_report *r);
 /* Forget lr (and its members) was asked: a new ask is news again. */
 void lr_revoke_forget_locked(struct zkl_lockreq *lr);
 
-/* A multi-lock (multilock.c; its note, ml_create.c). */
+/* A multi-lock (multilock.c). */
 int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify);
 void multilock_abandon_locked(struct zkl_lockreq *g, struct zkl_link *notify);
+/* Delete the nodes of every member that has one to delete now: two or
+ * more in one transaction, a single one alone.  Each member, let go
+ * later, finds its delete on its way or done.  s->lock held. */
+void ml_delete_together_locked(struct zkl_lockreq *g);
 int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
 			      size_t len, void (*cb)(int err, void *arg),
 			      void *arg);
