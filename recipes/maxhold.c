@@ -3,11 +3,19 @@
  */
 #include "maxhold.h"
 #include "decimal.h"
+#include "internal.h"
+#include "zkerr.h"
+#include "log.h"
+#include "lr.h"
+#include "revoke.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+#include <time.h>
 
 int maxhold_parse_value(const char *buf, size_t len, unsigned *secs)
 {
@@ -215,4 +223,651 @@ int64_t maxhold_grace_ms(unsigned secs)
 	if (grace < MAXHOLD_GRACE_MIN_MS)
 		return MAXHOLD_GRACE_MIN_MS;
 	return grace > MAXHOLD_GRACE_MAX_MS ? MAXHOLD_GRACE_MAX_MS : grace;
+}
+
+/*
+ * read a resource's hold limit from the table znode, and
+ * store one (maxhold.h).
+ *
+ * Storing is a read, an edit and a write conditional on the version read
+ * (a create when there was no table, a delete when it becomes empty): of
+ * two hosts writing at once one wins, and the other starts over from a
+ * fresh read, with its edits again.  A mount sends one such round at a
+ * time, with every edit asked so far in it, so that however many of its
+ * users write limits at once, it is one contender: a round that lost, to
+ * another host that won, is sent again, at most MAXHOLD_ATTEMPTS times.
+ */
+#define MAXHOLD_ATTEMPTS 64
+
+/* One edit asked: in s->maxhold_stores until a round takes it. */
+struct maxhold_edit {
+	struct zkl_link link;
+	maxhold_stored_fn cb;
+	void *arg;
+	unsigned secs;
+	char res[]; /* relative to the base */
+};
+
+/* The round in flight (one per session): its edits and its attempts. */
+struct maxhold_round {
+	struct zkl_session *s;
+	struct zkl_link edits;
+	int attempts;
+	char *text; /* the table to write, while it is written */
+	char path[];
+};
+
+/* A read: the limit of one resource. */
+struct maxhold_query {
+	maxhold_read_fn cb;
+	void *arg;
+	const char *res; /* in path, after the table's path and the base */
+	char path[];
+};
+
+static void maxhold_path(const struct zkl_session *s, char *out, size_t size)
+{
+	snprintf(out, size, "%s/%s", s->base, MAXHOLD_NODE);
+}
+
+/* dir's name relative to the base, or NULL if it cannot be in the table
+ * (not under the base, or a newline in it). */
+static const char *maxhold_res_of(const struct zkl_session *s, const char *dir)
+{
+	size_t n = strlen(s->base);
+
+	if (strncmp(dir, s->base, n) != 0 || dir[n] != '/' || strchr(dir, '\n'))
+		return NULL;
+	return dir + n + 1;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static void maxhold_on_read(int rc, const char *value, int len,
+			    const struct Stat *st, const void *data)
+{
+	struct maxhold_query *q = (struct maxhold_query *)data;
+	struct maxhold_table t;
+	unsigned secs = 0;
+	int err = rc == ZNONODE ? 0 : zkerr_errno(rc);
+
+	(void)st;
+	if (rc == ZOK) {
+		err = maxhold_table_parse(value, len > 0 ? (size_t)len : 0, &t);
+		if (err >= 0) {
+			secs = maxhold_table_lookup(&t, q->res);
+			maxhold_table_free(&t);
+			err = 0;
+		}
+	}
+	q->cb(err, secs, q->arg);
+	free(q);
+}
+
+int maxhold_read(struct zkl_session *s, const char *dir, maxhold_read_fn cb,
+		 void *arg)
+{
+	const char *res = maxhold_res_of(s, dir);
+	size_t pathlen = strlen(s->base) + sizeof(MAXHOLD_NODE) + 1;
+	struct maxhold_query *q;
+	int rc;
+
+	if (!res)
+		return -EINVAL;
+	q = malloc(sizeof(*q) + pathlen + strlen(res) + 1);
+	if (!q)
+		return -ENOMEM;
+	q->cb = cb;
+	q->arg = arg;
+	maxhold_path(s, q->path, pathlen);
+	strcpy(q->path + pathlen, res);
+	q->res = q->path + pathlen;
+	pthread_mutex_lock(&s->lock);
+	rc = zoo_aget(s->zh, q->path, 0, maxhold_on_read, q);
+	pthread_mutex_unlock(&s->lock);
+	if (rc != ZOK) {
+		free(q);
+		return zkerr_errno(rc);
+	}
+	return 0;
+}
+
+/* ---- storing ------------------------------------------------------------ */
+
+static void maxhold_on_got(int rc, const char *value, int len,
+			   const struct Stat *st, const void *data);
+static void maxhold_next_round(struct zkl_session *s);
+
+/* Send the round's read (again), with the edits asked since.  Returns
+ * ZooKeeper's code. */
+static int maxhold_send_get(struct maxhold_round *r)
+{
+	struct zkl_session *s = r->s;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	while (!list_empty(&s->maxhold_stores)) {
+		struct zkl_link *l = s->maxhold_stores.next;
+		list_del(l);
+		list_add_tail(&r->edits, l);
+	}
+	rc = zoo_aget(s->zh, r->path, 0, maxhold_on_got, r);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* Tell each edit of the list err, and free it.  No lock held. */
+static void maxhold_tell_all(struct zkl_link *edits, int err)
+{
+	while (!list_empty(edits)) {
+		struct maxhold_edit *e = ZKL_CONTAINER_OF(
+			edits->next, struct maxhold_edit, link);
+		list_del(&e->link);
+		e->cb(err, e->arg);
+		free(e);
+	}
+}
+
+/* Tell each edit of the round err, free it, and start the next round. */
+static void maxhold_finish(struct maxhold_round *r, int err)
+{
+	struct zkl_session *s = r->s;
+
+	maxhold_tell_all(&r->edits, err);
+	free(r->text);
+	free(r);
+	maxhold_next_round(s);
+}
+
+/* A conditional write's answer: done, or lost to another host (again). */
+static void maxhold_on_written(struct maxhold_round *r, int rc)
+{
+	int lost = rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE;
+
+	free(r->text);
+	r->text = NULL;
+	if (lost && ++r->attempts < MAXHOLD_ATTEMPTS) {
+		rc = maxhold_send_get(r);
+		if (rc == ZOK)
+			return;
+	} else if (lost) {
+		return maxhold_finish(r, -EBUSY);
+	}
+	maxhold_finish(r, zkerr_errno(rc));
+}
+
+static void maxhold_on_set(int rc, const struct Stat *st, const void *data)
+{
+	(void)st;
+	maxhold_on_written((struct maxhold_round *)data, rc);
+}
+
+static void maxhold_on_created(int rc, const char *name, const void *data)
+{
+	(void)name;
+	maxhold_on_written((struct maxhold_round *)data, rc);
+}
+
+static void maxhold_on_deleted(int rc, const void *data)
+{
+	maxhold_on_written((struct maxhold_round *)data, rc);
+}
+
+/* Write the table edited: on the version read (-1: there was none); an
+ * empty one is deleted. */
+static int maxhold_send_write(struct maxhold_round *r, int version, size_t len)
+{
+	struct zkl_session *s = r->s;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if (len == 0)
+		rc = zoo_adelete(s->zh, r->path, version, maxhold_on_deleted,
+				 r);
+	else if (version < 0)
+		rc = zoo_acreate(s->zh, r->path, r->text, (int)len, s->acl,
+				 ZOO_PERSISTENT, maxhold_on_created, r);
+	else
+		rc = zoo_aset(s->zh, r->path, r->text, (int)len, version,
+			      maxhold_on_set, r);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* Apply edit e to t, unless it makes the table too large: then it is
+ * taken out of the round into `refused`, and t is as it was. */
+static int maxhold_edit_one(struct maxhold_table *t, struct maxhold_edit *e,
+			    struct zkl_link *refused)
+{
+	unsigned was = maxhold_table_lookup(t, e->res);
+	int err = maxhold_table_set(t, e->res, e->secs);
+
+	if (err < 0 || maxhold_table_text_len(t) <= MAXHOLD_TABLE_MAX)
+		return err;
+	list_del(&e->link);
+	list_add_tail(refused, &e->link);
+	return maxhold_table_set(t, e->res, was); /* was there: no room */
+}
+
+/* The table as read, with the round's edits applied, as text; the edits
+ * that would make it too large are refused, each alone. */
+static int maxhold_edit_all(struct maxhold_round *r, const char *value,
+			    size_t len, size_t *textlen,
+			    struct zkl_link *refused)
+{
+	struct maxhold_table t;
+	int err = maxhold_table_parse(value, len, &t);
+
+	if (err < 0)
+		return err;
+	err = 0;
+	for (struct zkl_link *l = r->edits.next, *next; l != &r->edits && !err;
+	     l = next) {
+		next = l->next;
+		err = maxhold_edit_one(
+			&t, ZKL_CONTAINER_OF(l, struct maxhold_edit, link),
+			refused);
+	}
+	if (err == 0)
+		err = maxhold_table_format(&t, &r->text, textlen);
+	maxhold_table_free(&t);
+	return err;
+}
+
+static void maxhold_on_got(int rc, const char *value, int len,
+			   const struct Stat *st, const void *data)
+{
+	struct maxhold_round *r = (struct maxhold_round *)data;
+	struct zkl_link refused;
+	size_t textlen = 0;
+	int err;
+
+	if (rc != ZOK && rc != ZNONODE)
+		return maxhold_finish(r, zkerr_errno(rc));
+	list_init(&refused);
+	err = maxhold_edit_all(r, rc == ZOK ? value : NULL,
+			       rc == ZOK && len > 0 ? (size_t)len : 0, &textlen,
+			       &refused);
+	maxhold_tell_all(&refused, -ENOSPC);
+	if (err < 0)
+		return maxhold_finish(r, err);
+	if (textlen == 0 && rc == ZNONODE) /* no table, none wanted */
+		return maxhold_finish(r, 0);
+	rc = maxhold_send_write(r, rc == ZOK ? st->version : -1, textlen);
+	if (rc != ZOK)
+		maxhold_finish(r, zkerr_errno(rc));
+}
+
+/* Start a round with the edits asked so far, if there are any; else the
+ * session has none in flight any more. */
+static void maxhold_next_round(struct zkl_session *s)
+{
+	size_t pathlen = strlen(s->base) + sizeof(MAXHOLD_NODE) + 1;
+	struct maxhold_round *r = NULL;
+	int rc;
+
+	struct zkl_link failed;
+
+	list_init(&failed);
+	pthread_mutex_lock(&s->lock);
+	s->maxhold_storing = !list_empty(&s->maxhold_stores);
+	if (s->maxhold_storing && !(r = calloc(1, sizeof(*r) + pathlen))) {
+		list_move_all(&s->maxhold_stores, &failed);
+		s->maxhold_storing = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!r) /* none asked, or out of memory */
+		return maxhold_tell_all(&failed, -ENOMEM);
+	r->s = s;
+	list_init(&r->edits);
+	maxhold_path(s, r->path, pathlen);
+	rc = maxhold_send_get(r);
+	if (rc != ZOK)
+		maxhold_finish(r, zkerr_errno(rc));
+}
+
+int maxhold_store(struct zkl_session *s, const char *dir, unsigned secs,
+		  maxhold_stored_fn cb, void *arg)
+{
+	const char *res = maxhold_res_of(s, dir);
+	struct maxhold_edit *e;
+	int start;
+
+	if (!res)
+		return -EINVAL;
+	e = malloc(sizeof(*e) + strlen(res) + 1);
+	if (!e)
+		return -ENOMEM;
+	e->cb = cb;
+	e->arg = arg;
+	e->secs = secs;
+	strcpy(e->res, res);
+	pthread_mutex_lock(&s->lock);
+	list_add_tail(&s->maxhold_stores, &e->link);
+	start = !s->maxhold_storing;
+	s->maxhold_storing = 1;
+	pthread_mutex_unlock(&s->lock);
+	if (start)
+		maxhold_next_round(s);
+	return 0;
+}
+
+/*
+ * the hold limits as this session knows them: the
+ * table znode <base>/.maxhold (maxhold.h) read at each connection and
+ * again whenever its watch fires, so that a grant needs no request to
+ * learn its limit; and the server's clock, as our creates' replies tell
+ * it, for the age of anyone's node.
+ *
+ * The table's watch is the session's own (maxhold_watcher), not the
+ * watch table's: nobody waits on it, it only refreshes the copy.  A get
+ * sets it while the znode exists, an exists while it does not; either
+ * fires at the next change.  A reply that was lost (the connection broke)
+ * leaves the copy as it was until the next connection reads it again.
+ */
+static void maxhold_load_locked(struct zkl_session *s);
+
+/* Any change of the znode (created, set, deleted): the copy is stale
+ * until read again.  The client also copies the session's events here:
+ * a lost connection is the session's business (session.c), and its
+ * return reads the table anyway (session_maxhold_connected_locked). */
+static void maxhold_watcher(zhandle_t *zh, int type, int state,
+			    const char *path, void *ctx)
+{
+	struct zkl_session *s = ctx;
+
+	(void)zh;
+	(void)state;
+	(void)path;
+	if (type == ZOO_SESSION_EVENT)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->maxhold_current = 0;
+	maxhold_load_locked(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The session of a reply, or NULL for one of a handle closed since (its
+ * flags were reset with the new handle's). */
+static struct zkl_session *maxhold_reply_session(const void *data)
+{
+	const struct zkl_maxhold_slot *slot = data;
+	struct zkl_session *s = slot->s;
+
+	pthread_mutex_lock(&s->lock);
+	if (slot == &s->mh[s->mh_slot])
+		return s;
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* The read in flight is answered (ok: the copy is the table as of now):
+ * another was asked for meanwhile? */
+static void maxhold_loaded_locked(struct zkl_session *s, int ok)
+{
+	s->maxhold_loading = 0;
+	if (s->maxhold_again) {
+		s->maxhold_again = 0;
+		maxhold_load_locked(s);
+	} else if (ok) {
+		s->maxhold_current = 1;
+	}
+}
+
+static void maxhold_on_exists(int rc, const struct Stat *st, const void *data)
+{
+	struct zkl_session *s = maxhold_reply_session(data);
+
+	(void)st;
+	if (!s)
+		return;
+	if (rc == ZOK) /* created between our get and this exists */
+		s->maxhold_again = 1;
+	maxhold_loaded_locked(s, rc == ZNONODE);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The table's data parsed: 0 and t, or -errno.  Outside the session's
+ * lock: anyone may have written anything there, a megabyte of it. */
+static int maxhold_parse_reply(const char *base, const char *value, int len,
+			       struct maxhold_table *t)
+{
+	int skipped = maxhold_table_parse(value, len > 0 ? (size_t)len : 0, t);
+
+	if (skipped > 0)
+		log_msg(LOG_WARNING,
+			"%s/%s: %d lines are no hold limits (\"<seconds> "
+			"<resource>\"): ignored",
+			base, MAXHOLD_NODE, skipped);
+	return skipped < 0 ? skipped : 0;
+}
+
+static void maxhold_on_loaded(int rc, const char *value, int len,
+			      const struct Stat *st, const void *data)
+{
+	const struct zkl_maxhold_slot *slot = data;
+	char path[NAMES_MAX_NODE_PATH + sizeof(MAXHOLD_NODE) + 1];
+	struct maxhold_table t = { 0 };
+	struct zkl_session *s;
+	int err = 0;
+
+	(void)st;
+	/* The base never changes: no lock needed to read it. */
+	if (rc == ZOK)
+		err = maxhold_parse_reply(slot->s->base, value, len, &t);
+	s = maxhold_reply_session(data);
+	if (!s) {
+		maxhold_table_free(&t);
+		return;
+	}
+	if (rc == ZOK && err == 0) {
+		maxhold_table_free(&s->maxhold);
+		s->maxhold = t;
+	} else if (rc == ZNONODE) {
+		maxhold_table_free(&s->maxhold);
+		maxhold_path(s, path, sizeof(path));
+		if (zoo_awexists(s->zh, path, maxhold_watcher, s,
+				 maxhold_on_exists, slot) == ZOK) {
+			pthread_mutex_unlock(&s->lock);
+			return; /* still loading */
+		}
+	}
+	maxhold_loaded_locked(s, rc == ZOK && err == 0);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void maxhold_load_locked(struct zkl_session *s)
+{
+	char path[NAMES_MAX_NODE_PATH + sizeof(MAXHOLD_NODE) + 1];
+
+	ZKL_ASSERT_HELD(&s->lock);
+	if (s->maxhold_loading) {
+		s->maxhold_again = 1;
+		return;
+	}
+	maxhold_path(s, path, sizeof(path));
+	if (zoo_awget(s->zh, path, maxhold_watcher, s, maxhold_on_loaded,
+		      &s->mh[s->mh_slot]) == ZOK)
+		s->maxhold_loading = 1;
+}
+
+void session_maxhold_new_handle_locked(struct zkl_session *s)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	/* The old handle's replies may never come (zookeeper_close drops
+	 * them): nothing waits for them any more. */
+	s->mh[0].s = s->mh[1].s = s;
+	s->mh_slot ^= 1;
+	s->maxhold_loading = s->maxhold_again = 0;
+	s->maxhold_current = 0;
+}
+
+void session_maxhold_connected_locked(struct zkl_session *s)
+{
+	s->maxhold_current = 0; /* changes may have gone unseen meanwhile */
+	maxhold_load_locked(s);
+}
+
+unsigned session_maxhold_of_locked(struct zkl_session *s, const char *dir)
+{
+	const char *res = maxhold_res_of(s, dir);
+
+	ZKL_ASSERT_HELD(&s->lock);
+	return res ? maxhold_table_lookup(&s->maxhold, res) : 0;
+}
+
+unsigned session_maxhold(struct zkl_session *s, const char *dir)
+{
+	unsigned secs;
+
+	pthread_mutex_lock(&s->lock);
+	secs = session_maxhold_of_locked(s, dir);
+	pthread_mutex_unlock(&s->lock);
+	return secs;
+}
+
+/*
+ * a hold that outlasts its resource's limit (maxhold.h),
+ * looked at by the session's clock thread about once a second
+ * (hold_check_locked): first asked to let go, as `echo ask > revoke`
+ * would (its node gets the revocation mark, and the holder hears of it
+ * through its held node's watch, lr_revoke.c), then, a grace later
+ * (maxhold_grace_ms), broken: the lock is lost (EIO, on_lost), and only
+ * once its holder has been told is its node deleted, so that the next
+ * waiter of any host is granted after that (lr_lose_then_let_go_locked).
+ *
+ * A hold's time counts from its grant on this host (a downgrade goes on
+ * with its write lock's); the limit is the one this session last read,
+ * so a limit set or lowered while the lock is held applies at once.  A
+ * multi-lock is one hold: the least of its resources' limits, and all
+ * its nodes asked, then deleted.  A peer's own lock taken on a lease's
+ * way is no hold.  Above lr_core.c only.
+ */
+static void lr_maxhold_ignore_stat(int rc, const struct Stat *st,
+				   const void *data)
+{
+	(void)st;
+	if (rc != ZOK && rc != ZNONODE)
+		log_msg(LOG_WARNING, "maxhold: asking %s to let go: %s",
+			(const char *)data, zerror(rc));
+	free((void *)data);
+}
+
+/* The data of lr's node asked to let go: the mark's line, then what the
+ * node held, so that every host's holders still names the holder and a
+ * downgrade's token (revoke_is_marked).  Returns its length, or -ENOMEM. */
+static int lr_maxhold_marked(const struct zkl_lockreq *lr, char **out)
+{
+	size_t n = sizeof(REVOKE_MARK), len; /* the mark and its newline */
+	char *held = NULL;
+
+	if (lr->inherited &&
+	    lr_heir_data(lr->czxid, lr->data, lr->datalen, &held, &len) < 0)
+		return -ENOMEM;
+	if (!lr->inherited)
+		len = lr->datalen;
+	*out = malloc(n + len);
+	if (*out) {
+		memcpy(*out, REVOKE_MARK "\n", n);
+		memcpy(*out + n, held ? held : lr->data, len);
+	}
+	free(held);
+	return *out ? (int)(n + len) : -ENOMEM;
+}
+
+/* Ask the holder of lr's node to let go (the mark); the path is the
+ * completion's, for its log line.  Lost, the ask is not sent again: the
+ * break still comes. */
+static void lr_maxhold_ask(struct zkl_lockreq *lr)
+{
+	char *path = strdup(lr->node), *marked = NULL;
+	int rc = ZSYSTEMERROR, len = path ? lr_maxhold_marked(lr, &marked) : 0;
+
+	if (path && len >= 0)
+		rc = zoo_aset(lr->s->zh, path, marked, len, -1,
+			      lr_maxhold_ignore_stat, path);
+	free(marked);
+	if (rc != ZOK)
+		free(path);
+}
+
+/* The hold's limit in ms: its resource's, or a multi-lock's least. */
+static int64_t lr_maxhold_limit_ms(const struct zkl_lockreq *lr)
+{
+	unsigned least = 0;
+
+	if (!lr->multi)
+		return (int64_t)session_maxhold_of_locked(lr->s, lr->res) *
+		       1000;
+	for (unsigned i = 0; i < lr->nmembers; i++) {
+		unsigned secs =
+			session_maxhold_of_locked(lr->s, lr->members[i]->dir);
+		if (secs > 0 && (least == 0 || secs < least))
+			least = secs;
+	}
+	return (int64_t)least * 1000;
+}
+
+/* Does lr's node hold, with nothing else under way (a release deleting
+ * it, an heir replacing it)? */
+static int lr_maxhold_node_idle(const struct zkl_lockreq *lr)
+{
+	return lr->phase == PH_IDLE && !lr->passing && lr_has_node(lr);
+}
+
+/* Ask lr's node, or each of a multi-lock's members'. */
+static void lr_maxhold_ask_all(struct zkl_lockreq *lr)
+{
+	if (!lr->multi)
+		return lr_maxhold_ask(lr);
+	for (unsigned i = 0; i < lr->nmembers; i++)
+		if (lr_maxhold_node_idle(lr->members[i]))
+			lr_maxhold_ask(lr->members[i]);
+}
+
+void lr_hold_check(struct zkl_member *m, int64_t now, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr =
+		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
+	int64_t limit, held;
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->outcome != LR_HELD || lr->lost || lr->group ||
+	    lr->mutex_names || (!lr->multi && !lr_maxhold_node_idle(lr)))
+		return;
+	limit = lr_maxhold_limit_ms(lr);
+	held = now - lr->granted_ms;
+	if (limit == 0 || held < limit) {
+		/* Removed or raised since an ask: the next limit it passes
+		 * asks again, and gives the grace again. */
+		lr->maxhold_ask_ms = lr->maxhold_break_ms = 0;
+		return;
+	}
+	if (lr->maxhold_ask_ms == 0) {
+		lr->maxhold_ask_ms = now;
+		/* Asked before (another limit, revoke): told again. */
+		lr_revoke_forget_locked(lr);
+		lr->s->maxhold_asks++;
+		log_msg(LOG_NOTICE,
+			"lock %s held %" PRId64 " s, past its limit of %" PRId64
+			" s (maxhold): asked to let go, broken in %" PRId64
+			" s if it does not",
+			lr->node, held / 1000, limit / 1000,
+			maxhold_grace_ms((unsigned)(limit / 1000)) / 1000);
+		lr_maxhold_ask_all(lr);
+	} else if (now >= lr->maxhold_ask_ms +
+				  maxhold_grace_ms((unsigned)(limit / 1000))) {
+		lr->s->maxhold_breaks++;
+		log_msg(LOG_WARNING,
+			"lock %s held %" PRId64 " s, asked to let go %" PRId64
+			" s ago (maxhold %" PRId64 " s): broken",
+			lr->node, held / 1000,
+			(now - lr->maxhold_ask_ms) / 1000, limit / 1000);
+		lr->maxhold_break_ms = now;
+		lr_lose_then_let_go_locked(
+			lr,
+			"it was held past its limit and grace (maxhold), and "
+			"broken",
+			notify);
+	}
 }

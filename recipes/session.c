@@ -5,13 +5,17 @@
 #include "deadline.h"
 #include "log.h"
 #include "zkerr.h"
+#include "names.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <syslog.h>
 #include <time.h>
 
@@ -351,4 +355,363 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	}
 	*out = s;
 	return 0;
+}
+
+/*
+ * creating the persistent znodes above lock nodes: the
+ * base path at start, and a resource's missing parents before its first
+ * lock node.  One walk over the path serves both.
+ */
+static void session_ignore_create(int rc, const char *name, const void *data)
+{
+	(void)rc;
+	(void)name;
+	(void)data;
+}
+
+/* Call create(s, prefix, err, errlen) for each prefix of `path` ending at
+ * a '/' or at its end, from the first one longer than `skip` bytes down
+ * to path itself ("/a", "/a/b", ...): parents before children.  Stops at
+ * the first that fails and returns its -errno. */
+static int
+session_each_prefix(struct zkl_session *s, const char *path, size_t skip,
+		    int (*create)(struct zkl_session *s, const char *prefix,
+				  char *err, size_t errlen),
+		    char *err, size_t errlen)
+{
+	char prefix[NAMES_MAX_NODE_PATH + 1];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(prefix)) {
+		snprintf(err, errlen, "path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(prefix, path, len + 1);
+	for (size_t i = skip + 1; i <= len; i++) {
+		int rc;
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		prefix[i] = '\0';
+		rc = create(s, prefix, err, errlen);
+		if (rc < 0)
+			return rc;
+		prefix[i] = path[i];
+	}
+	return 0;
+}
+
+/* Queue the create of one parent; its outcome does not matter.  Every
+ * znode the mount makes has empty data rather than none, as kazoo and
+ * Curator make theirs: kazoo's Semaphore decodes its path's data and
+ * fails on none. */
+static int session_create_async(struct zkl_session *s, const char *prefix,
+				char *err, size_t errlen)
+{
+	int rc = zoo_acreate(s->zh, prefix, "", 0, s->acl, ZOO_PERSISTENT,
+			     session_ignore_create, NULL);
+
+	(void)err;
+	(void)errlen;
+	return zkerr_errno(rc);
+}
+
+int session_create_parents_locked(struct zkl_session *s, const char *dir)
+{
+	char unused[1];
+
+	ZKL_ASSERT_HELD(&s->lock);
+	return session_each_prefix(s, dir, strlen(s->base),
+				   session_create_async, unused,
+				   sizeof(unused));
+}
+
+/* Create one level of the base path and wait for the answer. */
+static int session_create_sync(struct zkl_session *s, const char *prefix,
+			       char *err, size_t errlen)
+{
+	int rc = zoo_create(s->zh, prefix, "", 0, s->acl, ZOO_PERSISTENT, NULL,
+			    0);
+
+	if (rc == ZOK || rc == ZNODEEXISTS)
+		return 0;
+	snprintf(err, errlen, "cannot create %s: %s", prefix, zerror(rc));
+	return zkerr_errno(rc);
+}
+
+/* Create the base path and its parents, synchronously (startup only). */
+int session_create_base(struct zkl_session *s, char *err, size_t errlen)
+{
+	return session_each_prefix(s, s->base, 0, session_create_sync, err,
+				   errlen);
+}
+
+/*
+ * what a session tells about itself: its base path,
+ * servers, id, state and counters.
+ */
+const char *session_base(const struct zkl_session *s)
+{
+	return s->base;
+}
+
+int64_t session_id(struct zkl_session *s)
+{
+	int64_t id;
+
+	pthread_mutex_lock(&s->lock);
+	id = s->client_id;
+	pthread_mutex_unlock(&s->lock);
+	return id;
+}
+
+const char *session_hosts(const struct zkl_session *s)
+{
+	return s->hosts;
+}
+
+/* "host:port" of the server the handle is connected to, or "".  Not with
+ * zoo_get_current_server: it formats into one static buffer of the
+ * client's, which the client's own thread rewrites as it connects. */
+static void session_server_text(zhandle_t *zh, char *out, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char host[INET6_ADDRSTRLEN];
+
+	out[0] = '\0';
+	if (!zookeeper_get_connected_host(zh, (struct sockaddr *)&ss, &len))
+		return;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+		if (inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host)))
+			snprintf(out, size, "%s:%u", host, ntohs(in->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 =
+			(const struct sockaddr_in6 *)&ss;
+		if (inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host)))
+			snprintf(out, size, "[%s]:%u", host,
+				 ntohs(in6->sin6_port));
+	}
+}
+
+void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->lock);
+	out->state = s->state;
+	out->dead = s->dead;
+	out->session_id = s->client_id;
+	out->timeout_ms = zoo_recv_timeout(s->zh);
+	session_server_text(s->zh, out->server, sizeof(out->server));
+	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
+		struct zkl_member *m = member_of_live(l);
+		m->ops->count_locked(m, out);
+	}
+	out->grants = s->grants;
+	out->losses = s->losses;
+	out->expirations = s->expirations;
+	out->asked = s->revokes_seen;
+	out->maxhold_asks = s->maxhold_asks;
+	out->maxhold_breaks = s->maxhold_breaks;
+	out->delete_retries = s->delete_retries;
+	session_clock_stats_locked(s, out);
+	pthread_mutex_unlock(&s->lock);
+}
+
+enum zkl_conn_state session_state(struct zkl_session *s)
+{
+	enum zkl_conn_state st;
+
+	pthread_mutex_lock(&s->lock);
+	st = s->state;
+	pthread_mutex_unlock(&s->lock);
+	return st;
+}
+
+/*
+ * what the session counts for MOUNT/.metrics: locks
+ * granted, released and lost with their wait and hold times, by mode and
+ * kind, and ZooKeeper's answer times (session.h).  Updated under the
+ * session's mutex where each event happens; copied out whole.
+ */
+int64_t session_metrics_now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+static struct zkl_lock_metrics *metrics_of(struct zkl_session *s,
+					   enum zkl_mode mode, unsigned kind)
+{
+	assert((unsigned)mode < ZKL_MODES && kind < ZKL_KINDS);
+	return &s->metrics.locks[mode][kind];
+}
+
+void session_metrics_granted_locked(struct zkl_session *s, enum zkl_mode mode,
+				    unsigned kind, int64_t wait_ms)
+{
+	struct zkl_lock_metrics *m = metrics_of(s, mode, kind);
+
+	ZKL_ASSERT_HELD(&s->lock);
+	m->grants++;
+	histogram_observe(&m->wait, &histogram_lock_seconds,
+			  (double)(wait_ms > 0 ? wait_ms : 0) / 1000);
+}
+
+void session_metrics_ended_locked(struct zkl_session *s, enum zkl_mode mode,
+				  unsigned kind, int lost, int64_t hold_ms)
+{
+	struct zkl_lock_metrics *m = metrics_of(s, mode, kind);
+
+	ZKL_ASSERT_HELD(&s->lock);
+	if (lost)
+		m->losses++;
+	else
+		m->releases++;
+	histogram_observe(&m->hold, &histogram_lock_seconds,
+			  (double)(hold_ms > 0 ? hold_ms : 0) / 1000);
+}
+
+void session_metrics_answered_locked(struct zkl_session *s,
+				     enum zkl_request_op op, int rc,
+				     int64_t sent_us)
+{
+	int64_t took = session_metrics_now_us() - sent_us;
+
+	ZKL_ASSERT_HELD(&s->lock);
+	assert(op < ZKL_OPS);
+	/* The client's own failures (the connection lost, the handle closed)
+	 * time the connection's end, not the server's answer. */
+	if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+	    rc == ZCLOSING || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
+		return;
+	histogram_observe(&s->metrics.requests[op], &histogram_request_seconds,
+			  (double)(took > 0 ? took : 0) / 1e6);
+}
+
+void session_metrics(struct zkl_session *s, struct zkl_session_metrics *out)
+{
+	pthread_mutex_lock(&s->lock);
+	memcpy(out, &s->metrics, sizeof(*out));
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * telling the daemon of locks lost (internal.h): with the
+ * session, or one by one (a node deleted by another client).
+ */
+void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn, void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->lost_hook = fn;
+	s->lost_arg = arg;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void session_set_revoke_hook(struct zkl_session *s, session_lost_fn fn,
+			     void *arg)
+{
+	pthread_mutex_lock(&s->lock);
+	s->revoke_hook = fn;
+	s->revoke_arg = arg;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void session_tell_lost(struct zkl_lost *item)
+{
+	struct zkl_session *s = item->s;
+
+	if (s->lost_hook)
+		s->lost_hook(item->node, item->why, item->data, item->len,
+			     s->lost_arg);
+	free(item->node);
+	free(item);
+}
+
+/* Tell the owner of each lock lost with the session, then free the list. */
+void session_report_lost(struct zkl_link *lost)
+{
+	while (!list_empty(lost)) {
+		struct zkl_lost *item =
+			ZKL_CONTAINER_OF(lost->next, struct zkl_lost, link);
+		list_del(&item->link);
+		session_tell_lost(item);
+	}
+}
+
+/*
+ * the end of a mount's session: the releases of the
+ * unmount confirmed, the threads stopped, the handle closed, whatever
+ * still waited told, and the memory freed.
+ */
+/* Before the handle goes, let the lock requests released at unmount see
+ * their deletes confirmed.  zookeeper_close() of the multi-threaded client
+ * stops its completion thread first: a reply still due is dropped without
+ * its completion, and a request that waits for it is never freed (nor is
+ * whoever waits for the delete told).  Only while connected, and at most
+ * a session timeout: without a connection the server ends our nodes with
+ * the session anyway. */
+static void session_drain(struct zkl_session *s)
+{
+	struct timespec deadline = deadline_after_ms(s->session_timeout_ms);
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	while (!list_empty(&s->live) && s->state == ZKL_CONN_CONNECTED &&
+	       rc == 0)
+		rc = pthread_cond_timedwait(&s->state_changed, &s->lock,
+					    &deadline);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The handle is closed and our nodes with it: what still waits (a delete
+ * deferred until a reconnection that will not come) is over, and whoever
+ * waits for it is told.  A request whose reply the close dropped keeps the
+ * reference of that step: nothing will ever call it again. */
+static void session_finish_all(struct zkl_session *s)
+{
+	struct zkl_link notify, lost;
+
+	list_init(&notify);
+	list_init(&lost);
+	pthread_mutex_lock(&s->lock);
+	s->dead = 1;
+	for (struct zkl_link *l = s->live.next; l != &s->live;) {
+		struct zkl_link *next = l->next;
+		struct zkl_member *m = member_of_live(l);
+		m->ops->expired_locked(m, 0, &lost, &notify);
+		l = next;
+	}
+	/* What waits for a time or the connection and is no request (a
+	 * break's bound, revoke.c) ends too. */
+	for (int i = 0; i < 2; i++) {
+		struct zkl_link *list = i ? &s->resume : &s->later;
+		while (!list_empty(list)) {
+			struct zkl_member *m = ZKL_CONTAINER_OF(
+				list->next, struct zkl_member, resume);
+			list_del(&m->resume);
+			m->ops->expired_locked(m, 0, &lost, &notify);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	s->lost_hook = NULL; /* released already: nobody holds them */
+	session_report_lost(&lost);
+	notice_run_all(&notify);
+	assert(list_empty(&s->resume) && list_empty(&s->later));
+}
+
+void session_close(struct zkl_session *s)
+{
+	session_drain(s);
+	pthread_mutex_lock(&s->lock);
+	s->closing = 1;
+	pthread_cond_broadcast(&s->state_changed);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->keeper, NULL);
+	session_clock_stop(s);
+	zookeeper_close(s->zh);
+	session_finish_all(s);
+	session_free(s);
 }

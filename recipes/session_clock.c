@@ -1,5 +1,66 @@
 /*
- * session_clock.c - until when the server keeps our session for sure, and
+ * session_clock.c - the session's clocks: until when the server keeps our
+ * session for sure and what is done when that time comes without an
+ * answer (jeopardy), the requests resumed at a time, and the server's
+ * clock as our creates' replies tell it.
+ */
+#include "heartbeat.h"
+#include "internal.h"
+#include "log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <syslog.h>
+#include <time.h>
+
+/*
+ * the jeopardy clock's arithmetic (heartbeat.h).
+ */
+void heartbeat_new_handle(struct heartbeat_proof *p, int64_t now)
+{
+	p->answered[0] = p->answered[1] = now;
+	p->connected_ms = 0;
+}
+
+void heartbeat_connected(struct heartbeat_proof *p, int64_t now)
+{
+	p->connected_ms = now;
+}
+
+void heartbeat_answered(struct heartbeat_proof *p, int64_t sent_ms)
+{
+	if (p->connected_ms != 0 && sent_ms >= p->connected_ms &&
+	    p->answered[0] < p->connected_ms) {
+		p->answered[0] = p->answered[1] = sent_ms;
+		return;
+	}
+	p->answered[1] = p->answered[0];
+	p->answered[0] = sent_ms;
+}
+
+int64_t heartbeat_margin(int64_t asked, int64_t timeout_ms)
+{
+	int64_t quarter = timeout_ms / 4, margin = asked;
+
+	if (margin <= 0) {
+		margin = timeout_ms / 10;
+		if (margin < HEARTBEAT_MIN_MARGIN_MS)
+			margin = HEARTBEAT_MIN_MARGIN_MS;
+	}
+	return margin < quarter ? margin : quarter;
+}
+
+int64_t heartbeat_jeopardy_due(const struct heartbeat_proof *p,
+			       int64_t timeout_ms, int64_t margin_ms)
+{
+	if (p->connected_ms == 0)
+		return INT64_MAX;
+	return p->answered[1] + timeout_ms - margin_ms;
+}
+
+/*
+ * until when the server keeps our session for sure, and
  * what is done when that time comes without an answer (jeopardy).
  *
  * ZooKeeper ends a session no earlier than its timeout after the server
@@ -36,15 +97,6 @@
  * too.  The thread's waits are on CLOCK_MONOTONIC (all a condition
  * variable takes) and last at most a second, so a resume is seen soon.
  */
-#include "internal.h"
-#include "log.h"
-
-#include <assert.h>
-#include <errno.h>
-#include <inttypes.h>
-#include <syslog.h>
-#include <time.h>
-
 /* Wake at least this often whatever is due (see above). */
 #define CLOCK_MAX_NAP_MS 1000
 /* ... and this often while lost nodes wait for their margin to run. */
@@ -370,4 +422,38 @@ void session_clock_stop(struct zkl_session *s)
 	pthread_cond_broadcast(&s->clock_changed);
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->clock, NULL);
+}
+
+/* ---- the server's clock ---------------------------------------------- */
+
+static int64_t clock_wall_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The server stamped ctime_ms on a node we created, before its reply
+ * came: the server's clock now is at least that stamp plus the time since
+ * the reply, on a clock no one steps (this host's wall clock may be set
+ * at any time: by NTP, by hand). */
+void session_note_server_time_locked(struct zkl_session *s, int64_t ctime_ms)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	s->server_stamp_ms = ctime_ms;
+	s->server_stamp_at = session_clock_now();
+}
+
+int64_t session_server_now_ms(struct zkl_session *s)
+{
+	int64_t stamp, at;
+
+	pthread_mutex_lock(&s->lock);
+	stamp = s->server_stamp_ms;
+	at = s->server_stamp_at;
+	pthread_mutex_unlock(&s->lock);
+	if (stamp == 0) /* no node created yet: only our clock knows */
+		return clock_wall_ms();
+	return stamp + (session_clock_now() - at);
 }
