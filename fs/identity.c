@@ -11,8 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lineage.h"
-#include "procfile.h"
+#include "process.h"
 
 /* The process of thread tid (its thread group, as /proc says), or tid
  * itself if that cannot be read: FUSE names the asking thread, and a lock

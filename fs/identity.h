@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "lineage.h"
+#include "process.h"
 
 /* Room for an identity without its note: host (at most 255 bytes, as
  * gethostname gives), command (15 in Linux, at most 63 read), four

@@ -22,7 +22,7 @@
 #include <stdatomic.h>
 
 #include "identity.h"
-#include "lineage.h"
+#include "process.h"
 #include "lockreq.h"
 #include "names.h"
 

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "identity.h"
-#include "lineage.h"
+#include "process.h"
 #include "lockfile.h"
 #include "log.h"
 

@@ -9,27 +9,26 @@
  * the way out fail parked requests, close the session (which deletes this
  * mount's lock nodes) and unmount.
  */
+#include "config.h"
+#include "fs.h"
+#include "log.h"
+#include "metrics.h"
+#include "opts.h"
+#include "snapshot.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 #include <zookeeper/zookeeper_version.h>
-
-#include "config.h"
-#include "fs.h"
-#include "authfile.h"
-#include "log.h"
-#include "metrics_file.h"
-#include "mountpoint.h"
-#include "notify.h"
-#include "opts.h"
-#include "resolve.h"
-#include "snapshot.h"
 
 /* Workers libfuse may run.  None ever waits for a lock, so a few serve
  * any number of waiters. */
@@ -125,6 +124,39 @@ static void main_warn_request_timeout(void)
 				files[i], v);
 		fclose(f);
 	}
+}
+
+/* Tell a service manager how the daemon is doing, with systemd's
+ * readiness protocol (sd_notify(3)): a datagram to the socket named by
+ * $NOTIFY_SOCKET; without that variable nothing is sent.  The protocol is
+ * a few lines, so no libsystemd.  `state` is "READY=1", "STOPPING=1", ...
+ * Returns 0, or -errno; a failure is no reason to stop serving. */
+static int notify_send(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len;
+	ssize_t sent;
+	int fd, err = 0;
+
+	if (!path || !*path)
+		return 0;
+	len = strlen(path);
+	if ((path[0] != '/' && path[0] != '@') || len >= sizeof(sa.sun_path))
+		return -EINVAL;
+	memcpy(sa.sun_path, path, len);
+	if (path[0] == '@') /* an abstract socket: a leading NUL byte */
+		sa.sun_path[0] = '\0';
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	sent = sendto(
+		fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+		(socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
+	if (sent < 0)
+		err = -errno;
+	close(fd);
+	return err;
 }
 
 /* Tell systemd (Type=notify) that the mount is there to use. */

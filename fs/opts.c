@@ -1,15 +1,29 @@
 /*
- * opts.c - command line parsing (see opts.h).
+ * opts.c - the command line (see opts.h): the option table that feeds
+ * both the parser and --help, strict numbers, CONNECT's server list and
+ * base path, and what the line names checked before anything is sent:
+ * the servers' names, the mount point, the credentials file.
  */
 #include "opts.h"
+#include "tree.h"
+#include "log.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
 
+/*
+ * parsing.
+ */
 enum {
 	OPTS_KEY_HELP,
 	OPTS_KEY_VERSION,
@@ -391,4 +405,465 @@ void opts_free(struct opts *o)
 	free(o->metrics_file);
 	o->hosts = o->base = o->on_lost = o->auth_file = o->dialect = NULL;
 	o->on_revoke = o->metrics_file = NULL;
+}
+
+/*
+ * strict whole numbers for options (see opts.h).
+ */
+int opts_parse_number(const char *text, unsigned base, unsigned long min,
+		      unsigned long max, unsigned long *out)
+{
+	unsigned long v = 0;
+
+	if (!*text)
+		return -EINVAL;
+	for (const char *p = text; *p; p++) {
+		unsigned d = *p >= '0' && *p <= '9' ? (unsigned)(*p - '0')
+						    : base;
+		if (d >= base)
+			return -EINVAL;
+		if (v > (max - d) / base)
+			return -ERANGE;
+		v = v * base + d;
+	}
+	if (v < min)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+/*
+ * CONNECT: the server list and the base path, checked
+ * before anything is sent (see opts.h).
+ */
+/* One server "host:port" or "[v6addr]:port" of CONNECT, `len` bytes at
+ * `spec`: appended to out as the ZooKeeper client reads it ("host:port";
+ * it takes the last ':' as the port's, so an IPv6 address goes without its
+ * brackets).  Returns 0 or -EINVAL with a message in err. */
+static int opts_server(const char *spec, size_t len, FILE *out, char *err,
+		       size_t errlen)
+{
+	const char *host = spec, *colon = NULL, *port;
+	size_t hostlen;
+	char portbuf[8];
+	unsigned long num;
+
+	if (len > 0 && spec[0] == '[') {
+		const char *close = memchr(spec, ']', len);
+		if (!close || close + 1 == spec + len || close[1] != ':')
+			goto bad;
+		host = spec + 1;
+		hostlen = (size_t)(close - host);
+		colon = close + 1;
+	} else {
+		for (size_t i = 0; i < len; i++)
+			if (spec[i] == ':')
+				colon = spec + i;
+		if (!colon)
+			goto bad;
+		hostlen = (size_t)(colon - spec);
+	}
+	port = colon + 1;
+	if (hostlen == 0) {
+		snprintf(err, errlen,
+			 "server '%.*s': no host name before the port",
+			 (int)len, spec);
+		return -EINVAL;
+	}
+	if ((size_t)(spec + len - port) >= sizeof(portbuf))
+		goto bad;
+	memcpy(portbuf, port, (size_t)(spec + len - port));
+	portbuf[spec + len - port] = '\0';
+	if (opts_parse_number(portbuf, 10, 1, 65535, &num) < 0) {
+		snprintf(err, errlen,
+			 "server '%.*s': invalid port '%s' (1 to 65535)",
+			 (int)len, spec, portbuf);
+		return -EINVAL;
+	}
+	fprintf(out, "%.*s:%lu", (int)hostlen, host, num);
+	return 0;
+bad:
+	snprintf(err, errlen,
+		 "server '%.*s': expected host:port or [IPv6 address]:port",
+		 (int)len, spec);
+	return -EINVAL;
+}
+
+int opts_servers(const char *spec, size_t len, char **hosts, char *err,
+		 size_t errlen)
+{
+	char *text = NULL;
+	size_t textlen = 0;
+	FILE *out = open_memstream(&text, &textlen);
+	const char *end = spec + len;
+	int rc = 0;
+
+	if (!out) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (const char *p = spec; rc == 0 && p <= end;) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		const char *stop = comma ? comma : end;
+
+		if (p != spec)
+			fputc(',', out);
+		rc = opts_server(p, (size_t)(stop - p), out, err, errlen);
+		p = stop + 1;
+	}
+	if (fclose(out) != 0 && rc == 0) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+	}
+	if (rc < 0) {
+		free(text);
+		return rc;
+	}
+	*hosts = text;
+	return 0;
+}
+
+int opts_check_base(const char *b, char *err, size_t errlen)
+{
+	size_t blen = strlen(b), ok = znodename_accepted_len(b, blen);
+	const char *why = NULL;
+
+	if (blen > OPTS_MAX_BASE) {
+		snprintf(err, errlen, "base path is %zu bytes long, at most %d",
+			 blen, OPTS_MAX_BASE);
+		return -EINVAL;
+	}
+	if (b[0] != '/' || blen < 2)
+		why = "must be absolute and not '/'";
+	else if (b[blen - 1] == '/' || strstr(b, "//"))
+		why = "has an empty component or a trailing '/'";
+	else if (strstr(b, "/./") || strstr(b, "/../") ||
+		 (blen >= 2 && strcmp(b + blen - 2, "/.") == 0) ||
+		 (blen >= 3 && strcmp(b + blen - 3, "/..") == 0))
+		why = "has a '.' or '..' component (ZooKeeper refuses them)";
+	else if (strcmp(b, "/zookeeper") == 0 ||
+		 strncmp(b, "/zookeeper/", 11) == 0)
+		why = "is inside /zookeeper, ZooKeeper's own tree";
+	if (!why && ok < blen) {
+		snprintf(err, errlen,
+			 "base path has byte 0x%02x at offset %zu, which "
+			 "ZooKeeper refuses in a path (control characters, "
+			 "characters past U+FFFF and bytes that are not UTF-8)",
+			 (unsigned char)b[ok], ok);
+		return -EINVAL;
+	}
+	if (why) {
+		snprintf(err, errlen, "base path '%s' %s", b, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int opts_split_connect(const char *connect, char **hosts, char **base,
+		       char *err, size_t errlen)
+{
+	const char *slash = strchr(connect, '/');
+	size_t hlen = slash ? (size_t)(slash - connect) : strlen(connect);
+	const char *b = slash ? slash : OPTS_DEFAULT_BASE;
+
+	if (hlen == 0) {
+		snprintf(err, errlen,
+			 "CONNECT '%s' names no server "
+			 "(expected host:port[,...][/path])",
+			 connect);
+		return -EINVAL;
+	}
+	if (opts_check_base(b, err, errlen) < 0)
+		return -EINVAL;
+	if (opts_servers(connect, hlen, hosts, err, errlen) < 0)
+		return -EINVAL;
+	*base = strdup(b);
+	if (!*base) {
+		free(*hosts);
+		*hosts = NULL;
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * are the ZooKeeper servers' names known? (see resolve.h)
+ */
+/* NULL if host:port resolves, else why not. */
+static const char *resolve_one(const char *spec, size_t len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	const char *colon = NULL;
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+	int rc;
+
+	for (size_t i = 0; i < len; i++)
+		if (spec[i] == ':')
+			colon = spec + i;
+	/* opts_servers wrote the list: every entry has a host and a port */
+	if (!colon || (size_t)(colon - spec) >= sizeof(host) ||
+	    (size_t)(spec + len - colon - 1) >= sizeof(port))
+		return "not host:port";
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - spec), spec);
+	snprintf(port, sizeof(port), "%.*s", (int)(spec + len - colon - 1),
+		 colon + 1);
+	rc = getaddrinfo(host, port, &hints, &res);
+	if (rc == 0) {
+		freeaddrinfo(res);
+		return NULL;
+	}
+	return rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc);
+}
+
+int resolve_check(const char *hosts, char *err, size_t errlen)
+{
+	const char *end = hosts + strlen(hosts);
+	char *list = NULL;
+	size_t listlen = 0, found = 0, failed = 0;
+	FILE *out = open_memstream(&list, &listlen);
+	int rc = 0;
+
+	if (!out) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (const char *p = hosts; p < end;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : (size_t)(end - p);
+		const char *why = resolve_one(p, len);
+
+		if (why)
+			fprintf(out, "%s'%.*s': %s", failed++ ? "; " : "",
+				(int)len, p, why);
+		else
+			found++;
+		p += len + 1;
+	}
+	if (fclose(out) != 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (found == 0) {
+		/* A message longer than err ends in "...". */
+		if ((size_t)snprintf(err, errlen,
+				     "cannot resolve any ZooKeeper server: %s",
+				     list) >= errlen &&
+		    errlen > 4)
+			strcpy(err + errlen - 4, "...");
+		rc = -ENOENT;
+	} else if (failed) {
+		log_msg(LOG_WARNING,
+			"cannot resolve %s; using the other servers", list);
+	}
+	free(list);
+	return rc;
+}
+
+/*
+ * checks of the mount point (see mountpoint.h).
+ */
+/* Field `n` (from 0) of a space-separated line, unescaped as mountinfo
+ * writes it (\040 for a space, and so on), into out.  Returns 0, or -1 if
+ * the line is shorter or the field longer than outlen. */
+static int mountpoint_field(const char *line, int n, char *out, size_t outlen)
+{
+	const char *p = line;
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -1;
+		p++;
+	}
+	while (*p && *p != ' ' && *p != '\n') {
+		char c = *p++;
+		if (c == '\\' && p[0] >= '0' && p[0] <= '3' && p[1] >= '0' &&
+		    p[1] <= '7' && p[2] >= '0' && p[2] <= '7') {
+			c = (char)((p[0] - '0') * 64 + (p[1] - '0') * 8 +
+				   (p[2] - '0'));
+			p += 3;
+		}
+		if (len + 1 >= outlen)
+			return -1;
+		out[len++] = c;
+	}
+	out[len] = '\0';
+	return 0;
+}
+
+int mountpoint_is_zklockfs_at(const char *line, const char *dir)
+{
+	char where[PATH_MAX], type[64];
+	const char *sep = strstr(line, " - ");
+
+	if (!sep || mountpoint_field(line, 4, where, sizeof(where)) < 0 ||
+	    mountpoint_field(sep + 3, 0, type, sizeof(type)) < 0)
+		return 0;
+	return strcmp(where, dir) == 0 && strcmp(type, "fuse.zklockfs") == 0;
+}
+
+int mountpoint_check(const char *path, char *err, size_t errlen)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int found = 0;
+
+	if (stat(path, &st) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "mount point %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "mount point %s is not a directory",
+			 path);
+		return -ENOTDIR;
+	}
+	if (!realpath(path, real))
+		return 0; /* stat worked: nothing more to say about it */
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return 0; /* no /proc: the kernel will say what it thinks */
+	while (!found && getline(&line, &cap, f) > 0)
+		found = mountpoint_is_zklockfs_at(line, real);
+	free(line);
+	fclose(f);
+	if (found) {
+		snprintf(err, errlen,
+			 "%s is already a zklockfs mount "
+			 "(unmount it first: fusermount3 -u %s)",
+			 path, path);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/*
+ * read the digest credentials (see authfile.h).
+ */
+int authfile_read(const char *path, char *buf, size_t size, char *err,
+		  size_t errlen)
+{
+	struct stat st;
+	ssize_t got;
+	char *colon;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "auth_file %s: %s", path,
+			 strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "auth_file %s: %s", path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "auth_file %s: %s", path,
+			 S_ISDIR(st.st_mode) ? "is a directory"
+					     : "is not a regular file");
+		close(fd);
+		return -EINVAL;
+	}
+	if (st.st_mode & S_IROTH) {
+		snprintf(err, errlen,
+			 "auth_file %s: readable by every user; "
+			 "chmod o-r it first",
+			 path);
+		close(fd);
+		return -EPERM;
+	}
+	got = read(fd, buf, size - 1);
+	close(fd);
+	if (got < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "auth_file %s: %s", path,
+			 strerror(errno));
+		return rc;
+	}
+	buf[got] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	colon = strchr(buf, ':');
+	if (!colon || colon == buf || !colon[1]) {
+		snprintf(err, errlen,
+			 "auth_file %s: expected one line user:password", path);
+		memset(buf, 0, size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * the usage text of --help (opts.h): every option, its
+ * default and what it does.  Keep it in step with opts.c's table and with
+ * zklockfs(8).
+ */
+void opts_print_help(const char *progname)
+{
+	printf("usage: %s [options] CONNECT MOUNTPOINT\n"
+	       "\n"
+	       "Mount ZooKeeper locks as files: open MOUNTPOINT/<resource>/write\n"
+	       "blocks until the exclusive lock is held, .../read until a shared\n"
+	       "lock is held; the last close releases it.  <resource>/holders\n"
+	       "lists who holds and waits, MOUNTPOINT/.status this mount's\n"
+	       "session; see zklockfs(8).\n\n"
+	       "CONNECT is host:port[,host:port...][/base/path]; the base path\n"
+	       "defaults to %s and is created if missing.\n\noptions:\n"
+	       "    -h, --help               print this help and exit\n"
+	       "    -V, --version            print the version and exit\n"
+	       "    -f                       stay in the foreground, log to stderr\n"
+	       "    -d, -o debug             foreground, log every request\n"
+	       "    -s                       accepted; has no effect\n"
+	       "    -o session_timeout=SECS  ZooKeeper session timeout (default %d)\n"
+	       "    -o connect_timeout=SECS  give up if no server answers at start\n"
+	       "                             (default %d)\n"
+	       "    -o on_lost=log|signal[:SIG]\n"
+	       "                             when a held lock is lost: only log\n"
+	       "                             it (default), or also send SIG\n"
+	       "                             (default TERM) to the holder's\n"
+	       "                             process group\n"
+	       "    -o jeopardy_margin_ms=MS when ZooKeeper stops answering, every\n"
+	       "                             held lock is declared lost this long\n"
+	       "                             before the server may end the session\n"
+	       "                             (default: a tenth of the timeout the\n"
+	       "                             server granted, at least 500; under a\n"
+	       "                             quarter of it)\n"
+	       "    -o dialect=zklockfs|curator|kazoo\n"
+	       "                             whose names the lock nodes this\n"
+	       "                             mount creates have, so that Curator\n"
+	       "                             or kazoo services see them (every\n"
+	       "                             dialect waits behind all of them)\n"
+	       "    -o on_revoke=log|signal[:SIG]\n"
+	       "                             when a held lock is asked to let go\n"
+	       "                             (MOUNT/<res>/revoke, Curator's\n"
+	       "                             Revoker): log, or also send SIG\n"
+	       "                             (default TERM) to its holder\n"
+	       "    -o reentrant             a lock asked again by its holder's\n"
+	       "                             process or a descendant of it is\n"
+	       "                             granted at once, and held until the\n"
+	       "                             last of these holds ends\n"
+	       "    -o auth_file=PATH        authenticate to ZooKeeper as the\n"
+	       "                             user:password in PATH (digest) and\n"
+	       "                             give the nodes created to it alone\n"
+	       "    -o metrics_file=PATH     keep PATH (absolute) a copy of\n"
+	       "                             MOUNT/.metrics, for the node\n"
+	       "                             exporter's textfile collector\n"
+	       "    -o uid=N,gid=N           owner of the files (default: the\n"
+	       "                             daemon's user and group)\n"
+	       "    -o umask=OCTAL           mode bits to take away from the files\n"
+	       "                             (0666) and directories (0777); the\n"
+	       "                             default leaves 0666 and 0755\n"
+	       "    -o allow_other           let other users use the mount\n"
+	       "    -o default_permissions   let the kernel check file modes\n"
+	       "    -o ro                    refused: locks need writing\n",
+	       progname, OPTS_DEFAULT_BASE, OPTS_DEFAULT_SESSION_TIMEOUT,
+	       OPTS_DEFAULT_CONNECT_TIMEOUT);
 }

@@ -91,4 +91,42 @@ void opts_free(struct opts *o);
 /* Usage text with every option and its default. */
 void opts_print_help(const char *progname);
 
+/*
+ * can the ZooKeeper servers be found at all?  Checked before
+ * connecting, so that a typo in a host name is named as such at once and
+ * not reported 15 s later as a server that did not answer.
+ */
+
+/* `hosts` is the list the ZooKeeper client takes ("host:port,...", an IPv6
+ * address without brackets: the port follows the last ':').  Returns 0 if
+ * at least one host resolves, logging a warning for each one that does not
+ * (the client uses the others, as it would); else -ENOENT with a message
+ * naming each host and why in err. */
+int resolve_check(const char *hosts, char *err, size_t errlen);
+
+/*
+ * is MOUNTPOINT somewhere zklockfs can be mounted?  Checked
+ * before connecting to ZooKeeper, so that a typo costs no wait and leaves
+ * nothing behind.
+ */
+
+/* 0 if path is an existing directory with no zklockfs mounted on it; else
+ * -errno with a message naming the problem in err. */
+int mountpoint_check(const char *path, char *err, size_t errlen);
+
+/* Does this line of /proc/self/mountinfo describe a zklockfs filesystem
+ * mounted at dir (an absolute path without symbolic links)? */
+int mountpoint_is_zklockfs_at(const char *line, const char *dir);
+
+/*
+ * the ZooKeeper credentials of -o auth_file=PATH.  The secret
+ * never appears on the command line (where ps shows it to everybody).
+ */
+
+/* Read "user:password" from the first line of the file at path into buf.
+ * Refuses a file that every user may read.  Returns 0, or -errno with a
+ * message for the user in err. */
+int authfile_read(const char *path, char *buf, size_t size, char *err,
+		  size_t errlen);
+
 #endif

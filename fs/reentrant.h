@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "lineage.h"
+#include "process.h"
 #include "lockreq.h"
 
 /* What a held lock of `held` gives a request of `asked` by its holder's

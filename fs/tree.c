@@ -1,21 +1,24 @@
 /*
- * tree.c - inode table and name rules (see tree.h).
+ * tree.c - the mount's names (see tree.h): the inode table, which names
+ * each directory holds and the rules for a resource's name, a list
+ * directory's resources, and file names <-> znode names.
  */
 #include "tree.h"
-
-#include <fuse_lowlevel.h>
+#include "list.h"
+#include "names.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fuse_lowlevel.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "list.h"
-#include "names.h"
-#include "znodename.h"
-
+/*
+ * the inode table.
+ */
 /* The table key of `name` under parent, into key (TREE_KEY_MAX bytes). */
 #define TREE_KEY_MAX (2 * sizeof(uintptr_t) + 1 + ZNODENAME_MAX + 1)
 
@@ -315,4 +318,320 @@ void tree_detach(struct tree *t, uint64_t parent, const char *name)
 		list_add_tail(&t->detached, &r->detached);
 	}
 	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * which names the mount's directories hold (tree.h): the
+ * fixed file names, and the rules for a resource's name.
+ */
+static const char *const tree_file_names[] = {
+	[TREE_WRITE] = "write",     [TREE_READ] = "read",
+	[TREE_LEASE] = "lease",     [TREE_LOCK] = "lock",
+	[TREE_HOLDERS] = "holders", [TREE_LIMIT] = "limit",
+	[TREE_REVOKE] = "revoke",   [TREE_MAXHOLD] = "maxhold",
+	[TREE_STATUS] = ".status",  [TREE_METRICS] = ".metrics",
+};
+
+#define TREE_NFILES (sizeof(tree_file_names) / sizeof(tree_file_names[0]))
+
+const char *tree_kind_name(enum tree_kind kind)
+{
+	return (size_t)kind < TREE_NFILES ? tree_file_names[kind] : NULL;
+}
+
+enum tree_name_class tree_classify(const char *name, int is_root,
+				   enum tree_kind *kind)
+{
+	size_t len = strnlen(name, 256);
+	struct zkl_node node;
+
+	for (size_t k = TREE_STATUS; is_root && k <= TREE_METRICS; k++) {
+		if (strcmp(name, tree_file_names[k]) == 0) {
+			*kind = (enum tree_kind)k;
+			return TREE_NAME_FILE;
+		}
+	}
+	if (is_root && strcmp(name, TREE_ALL_NAME) == 0)
+		return TREE_NAME_ALL;
+	if (len == 0 || len > 255 || name[0] == '.')
+		return TREE_NAME_INVALID;
+	if (memchr(name, '/', len))
+		return TREE_NAME_INVALID;
+	for (size_t k = 1; k <= TREE_LAST_FILE; k++) {
+		if (strcmp(name, tree_file_names[k]) == 0) {
+			if (is_root)
+				return TREE_NAME_INVALID;
+			*kind = (enum tree_kind)k;
+			return TREE_NAME_FILE;
+		}
+	}
+	if (names_parse(name, &node) == 0)
+		return TREE_NAME_INVALID;
+	return TREE_NAME_RESOURCE;
+}
+
+/*
+ * the resources a list directory (MOUNT/.all/<list>)
+ * names, as znode paths (tree.h).  Each item is a resource path whose
+ * every component must be a valid resource name, exactly as a lookup of
+ * it one directory after the other would require; the whole path obeys
+ * the same length limit as a single resource's.
+ */
+/* The znode path of the resource path `item` ("a/b") under base into
+ * out (NAMES_MAX_RESOURCE_PATH + 1 bytes).  Returns its length or
+ * -ENOENT / -ENAMETOOLONG. */
+static int tree_multi_item(const char *base, const char *item, char *out)
+{
+	size_t at = strlen(base);
+	int is_root = 1;
+
+	if (at > NAMES_MAX_RESOURCE_PATH)
+		return -ENAMETOOLONG;
+	memcpy(out, base, at);
+	for (const char *p = item; *p; is_root = 0) {
+		size_t len = strcspn(p, "/");
+		char name[256], z[ZNODENAME_MAX + 1];
+		enum tree_kind kind;
+		int zlen;
+
+		if (len == 0 || len > 255)
+			return -ENOENT;
+		memcpy(name, p, len);
+		name[len] = '\0';
+		if (tree_classify(name, is_root, &kind) != TREE_NAME_RESOURCE)
+			return -ENOENT;
+		zlen = znodename_encode(name, len, z, sizeof(z));
+		if (zlen < 0 || at + 1 + (size_t)zlen > NAMES_MAX_RESOURCE_PATH)
+			return -ENAMETOOLONG;
+		out[at++] = '/';
+		memcpy(out + at, z, (size_t)zlen);
+		at += (size_t)zlen;
+		p += len + (p[len] == '/');
+	}
+	out[at] = '\0';
+	return (int)at;
+}
+
+int tree_multi_zpaths(const char *base, const char *list, char *buf,
+		      size_t bufsize, const char *paths[MULTINAME_MAX_ITEMS])
+{
+	char decoded[256];
+	const char *items[MULTINAME_MAX_ITEMS];
+	int n = multiname_parse(list, decoded, sizeof(decoded), items);
+	size_t at = 0;
+
+	if (n < 0)
+		return -ENOENT;
+	for (int i = 0; i < n; i++) {
+		int len;
+		if (bufsize - at < NAMES_MAX_RESOURCE_PATH + 1)
+			return -ENAMETOOLONG;
+		len = tree_multi_item(base, items[i], buf + at);
+		if (len < 0)
+			return len;
+		paths[i] = buf + at;
+		at += (size_t)len + 1;
+	}
+	return n;
+}
+
+/*
+ * split and decode a multi-lock directory's name (see
+ * multiname.h).
+ */
+/* The byte a "%XY" escape at s stands for, or -1 if it is none of ours. */
+static int multiname_escape(const char *s)
+{
+	if (s[0] != '%' || s[1] != '2')
+		return -1;
+	switch (s[2]) {
+	case 'F':
+	case 'f':
+		return '/';
+	case 'C':
+	case 'c':
+		return ',';
+	case '5':
+		return '%';
+	default:
+		return -1;
+	}
+}
+
+/* Decode one item, name[0..len), into out; '/' separates components,
+ * none empty.  Returns the decoded length or -EINVAL. */
+static int multiname_item(const char *name, size_t len, char *out)
+{
+	size_t at = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		int c = (unsigned char)name[i];
+		if (c == '%') {
+			c = multiname_escape(name + i);
+			if (c < 0)
+				return -EINVAL;
+			i += 2;
+		}
+		if (c == '/' && (at == 0 || out[at - 1] == '/'))
+			return -EINVAL; /* an empty component */
+		out[at++] = (char)c;
+	}
+	if (at == 0 || out[at - 1] == '/')
+		return -EINVAL;
+	out[at] = '\0';
+	return (int)at;
+}
+
+int multiname_parse(const char *name, char *buf, size_t bufsize,
+		    const char *items[MULTINAME_MAX_ITEMS])
+{
+	size_t len = strnlen(name, 256), at = 0;
+	int n = 0;
+
+	if (len == 0 || len > 255 || bufsize < len + 1)
+		return -EINVAL;
+	for (const char *p = name; p <= name + len;) {
+		const char *end = memchr(p, ',', len - (size_t)(p - name));
+		size_t itemlen = end ? (size_t)(end - p)
+				     : len - (size_t)(p - name);
+		int got;
+
+		if (n == MULTINAME_MAX_ITEMS)
+			return -EINVAL;
+		/* Decoding only shortens: the item fits where it was. */
+		got = multiname_item(p, itemlen, buf + at);
+		if (got < 0)
+			return got;
+		for (int k = 0; k < n; k++)
+			if (strcmp(items[k], buf + at) == 0)
+				return -EINVAL;
+		items[n++] = buf + at;
+		at += (size_t)got + 1;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return n;
+}
+
+/*
+ * file names <-> znode names (see znodename.h).
+ */
+static const char znodename_hex[] = "0123456789ABCDEF";
+
+/* The length of the character at s (n > 0 bytes left) if ZooKeeper accepts
+ * it, else 0.  Java decodes the path as UTF-8 and refuses what its
+ * PathUtils.validatePath names, and every malformed sequence (U+FFFD). */
+static size_t znodename_char_len(const unsigned char *s, size_t n)
+{
+	uint32_t cp;
+	size_t len;
+
+	if (s[0] < 0x80)
+		return s[0] >= 0x20 && s[0] != 0x7f ? 1 : 0;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else {
+		/* 0x80-0xc1 start nothing or an overlong form; 0xf0 and up
+		 * start characters beyond U+FFFF (surrogates in Java). */
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((cp >= 0xa0 && cp <= 0xd7ff) || (cp >= 0xf900 && cp <= 0xffef))
+		return len; /* also refuses 3-byte overlong forms: < 0x800 */
+	return 0;
+}
+
+size_t znodename_accepted_len(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	while (i < len && (n = znodename_char_len(u + i, len - i)) > 0)
+		i += n;
+	return i;
+}
+
+static int znodename_hex_value(char c)
+{
+	const char *p = c ? strchr(znodename_hex, c) : NULL;
+
+	return p ? (int)(p - znodename_hex) : -1;
+}
+
+/* The byte that the escape at s stands for, or -1 if s does not start one.
+ * Only bytes that encoding escapes are escapes: '%', control bytes and
+ * the bytes of multi-byte characters. */
+static int znodename_escape_at(const char *s)
+{
+	int hi, lo, b;
+
+	if (s[0] != '%' || (hi = znodename_hex_value(s[1])) < 0 ||
+	    (lo = znodename_hex_value(s[2])) < 0)
+		return -1;
+	b = hi << 4 | lo;
+	if (b == '%' || (b >= 0x01 && b < 0x20) || b >= 0x7f)
+		return b;
+	return -1;
+}
+
+int znodename_encode(const char *name, size_t len, char *out, size_t size)
+{
+	const unsigned char *u = (const unsigned char *)name;
+	size_t o = 0;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = znodename_char_len(u + i, len - i);
+		int escape = n == 0 || (u[i] == '%' && i + 2 < len &&
+					znodename_escape_at(name + i) >= 0);
+
+		if (escape) {
+			if (o + 3 >= size)
+				return -ENAMETOOLONG;
+			out[o++] = '%';
+			out[o++] = znodename_hex[u[i] >> 4];
+			out[o++] = znodename_hex[u[i] & 0xf];
+			i++;
+		} else {
+			if (o + n >= size)
+				return -ENAMETOOLONG;
+			memcpy(out + o, name + i, n);
+			o += n;
+			i += n;
+		}
+	}
+	if (o >= size)
+		return -ENAMETOOLONG;
+	out[o] = '\0';
+	return (int)o;
+}
+
+int znodename_decode(const char *z, char *out, size_t size)
+{
+	char again[ZNODENAME_MAX + 1];
+	size_t o = 0;
+	int rc;
+
+	for (size_t i = 0; z[i];) {
+		int b = znodename_escape_at(z + i);
+		if (o + 1 >= size)
+			return -ENAMETOOLONG;
+		out[o++] = b >= 0 ? (char)b : z[i];
+		i += b >= 0 ? 3 : 1;
+	}
+	out[o] = '\0';
+	rc = znodename_encode(out, o, again, sizeof(again));
+	if (rc < 0 || strcmp(again, z) != 0)
+		return -EINVAL;
+	return (int)o;
 }

@@ -16,9 +16,66 @@
 #include <stdint.h>
 
 #include "list.h"
-#include "multiname.h"
 #include "names.h"
 #include "strtab.h"
+
+/*
+ * file names <-> znode names.
+ *
+ * A file name is any bytes but NUL and '/'.  ZooKeeper refuses a path that
+ * holds, once its bytes are read as UTF-8, a control character (U+0001-
+ * U+001F, U+007F-U+009F), a character of U+D800-U+F8FF or U+FFF0-U+FFFF,
+ * any character beyond U+FFFF (Java stores it as two surrogates), or a
+ * byte that is not UTF-8 at all (it becomes U+FFFD).  So that every name a
+ * shell accepts is a resource, each byte of such a character is written as
+ * '%' and two upper-case hex digits; every other byte is itself.  A '%'
+ * that is followed by what would read as such an escape is written %25,
+ * so the mapping is one-to-one; any other '%' stays as it is ("50%",
+ * "a%20b" and "%41" are their own znode names).
+ *
+ * Pure functions of bytes: no ZooKeeper, no FUSE.
+ */
+
+/* The longest znode name of a file name of at most 255 bytes. */
+#define ZNODENAME_MAX (3 * 255)
+
+/* Encode the file name `name` (len bytes) into out (size bytes, NUL-ended).
+ * Returns the length written, or -ENAMETOOLONG if out is too small. */
+int znodename_encode(const char *name, size_t len, char *out, size_t size);
+
+/* Decode the znode name `z` into out (size bytes, NUL-ended).  Returns the
+ * length written, -ENAMETOOLONG if out is too small, or -EINVAL if z is
+ * not the encoding of any file name (znodename_encode would not give z
+ * back: another tool's "caf%C3%A9"), so the mount does not show it. */
+int znodename_decode(const char *z, char *out, size_t size);
+
+/* How many of the len bytes at s, from the start, ZooKeeper accepts in a
+ * path as they are: len if all of them. */
+size_t znodename_accepted_len(const char *s, size_t len);
+
+/*
+ * the name of a multi-lock's directory, MOUNT/.all/<list>:
+ * a comma-separated list of resource paths.  Inside an item, a nested
+ * resource's '/' is written %2F, and a ',' or '%' that is part of a name
+ * %2C or %25 (either case of hex digit); no other '%' may appear.  The
+ * order of the list does not matter to the lock.
+ *
+ * Pure: it knows nothing of which names are valid resource names; the
+ * tree checks each component of each item (tree.h).
+ */
+
+/* At most this many items (lockreq.h's LOCKREQ_MULTI_MAX). */
+#define MULTINAME_MAX_ITEMS 64
+
+/* Split and decode `name` (a file name: at most 255 bytes).  Each item is
+ * written to `buf` as a resource path with '/' between its components,
+ * NUL-terminated, and items[i] points at it; buf needs strlen(name) + 1
+ * bytes at most.  Returns the number of items, or -EINVAL for an empty
+ * item or component, a '%' that is no escape above, a duplicate item,
+ * more than MULTINAME_MAX_ITEMS items, or a name too long to be a file
+ * name. */
+int multiname_parse(const char *name, char *buf, size_t bufsize,
+		    const char *items[MULTINAME_MAX_ITEMS]);
 
 enum tree_kind {
 	TREE_DIR = 0,     /* the resource itself */

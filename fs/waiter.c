@@ -1,5 +1,28 @@
 /*
- * waiter.c - parked lock requests (see lockfile.h).
+ * waiter.c - parked requests (see waiter.h and lockfile.h): a lock call
+ * that waits for its grant, answered from ZooKeeper's completions and
+ * never by blocking a FUSE worker; its interrupt, error and cancel; two
+ * calls of one holder at once; the waits kept for a restart; and the
+ * explicit unlocks that return once ZooKeeper has deleted the nodes.
+ */
+#include "waiter.h"
+#include "deadline.h"
+#include "log.h"
+#include "reentrant.h"
+#include "deadlock.h"
+#include "process.h"
+#include "lockfile.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <syslog.h>
+
+/*
+ * parked lock requests.
  *
  * A waiter has two references while its handler runs: the handler's,
  * dropped when waiter_park returns, and the reply's, owned by whoever
@@ -13,19 +36,6 @@
  * (lockreq_release_then): an open that failed with EAGAIN or EINTR leaves
  * nothing another host could still see.
  */
-#include "waiter.h"
-
-#include <assert.h>
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <syslog.h>
-
-#include "deadline.h"
-#include "log.h"
-#include "reentrant.h"
-#include "sigpend.h"
-
 /* The waiter whose interrupt callback this thread is registering: a
  * callback libfuse runs inside that registration only marks the waiter. */
 static __thread struct waiter *waiter_registering;
@@ -394,4 +404,776 @@ void waiter_recheck_signals(struct waiter *w)
 		waiter_signalled(w);
 	}
 	waiter_put(w);
+}
+
+/*
+ * how a parked request (waiter.c) is answered with an
+ * error or cancelled, and the list of waits kept for a restart (see
+ * waiter.h).  It calls nothing of waiter.c or waiter_poll.c.
+ */
+void waiter_put(struct waiter *w)
+{
+	if (atomic_fetch_sub(&w->refs, 1) != 1)
+		return;
+	assert(!w->lr); /* adopted by the grant, or released by the failure */
+	lockfile_put(w->lf);
+	free(w);
+}
+
+/* Take w out of fs->waiters (and of the signal poller's sight).
+ * fs->lock held. */
+void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	assert(w->parked);
+	list_del(&w->link);
+	w->parked = 0;
+	if (w->watch_signals) {
+		w->watch_signals = 0;
+		assert(fs->signal_watched > 0);
+		fs->signal_watched--;
+	}
+	if (w->is_try) {
+		w->is_try = 0;
+		assert(fs->tries > 0);
+		fs->tries--;
+	}
+}
+
+void waiter_list_locked(struct zkl_fs *fs, struct waiter *w)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	assert(!w->parked && !list_linked(&w->link));
+	list_add_tail(&fs->waiters, &w->link);
+	w->parked = 1;
+	if (w->flags & LOCKREQ_TRY) {
+		/* Answered in WAITER_ANSWER_MS, whatever ZooKeeper does. */
+		w->is_try = 1;
+		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
+		fs->tries++;
+		pthread_cond_signal(&fs->signal_poll);
+	}
+}
+
+int waiter_would_deadlock_locked(const struct waiter *w, enum zkl_mode mode)
+{
+	return w->owner && !(w->flags & LOCKREQ_TRY) &&
+	       deadlock_would_close_locked(w->fs, w->lf->ino, w->owner, mode);
+}
+
+int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode)
+{
+	struct zkl_fs *fs = w->fs;
+	int cycle;
+
+	pthread_mutex_lock(&fs->lock);
+	cycle = waiter_would_deadlock_locked(w, mode);
+	if (!cycle)
+		waiter_list_locked(fs, w);
+	pthread_mutex_unlock(&fs->lock);
+	if (cycle)
+		log_msg(LOG_DEBUG,
+			"pid %d's fcntl wait would close a cycle: EDEADLK",
+			(int)w->tid);
+	return cycle ? EDEADLK : 0;
+}
+
+void waiter_unlist(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+
+	pthread_mutex_lock(&fs->lock);
+	if (w->parked)
+		waiter_unlist_locked(fs, w);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void waiter_reply_failure(struct waiter *w)
+{
+	log_msg(LOG_DEBUG, "%s by pid %d failed: %s", w->ops->what, (int)w->tid,
+		strerror(w->fail_err));
+	if (w->ops->failed)
+		w->ops->failed(w, w->fail_err);
+	else
+		fs_reply_err(w->req, w->fail_err);
+	waiter_put(w); /* the reply's */
+}
+
+/* Whoever claims a failing waiter's answer gives it: the node's 'gone',
+ * or the poller at the deadline.  fs->lock held. */
+static int waiter_claim_reply_locked(struct waiter *w)
+{
+	int mine = !w->replied;
+
+	w->replied = 1;
+	if (list_linked(&w->link))
+		list_del(&w->link); /* off fs->failing */
+	return mine;
+}
+
+static void waiter_node_gone(void *arg)
+{
+	struct waiter *w = arg;
+	struct zkl_fs *fs = w->fs;
+	int mine;
+
+	pthread_mutex_lock(&fs->lock);
+	mine = waiter_claim_reply_locked(w);
+	pthread_mutex_unlock(&fs->lock);
+	if (mine)
+		waiter_reply_failure(w);
+	waiter_put(w); /* the node's 'gone' */
+}
+
+void waiter_fail(struct waiter *w, int err)
+{
+	struct zkl_fs *fs = w->fs;
+	struct zkl_lockreq *lr = w->lr;
+
+	w->fail_err = err;
+	w->lr = NULL;
+	pthread_mutex_lock(&fs->lock);
+	if (w->parked)
+		waiter_unlist_locked(fs, w);
+	if (lr) {
+		/* Answered when the node is gone, or at the deadline if
+		 * ZooKeeper does not say (a server that hangs without closing
+		 * the connection). */
+		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
+		list_add_tail(&fs->failing, &w->link);
+		atomic_fetch_add(&w->refs, 1); /* the node's 'gone' */
+		pthread_cond_signal(&fs->signal_poll);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (lr)
+		lockreq_release_then(lr, waiter_node_gone, w);
+	else
+		waiter_reply_failure(w);
+}
+
+size_t waiter_take_late_locked(struct zkl_fs *fs, struct waiter **late,
+			       int *errs, size_t max)
+{
+	size_t n = 0;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->failing.next, *next;
+	     l != &fs->failing && n < max; l = next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (!deadline_reached(&w->answer_by) ||
+		    !waiter_claim_reply_locked(w))
+			continue;
+		atomic_fetch_add(&w->refs, 1); /* alive until answered */
+		errs[n] = w->fail_err;
+		late[n++] = w;
+	}
+	for (struct zkl_link *l = fs->waiters.next, *next;
+	     fs->tries > 0 && l != &fs->waiters && n < max; l = next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (!w->is_try || !deadline_reached(&w->answer_by) ||
+		    lockreq_cancel(w->lr) != 0)
+			continue;
+		/* The cancel's winner answers: the reply's reference. */
+		waiter_unlist_locked(fs, w);
+		errs[n] = -EAGAIN;
+		late[n++] = w;
+	}
+	return n;
+}
+
+void waiter_answer_late(struct waiter *w, int err)
+{
+	if (err == -EAGAIN) {
+		/* A try: its request goes, its node once ZooKeeper answers. */
+		struct zkl_lockreq *lr = w->lr;
+		w->lr = NULL;
+		lockreq_release(lr);
+		fuse_req_interrupt_func(w->req, NULL, NULL);
+		w->fail_err = EAGAIN;
+	}
+	log_msg(LOG_DEBUG,
+		"pid %d's %s: no word from ZooKeeper, answered without it",
+		(int)w->tid, w->ops->what);
+	waiter_reply_failure(w); /* drops the reply's reference */
+	if (err != -EAGAIN)
+		waiter_put(w); /* the one waiter_take_late_locked took */
+}
+
+/* Cancel w's wait if it is still parked and its lock request agrees.
+ * Returns 1 if the caller won and must answer (w is unlisted). */
+int waiter_cancel(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+	int won;
+
+	pthread_mutex_lock(&fs->lock);
+	won = w->parked && lockreq_cancel(w->lr) == 0;
+	if (won)
+		waiter_unlist_locked(fs, w);
+	pthread_mutex_unlock(&fs->lock);
+	return won;
+}
+
+/* ---- waits kept for a restart ------------------------------------------- */
+
+void waiter_keep_locked(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	waiter_unlist_locked(fs, w);
+	w->kept = 1;
+	w->keep_until = deadline_after_ms(WAITER_KEEP_MS);
+	atomic_fetch_add(&w->refs, 1); /* the kept list's */
+	list_add_tail(&fs->kept, &w->link);
+	pthread_cond_signal(&fs->signal_poll); /* it ends them */
+}
+
+void waiter_keep_granted_locked(struct waiter *w)
+{
+	struct timespec until = deadline_after_ms(WAITER_KEEP_GRANTED_MS);
+
+	ZKL_ASSERT_HELD(&w->fs->lock);
+	if (deadline_before(&until, &w->keep_until))
+		w->keep_until = until;
+}
+
+struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
+				       const struct waiter *asking,
+				       enum zkl_mode mode)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->kept.next; l != &fs->kept; l = l->next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		if (w->ops != asking->ops || w->tid != asking->tid ||
+		    w->lf->ino != asking->lf->ino ||
+		    w->owner != asking->owner || w->expired ||
+		    w->flags != asking->flags || lockreq_mode(w->lr) != mode)
+			continue;
+		/* flock's holder is the open file description; an open's is
+		 * the new one. */
+		if (w->ops->holder_lock_locked && !w->owner &&
+		    w->lf != asking->lf)
+			continue;
+		list_del(&w->link);
+		return w;
+	}
+	return NULL;
+}
+
+/* Is nr a call that takes a lock here (the call a restart makes again),
+ * or a close or an exit (whose FLUSH ends the kept wait itself, and
+ * answers once its node is gone: lockfile_flush)?  A 32-bit program's
+ * calls have other numbers: it loses its place, never keeps a node. */
+static int waiter_is_lock_call(long nr)
+{
+	return nr == SYS_flock || nr == SYS_fcntl || nr == SYS_openat ||
+	       nr == SYS_close || nr == SYS_exit || nr == SYS_exit_group ||
+#ifdef SYS_open
+	       nr == SYS_open ||
+#endif
+#ifdef SYS_creat
+	       nr == SYS_creat ||
+#endif
+#ifdef SYS_openat2
+	       nr == SYS_openat2 ||
+#endif
+	       0;
+}
+
+/* Has the thread of a kept wait gone on without asking again?  Its call
+ * returned EINTR to run the handler; a call that restarts (SA_RESTART, a
+ * runtime's loop) is back in a lock call at once, and meanwhile the thread
+ * runs (the handler).  Blocked in any other call, or gone, it went on: its
+ * place must not stay in the queue while it does (a timeout's handler:
+ * flock -w).  Reads /proc: kept waits only. */
+static int waiter_went_on(const struct waiter *w)
+{
+	char text[512];
+	const char *state;
+	ssize_t n = procfile_read(w->tid, "syscall", text, sizeof(text));
+	long nr;
+
+	if (n <= 0) /* gone; else we may not look, and keep it */
+		return n == -ENOENT || n == -ESRCH;
+	nr = kernelopen_syscall_of(text);
+	if (nr >= 0)
+		return !waiter_is_lock_call(nr);
+	/* Running, or stopped (it keeps its place); or dead, not reaped
+	 * yet: its state, after the command's ')', tells. */
+	if (procfile_read(w->tid, "stat", text, sizeof(text)) <= 0)
+		return 1;
+	state = strrchr(text, ')');
+	return !state || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X';
+}
+
+/* Take kept wait w (off fs->kept) to end: onto `ending`, or marked to end
+ * with its answer, which is on its way. */
+static void waiter_take_kept_one_locked(struct waiter *w,
+					struct zkl_link *ending)
+{
+	list_del(&w->link);
+	/* Answered, or cancelled now: no answer is on its way. */
+	if (w->kept_answered || lockreq_cancel(w->lr) == 0)
+		list_add_tail(ending, &w->link);
+	else
+		w->expired = 1; /* its answer, on its way, ends it */
+}
+
+void waiter_take_expired_locked(struct zkl_fs *fs, int all,
+				struct zkl_link *ending)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->kept.next, *next; l != &fs->kept;
+	     l = next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (all || deadline_reached(&w->keep_until) ||
+		    waiter_went_on(w))
+			waiter_take_kept_one_locked(w, ending);
+	}
+}
+
+void waiter_take_kept_of_locked(struct zkl_fs *fs, const struct lockfile *lf,
+				pid_t tid, struct zkl_link *ending)
+{
+	struct lineage_proc closing, waiting;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	if (list_empty(&fs->kept) || lineage_of(tid, &closing, 1) == 0)
+		return;
+	for (struct zkl_link *l = fs->kept.next, *next; l != &fs->kept;
+	     l = next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		next = l->next;
+		if (w->lf != lf)
+			continue;
+		/* Its thread gone, or of the process that closes. */
+		if (lineage_of(w->tid, &waiting, 1) == 0 ||
+		    waiting.pid == closing.pid)
+			waiter_take_kept_one_locked(w, ending);
+	}
+}
+
+static void waiter_end_kept_then(struct waiter *w, struct unlock *u)
+{
+	struct zkl_lockreq *lr = w->lr;
+
+	log_msg(LOG_DEBUG, "pid %d did not ask again: its %s wait is given up",
+		(int)w->tid, w->ops->what);
+	w->lr = NULL;
+	if (u)
+		unlock_add(u, lr);
+	else
+		lockreq_release(lr);
+	waiter_put(w); /* the kept list's */
+}
+
+void waiter_end_kept(struct waiter *w)
+{
+	waiter_end_kept_then(w, NULL);
+}
+
+void waiter_end_kept_all_then(struct zkl_link *ending, struct unlock *u)
+{
+	while (!list_empty(ending)) {
+		struct waiter *w =
+			ZKL_CONTAINER_OF(ending->next, struct waiter, link);
+		list_del(&w->link);
+		waiter_end_kept_then(w, u);
+	}
+}
+
+void waiter_end_kept_all(struct zkl_link *ending)
+{
+	waiter_end_kept_all_then(ending, NULL);
+}
+
+/*
+ * two lock calls of one holder at once (see waiter.h):
+ * two processes that flock one inherited descriptor, two threads of a
+ * process taking fcntl locks on one file.  Local locks answer the second
+ * from the first's grant; queued behind it, it would wait for its own
+ * holder for ever.
+ */
+int waiter_holder_answer_locked(const struct waiter *w,
+				struct zkl_lockreq **dropped)
+{
+	struct zkl_lockreq *held;
+
+	ZKL_ASSERT_HELD(&w->fs->lock);
+	if (!w->ops->holder_lock_locked)
+		return -1;
+	held = w->ops->holder_lock_locked(w);
+	if (!held || !lockreq_holds(held))
+		return -1;
+	if (lockfile_covers(held, lockreq_mode(w->lr)))
+		return 0;
+	if (!w->ops->holder_drop_locked)
+		return EDEADLK; /* fcntl: waiting would be for ourselves */
+	/* flock: a conversion, as flock(2) does one: the holder's lock goes
+	 * (the caller releases it) and w waits its turn behind it. */
+	*dropped = w->ops->holder_drop_locked(w);
+	return -1;
+}
+
+/* The first started waiter of w's holder that its lock answers, unlisted
+ * and its request cancelled (answer in *answer); NULL if none.  A
+ * conversion's old lock into *dropped.  fs->lock held. */
+static struct waiter *waiter_next_of_holder_locked(struct waiter *w,
+						   int *answer,
+						   struct zkl_lockreq **dropped)
+{
+	struct zkl_fs *fs = w->fs;
+
+	for (struct zkl_link *l = fs->waiters.next; l != &fs->waiters;
+	     l = l->next) {
+		struct waiter *o = ZKL_CONTAINER_OF(l, struct waiter, link);
+		/* One not started yet looks for itself when it starts. */
+		if (o->ops != w->ops || !o->started ||
+		    o->lf->ino != w->lf->ino || o->owner != w->owner ||
+		    (!o->owner && o->lf != w->lf))
+			continue;
+		*answer = waiter_holder_answer_locked(o, dropped);
+		if (*dropped)
+			return NULL; /* the holder holds nothing now */
+		if (*answer >= 0 && lockreq_cancel(o->lr) == 0) {
+			waiter_unlist_locked(fs, o);
+			return o;
+		}
+	}
+	return NULL;
+}
+
+void waiter_answer_same_holder(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+
+	if (!w->ops->holder_lock_locked)
+		return;
+	/* One at a time: an answered waiter is on no list of ours, where
+	 * an interrupt could find it linked. */
+	for (;;) {
+		struct zkl_lockreq *dropped = NULL;
+		struct waiter *o;
+		int answer = -1;
+
+		pthread_mutex_lock(&fs->lock);
+		o = waiter_next_of_holder_locked(w, &answer, &dropped);
+		pthread_mutex_unlock(&fs->lock);
+		if (dropped)
+			lockreq_release(dropped);
+		if (!o)
+			return;
+		fuse_req_interrupt_func(o->req, NULL, NULL);
+		log_msg(LOG_DEBUG,
+			"pid %d's %s answered from its holder's lock",
+			(int)o->tid, o->ops->what);
+		waiter_fail(o, answer); /* its node goes first */
+	}
+}
+
+/*
+ * the waiters that ignored a first signal, looked at again
+ * (see waiter.c): the kernel sends one FUSE_INTERRUPT per request; and the
+ * waits kept for a restart that did not come, given up (waiter.h).
+ */
+/* How often waiters that ignored a first signal are looked at again. */
+#define WAITER_POLL_MS 100
+/* ... and, while there are waits kept for a restart, how often their
+ * threads are looked at (has one gone on without asking again?). */
+#define WAITER_KEPT_POLL_MS 2
+
+/* The waiters that ignored a signal, each with a reference, in `out`;
+ * fs->lock held.  Returns how many. */
+static size_t waiter_take_watched_locked(struct zkl_fs *fs, struct waiter **out,
+					 size_t max)
+{
+	size_t n = 0;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->waiters.next;
+	     l != &fs->waiters && n < max; l = l->next) {
+		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+		if (!w->watch_signals)
+			continue;
+		atomic_fetch_add(&w->refs, 1);
+		out[n++] = w;
+	}
+	return n;
+}
+
+/*
+ * The kernel sends FUSE_INTERRUPT once per request.  When the first
+ * signal did not cancel the wait (SIGCHLD of a shell's background job),
+ * a later SIGTERM, SIGINT or SIGKILL brings no new interrupt: it only
+ * stays pending on the waiting thread.  So those waiters' pending
+ * signals are read again every WAITER_POLL_MS; nobody else is polled,
+ * and the thread sleeps while there are none, no kept wait, no try and
+ * no failure waiting for ZooKeeper (their deadlines are kept here too).
+ */
+static void *waiter_poller(void *arg)
+{
+	struct zkl_fs *fs = arg;
+	struct waiter *batch[64], *late[64];
+	struct unlock *unlocks[64];
+	int errs[64];
+	struct zkl_link ending;
+	size_t n, nlate, nunlocks;
+
+	list_init(&ending);
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		if (fs->signal_watched == 0 && list_empty(&fs->kept) &&
+		    fs->tries == 0 && list_empty(&fs->failing) &&
+		    list_empty(&fs->unlocks)) {
+			pthread_cond_wait(&fs->signal_poll, &fs->lock);
+			continue;
+		}
+		struct timespec t = deadline_after_ms(
+			list_empty(&fs->kept) ? WAITER_POLL_MS
+					      : WAITER_KEPT_POLL_MS);
+		pthread_cond_timedwait(&fs->signal_poll, &fs->lock, &t);
+		if (fs->stopping)
+			break;
+		n = waiter_take_watched_locked(fs, batch, 64);
+		nlate = waiter_take_late_locked(fs, late, errs, 64);
+		nunlocks = unlock_take_late_locked(fs, unlocks, 64);
+		waiter_take_expired_locked(fs, 0, &ending);
+		pthread_mutex_unlock(&fs->lock);
+		for (size_t i = 0; i < n; i++)
+			waiter_recheck_signals(batch[i]);
+		for (size_t i = 0; i < nlate; i++)
+			waiter_answer_late(late[i], errs[i]);
+		for (size_t i = 0; i < nunlocks; i++)
+			unlock_answer_late(unlocks[i]);
+		waiter_end_kept_all(&ending);
+		pthread_mutex_lock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+int waiter_poller_start(struct zkl_fs *fs)
+{
+	return -pthread_create(&fs->signal_poller, NULL, waiter_poller, fs);
+}
+
+void waiter_poller_stop(struct zkl_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	assert(fs->stopping);
+	pthread_cond_signal(&fs->signal_poll);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->signal_poller, NULL);
+}
+
+/*
+ * explicit unlocks that return only once ZooKeeper has deleted
+ * the nodes (see lockfile.h).
+ *
+ * A delete queued on this mount's session is ordered before this mount's
+ * later requests, but another session may still see the node until the
+ * server has applied it.  So flock(LOCK_UN), F_UNLCK, the drop half of a
+ * conversion and a FLUSH that ends fcntl locks wait for every delete they
+ * caused: after the call returns, no other host's try-lock fails because
+ * of that lock.
+ */
+/* A server that hangs without closing the connection is noticed by the
+ * client only after two thirds of the session timeout: an unlock is
+ * answered after this long at the latest (a killed process whose exit
+ * drops an fcntl lock must not stay in D state); its deletes go on. */
+#define UNLOCK_ANSWER_MS 1000
+
+struct unlock {
+	struct zkl_link link; /* in fs->unlocks from *_when_done until
+			       * answered; fs->lock */
+	struct zkl_fs *fs;
+	struct timespec answer_by;
+	int answered; /* fs->lock */
+	fuse_req_t req;
+	/* Releases not yet gone, plus one while the unlock is being built
+	 * (it cannot complete before unlock_*_when_done), plus one while the
+	 * poller answers it.  The last one frees it. */
+	atomic_int pending;
+	/* The lock to queue once the old one is gone (a conversion), or
+	 * park_ops NULL: just reply 0. */
+	const struct waiter_ops *park_ops;
+	struct lockfile *lf; /* with a reference while parking is due */
+	enum zkl_mode mode;
+	unsigned flags;
+	uint64_t owner;
+};
+
+struct unlock *unlock_begin(fuse_req_t req)
+{
+	struct unlock *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->req = req;
+	u->fs = fuse_req_userdata(req);
+	list_init(&u->link);
+	atomic_init(&u->pending, 1);
+	return u;
+}
+
+/* Answer the unlock: reply, or queue the conversion's new lock. */
+static void unlock_answer(struct unlock *u)
+{
+	struct lockfile *lf = u->lf;
+	int stopping;
+
+	if (!u->park_ops)
+		return (void)fuse_reply_err(u->req, 0);
+	pthread_mutex_lock(&lf->fs->lock);
+	stopping = lf->fs->stopping;
+	pthread_mutex_unlock(&lf->fs->lock);
+	if (stopping) /* the session is closing: nothing can be queued */
+		fs_reply_err(u->req, EIO);
+	else
+		waiter_park(u->req, u->park_ops, lf, u->mode, u->flags,
+			    u->owner);
+	lockfile_put(lf);
+}
+
+/* Whoever claims the answer gives it: the last delete, or the poller at
+ * the deadline.  fs->lock held. */
+static int unlock_claim_locked(struct unlock *u)
+{
+	int mine = !u->answered;
+
+	u->answered = 1;
+	if (list_linked(&u->link))
+		list_del(&u->link);
+	return mine;
+}
+
+static void unlock_put(struct unlock *u)
+{
+	struct zkl_fs *fs = u->fs;
+	int mine;
+
+	if (atomic_fetch_sub(&u->pending, 1) != 1)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	mine = unlock_claim_locked(u);
+	pthread_mutex_unlock(&fs->lock);
+	if (mine)
+		unlock_answer(u);
+	free(u);
+}
+
+static void unlock_one_gone(void *arg)
+{
+	unlock_put(arg);
+}
+
+/* Built: answered once every delete is confirmed, or at the deadline. */
+static void unlock_seal(struct unlock *u)
+{
+	struct zkl_fs *fs = u->fs;
+
+	pthread_mutex_lock(&fs->lock);
+	u->answer_by = deadline_after_ms(UNLOCK_ANSWER_MS);
+	list_add_tail(&fs->unlocks, &u->link);
+	pthread_cond_signal(&fs->signal_poll); /* it keeps the deadline */
+	pthread_mutex_unlock(&fs->lock);
+	unlock_put(u); /* the builder's */
+}
+
+/* A reference of ours, unless the last one is being dropped (its put,
+ * waiting for fs->lock, answers and frees it): 1 if taken. */
+static int unlock_hold_if_alive(struct unlock *u)
+{
+	int p = atomic_load(&u->pending);
+
+	do {
+		if (p == 0)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&u->pending, &p, p + 1));
+	return 1;
+}
+
+size_t unlock_take_late_locked(struct zkl_fs *fs, struct unlock **late,
+			       size_t max)
+{
+	size_t n = 0;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = fs->unlocks.next, *next;
+	     l != &fs->unlocks && n < max; l = next) {
+		struct unlock *u = ZKL_CONTAINER_OF(l, struct unlock, link);
+		next = l->next;
+		if (!deadline_reached(&u->answer_by) ||
+		    !unlock_hold_if_alive(u))
+			continue;
+		unlock_claim_locked(u);
+		late[n++] = u;
+	}
+	return n;
+}
+
+void unlock_answer_late(struct unlock *u)
+{
+	log_msg(LOG_DEBUG, "an unlock answered without ZooKeeper's word");
+	unlock_answer(u);
+	unlock_put(u);
+}
+
+void unlock_add(struct unlock *u, struct zkl_lockreq *lr)
+{
+	if (!u) {
+		/* Out of memory for the wait: still let go, at once. */
+		log_msg(LOG_WARNING, "out of memory: an unlock returns before "
+				     "ZooKeeper confirmed it");
+		return lockreq_release(lr);
+	}
+	atomic_fetch_add(&u->pending, 1);
+	lockreq_release_then(lr, unlock_one_gone, u);
+}
+
+void unlock_reply_when_done(struct unlock *u, fuse_req_t req)
+{
+	if (!u)
+		return fs_reply_err(req, 0);
+	unlock_seal(u);
+}
+
+void unlock_park_when_done(struct unlock *u, fuse_req_t req,
+			   const struct waiter_ops *ops, struct lockfile *lf,
+			   enum zkl_mode mode, unsigned flags, uint64_t owner)
+{
+	if (!u)
+		return waiter_park(req, ops, lf, mode, flags, owner);
+	u->park_ops = ops;
+	u->lf = lf;
+	lockfile_get(lf);
+	u->mode = mode;
+	u->flags = flags;
+	u->owner = owner;
+	unlock_seal(u);
+}
+
+void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
+		const struct lockfile *via, struct unlock *u)
+{
+	struct zkl_link taken;
+
+	list_init(&taken);
+	posix_take(fs, ino, owner, via, &taken);
+	while (!list_empty(&taken)) {
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(taken.next, struct posixlock, link);
+		list_del(&p->link);
+		log_msg(LOG_DEBUG, "fcntl lock of owner %016" PRIx64 " dropped",
+			p->owner);
+		if (u)
+			unlock_add(u, p->lr);
+		else
+			lockreq_release(p->lr);
+		free(p);
+	}
 }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "identity.h"
-#include "lineage.h"
+#include "process.h"
 
 Test(identity, formats_and_reads_back_every_key)
 {

@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "kernelopen.h"
+#include "process.h"
 
 Test(kernelopen, reads_the_system_call_number)
 {

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lineage.h"
+#include "process.h"
 #include "reentrant.h"
 
 Test(lineage, parses_tgid_and_ppid_of_proc_status)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "multiname.h"
+#include "tree.h"
 
 static int parse(const char *name, const char *items[MULTINAME_MAX_ITEMS])
 {

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mountpoint.h"
 #include "opts.h"
 
 static int parse(struct opts *o, char *err, int argc, char **argv)

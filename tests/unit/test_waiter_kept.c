@@ -24,7 +24,7 @@
 #include "fs.h"
 #include "lockfile.h"
 #include "ops.h"
-#include "sigpend.h"
+#include "process.h"
 
 /* ---- scripted signal classification ------------------------------------ */
 

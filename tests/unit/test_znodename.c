@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "znodename.h"
+#include "tree.h"
 
 static const char *enc(const char *name, size_t len)
 {

@@ -1,16 +1,47 @@
 /*
- * lineage.c - a process and its ancestors (lineage.h).
+ * process.c - the calling process as /proc tells it (see process.h): its
+ * files read whole, the process and its ancestors, the signals pending
+ * for a waiting thread, and whether an open is the kernel's own.
  */
-#include "lineage.h"
+#include "process.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include "procfile.h"
+/*
+ * read a file of /proc/<tid> (see procfile.h).
+ */
+ssize_t procfile_read(pid_t tid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
 
+	if (size == 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)tid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+/*
+ * a process and its ancestors (lineage.h).
+ */
 /* The decimal value of the line starting with key ("\nTgid:"). */
 static int lineage_field(const char *status, const char *key, pid_t *out)
 {
@@ -152,4 +183,100 @@ int lineage_still_runs(struct lineage_proc p)
 	return p.pid > 0 &&
 	       procfile_read(p.pid, "stat", buf, sizeof(buf)) > 0 &&
 	       lineage_parse_stat(buf, &ppid, &start) == 0 && start == p.start;
+}
+
+/*
+ * classify the signals pending for a waiting thread.
+ */
+static int sigpend_field(const char *status, const char *key, uint64_t *out)
+{
+	const char *p = strstr(status, key);
+	char *end;
+
+	if (!p)
+		return -EINVAL;
+	p += strlen(key);
+	errno = 0;
+	*out = strtoull(p, &end, 16);
+	if (errno || end == p)
+		return -EINVAL;
+	return 0;
+}
+
+int sigpend_parse(const char *status, struct sigpend_masks *m)
+{
+	uint64_t thread, shared;
+
+	if (sigpend_field(status, "\nSigPnd:", &thread) < 0 ||
+	    sigpend_field(status, "\nShdPnd:", &shared) < 0 ||
+	    sigpend_field(status, "\nSigBlk:", &m->blocked) < 0 ||
+	    sigpend_field(status, "\nSigCgt:", &m->caught) < 0)
+		return -EINVAL;
+	m->pending = thread | shared;
+	return 0;
+}
+
+enum sigpend_verdict sigpend_classify(const struct sigpend_masks *m)
+{
+	const uint64_t harmless = SIGPEND_BIT(SIGCHLD) | SIGPEND_BIT(SIGWINCH) |
+				  SIGPEND_BIT(SIGURG) | SIGPEND_BIT(SIGCONT) |
+				  SIGPEND_BIT(SIGSTOP) | SIGPEND_BIT(SIGTSTP) |
+				  SIGPEND_BIT(SIGTTIN) | SIGPEND_BIT(SIGTTOU);
+	/* SIGKILL cannot be blocked nor caught, whatever the masks say. */
+	const uint64_t kill = SIGPEND_BIT(SIGKILL);
+	uint64_t cancels = m->pending & (~m->blocked | kill) & ~harmless;
+
+	if (!cancels)
+		return SIGPEND_WAIT;
+	return cancels & (~m->caught | kill) ? SIGPEND_CANCEL : SIGPEND_HANDLED;
+}
+
+enum sigpend_verdict sigpend_thread_classify(pid_t tid)
+{
+	struct sigpend_masks m;
+	char buf[4096];
+
+	/* After a '\n', so that every field starts a line. */
+	if (procfile_read(tid, "status", buf + 1, sizeof(buf) - 1) <= 0)
+		return SIGPEND_CANCEL;
+	buf[0] = '\n';
+	if (sigpend_parse(buf, &m) < 0)
+		return SIGPEND_CANCEL;
+	return sigpend_classify(&m);
+}
+
+/*
+ * is an open the kernel's own, for an ioctl (see
+ * kernelopen.h)?
+ */
+/* ioctl's number in the 32-bit system call table (i386 and arm), which
+ * /proc shows for a compat task's call. */
+#define KERNELOPEN_COMPAT_IOCTL 54
+
+long kernelopen_syscall_of(const char *text)
+{
+	char *end;
+	long nr;
+
+	if (text[0] < '0' || text[0] > '9')
+		return -1; /* "running", "-1 ...": in no system call */
+	errno = 0;
+	nr = strtol(text, &end, 10);
+	if (errno != 0 || (*end != ' ' && *end != '\n'))
+		return -1;
+	return nr;
+}
+
+int kernelopen_is_ioctl(long nr)
+{
+	return nr == SYS_ioctl || nr == KERNELOPEN_COMPAT_IOCTL;
+}
+
+int kernelopen_in_ioctl(pid_t tid)
+{
+	char text[64];
+
+	if (procfile_read(tid, "syscall", text, sizeof(text)) <= 0)
+		return 0;
+	return kernelopen_is_ioctl(kernelopen_syscall_of(text));
 }

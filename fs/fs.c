@@ -1,0 +1,58 @@
+/*
+ * fs.c - the daemon's context (fs.h): the parts that exist before any
+ * option is read, and the one way an errno goes back to the kernel.
+ */
+#include "fs.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The parts of struct zkl_fs that exist before any option is read and
+ * outlive every other part: its lock, its lists, its conditions. */
+void fs_context_init(struct zkl_fs *fs)
+{
+	memset(fs, 0, sizeof(*fs));
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_cond_init(&fs->signal_poll, NULL);
+	pthread_cond_init(&fs->grants_done, NULL);
+	list_init(&fs->lockfiles);
+	list_init(&fs->waiters);
+	list_init(&fs->kept);
+	list_init(&fs->failing);
+	list_init(&fs->unlocks);
+	list_init(&fs->posix_locks);
+	list_init(&fs->snapshots);
+}
+
+void fs_context_destroy(struct zkl_fs *fs)
+{
+	/* snapshot_release_all ran, or no snapshot was ever made. */
+	assert(list_empty(&fs->snapshots));
+	free(fs->mountpoint);
+	pthread_cond_destroy(&fs->signal_poll);
+	pthread_cond_destroy(&fs->grants_done);
+	pthread_mutex_destroy(&fs->lock);
+}
+
+void fs_reply_err(fuse_req_t req, int err)
+{
+	if (err <= 0 || err >= 512)
+		err = err == 0 ? 0 : EIO;
+	fuse_reply_err(req, err);
+}
+
+void fs_create_entry_unused(struct zkl_fs *fs,
+			    const struct fuse_entry_param *create_entry)
+{
+	if (create_entry)
+		tree_forget(&fs->tree, create_entry->ino, 1);
+}
+
+void fs_reply_open_err(struct zkl_fs *fs, fuse_req_t req,
+		       const struct fuse_entry_param *create_entry, int err)
+{
+	fs_create_entry_unused(fs, create_entry);
+	fs_reply_err(req, err);
+}

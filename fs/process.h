@@ -1,0 +1,136 @@
+/*
+ * process.h - the calling process as /proc tells it: what the daemon
+ * knows of the process behind a FUSE request beyond its pid.
+ */
+#ifndef ZKL_PROCESS_H
+#define ZKL_PROCESS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <stdint.h>
+
+/*
+ * read what /proc says of a thread (the request's pid is the
+ * asking thread's id).
+ */
+
+/* Read /proc/<tid>/<name> (its first size - 1 bytes) into buf, with a NUL
+ * after it.  Returns the length read, or -errno (-ENOENT: no such thread;
+ * -EACCES: not ours to read).  Any thread. */
+ssize_t procfile_read(pid_t tid, const char *name, char *buf, size_t size);
+
+/*
+ * a process and its ancestors, as /proc tells them: who
+ * counts as the holder of a lock under -o reentrant (reentrant.h).
+ *
+ * A process is its pid and its start time (field 22 of /proc/<pid>/stat,
+ * in clock ticks since boot): a pid reused by another process since does
+ * not match.
+ */
+
+/* Deeper process trees are cut there: a shell's scripts nest a few deep. */
+#define LINEAGE_MAX 32
+
+struct lineage_proc {
+	pid_t pid; /* 0: none */
+	unsigned long long start;
+};
+
+/* The Tgid and PPid lines of a /proc/<pid>/status text.  Returns 0, or
+ * -EINVAL if either is missing or malformed. */
+int lineage_parse(const char *status, pid_t *tgid, pid_t *ppid);
+
+/* The parent (field 4) and start time (field 22) of a /proc/<pid>/stat
+ * text, whose command (field 2) may hold spaces and parentheses.
+ * Returns 0 or -EINVAL. */
+int lineage_parse_stat(const char *stat, pid_t *ppid,
+		       unsigned long long *start);
+
+/* The process of thread tid, then its parent, and so on, nearest first,
+ * up to pid 1 included or the first process /proc no longer shows, at
+ * most max of them, into out.  Returns how many (0: tid is gone). */
+size_t lineage_of(pid_t tid, struct lineage_proc *out, size_t max);
+
+/* Is process p among lineage[0..n) (pid and start time alike)? */
+int lineage_has(const struct lineage_proc *lineage, size_t n,
+		struct lineage_proc p);
+
+/* Does process p still run (not another one with its pid)? */
+int lineage_still_runs(struct lineage_proc p);
+
+/* Has process p (still running: same start time) a descriptor open on
+ * one of the inodes inos[0..n) (as /proc/<pid>/fdinfo shows them)? */
+int lineage_has_open(struct lineage_proc p, const uint64_t *inos, size_t n);
+
+/*
+ * does the signal that interrupted a blocked open cancel it?
+ *
+ * The kernel sends FUSE_INTERRUPT for any signal that wakes the waiting
+ * thread, including SIGCHLD for which bash has a handler.  A lock wait is
+ * cancelled only by a signal whose default action is not to be ignored or
+ * to stop: SIGCHLD, SIGWINCH, SIGURG, SIGCONT (ignored by default) and
+ * SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU (stop, then continue: the waiter keeps
+ * its place) never cancel.  We read the thread's pending masks in /proc.
+ *
+ * A cancelling signal that the process catches (SIGALRM of a timer with a
+ * handler, a profiler's SIGPROF) makes the call return EINTR to the
+ * handler, and a program, a runtime or SA_RESTART may well ask again at
+ * once: such a wait keeps its place for that (waiter.c).
+ */
+
+/* Bit (sig - 1) set for each signal, as /proc shows masks. */
+#define SIGPEND_BIT(sig) (UINT64_C(1) << ((sig)-1))
+
+/* The pending, blocked and caught (handled) masks of a thread. */
+struct sigpend_masks {
+	uint64_t pending, blocked, caught;
+};
+
+/* Parse the SigPnd, ShdPnd, SigBlk and SigCgt lines of a
+ * /proc/<tid>/status text.  Returns 0, or -EINVAL if a line is missing or
+ * malformed. */
+int sigpend_parse(const char *status, struct sigpend_masks *m);
+
+enum sigpend_verdict {
+	SIGPEND_WAIT,    /* nothing that cancels a wait */
+	SIGPEND_CANCEL,  /* a signal that kills, or is not caught */
+	SIGPEND_HANDLED, /* only signals the process catches */
+};
+
+enum sigpend_verdict sigpend_classify(const struct sigpend_masks *m);
+
+/* Read /proc/<tid>/status and decide.  A thread that is gone or unreadable
+ * is treated as killed: SIGPEND_CANCEL. */
+enum sigpend_verdict sigpend_thread_classify(pid_t tid);
+
+/*
+ * tell the kernel's own open of a lock file from a
+ * program's.
+ *
+ * To answer an ioctl about a file's attributes (FS_IOC_GETFLAGS for
+ * lsattr, FS_IOC_FSGETXATTR, chattr), the kernel opens the file itself,
+ * with flags exactly O_RDONLY, while the calling thread waits inside
+ * ioctl(2), and closes it again.  Such an open must take no lock: the
+ * caller may hold this very lock through the descriptor it asks about, and
+ * would wait for itself.  A program's open can carry O_RDONLY alone too
+ * (a 32-bit program, whose open adds no O_LARGEFILE; any program on a
+ * 32-bit kernel), so the flags do not tell; what the requesting thread is
+ * doing does: its system call, as /proc/<tid>/syscall shows it, is an
+ * ioctl only for the kernel's open.
+ */
+
+/* The system call number at the head of a /proc/<tid>/syscall text ("16
+ * 0x3 ..."), or -1 for a thread in none ("running", "-1 ...") or text
+ * that is not such a line. */
+long kernelopen_syscall_of(const char *text);
+
+/* Is nr an ioctl, natively or through the 32-bit compat gate? */
+int kernelopen_is_ioctl(long nr);
+
+/* Is the thread tid (a FUSE request's pid) inside ioctl(2)?  0 when it
+ * cannot be told (no such thread, /proc not readable for it): then the
+ * open is taken for a program's, which queues for its lock -- the choice
+ * that never lets a program in without the lock.  Any thread. */
+int kernelopen_in_ioctl(pid_t tid);
+
+#endif
