@@ -195,7 +195,7 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (how != LOCK_UN)
 		down = downgrade_how(old, mode, flags);
 	/* LOCK_UN, or a conversion: the old lock goes first, and for every
-	 * session (unlock.c); a downgrade passes it to the new request. */
+	 * session (waiter.c); a downgrade passes it to the new request. */
 	if (down == DOWNGRADE_OLD_WAY || down == DOWNGRADE_IN_PLACE)
 		lf->held = NULL;
 	pthread_mutex_unlock(&fs->lock);

@@ -28,7 +28,7 @@ struct zkl_fs {
 	int on_revoke_signal; /* 0: a request to let go is only logged */
 	int reentrant;        /* -o reentrant (reentrant.h) */
 	atomic_ullong asks_sent, breaks_sent; /* nodes the revoke files asked
-					       * or broke (ops_revoke.c) */
+					       * or broke (textfile.c) */
 	char hostname[256];
 	char *mountpoint; /* resolved at the start, or NULL (metrics.c) */
 	struct timespec started; /* CLOCK_MONOTONIC, at mount */
@@ -59,7 +59,7 @@ struct zkl_fs {
 };
 
 /* Zero fs, then set up its mutex, condition and empty lists: first thing,
- * so that every exit path can tear down (context.c).  Destroy last. */
+ * so that every exit path can tear down (fs.c).  Destroy last. */
 void fs_context_init(struct zkl_fs *fs);
 void fs_context_destroy(struct zkl_fs *fs);
 
@@ -75,13 +75,13 @@ extern const struct fuse_lowlevel_ops fs_ops;
 void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st);
 
 /* Reply with an errno, mapping anything out of the kernel's range to EIO
- * (an errno outside 1..511 would leave the caller stuck).  (reply.c) */
+ * (an errno outside 1..511 would leave the caller stuck).  (fs.c) */
 void fs_reply_err(fuse_req_t req, int err);
 
 /* The entry of a CREATE carries a kernel reference (fs_entry) that only a
  * successful fuse_reply_create hands over: an open answered otherwise, or
  * whose reply the kernel refused, drops it here (no FORGET will come).
- * Nothing when create_entry is NULL (an OPEN).  (reply.c) */
+ * Nothing when create_entry is NULL (an OPEN).  (fs.c) */
 void fs_create_entry_unused(struct zkl_fs *fs,
 			    const struct fuse_entry_param *create_entry);
 /* fs_create_entry_unused, then fs_reply_err. */
@@ -89,18 +89,18 @@ void fs_reply_open_err(struct zkl_fs *fs, fuse_req_t req,
 		       const struct fuse_entry_param *create_entry, int err);
 
 /* Look up `name` in directory `parent` and fill e for the kernel, with
- * one kernel reference counted.  Returns 0 or -errno (ops_entry.c). */
+ * one kernel reference counted.  Returns 0 or -errno (ops.c). */
 int fs_entry(struct zkl_fs *fs, fuse_ino_t parent, const char *name,
 	     struct fuse_entry_param *e);
 
-/* The read-only text files (ops_info.c): .status and holders. */
+/* The read-only text files (textfile.c): .status and holders. */
 void info_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	       const struct fuse_entry_param *create_entry);
 void info_read(fuse_req_t req, size_t size, off_t off,
 	       struct fuse_file_info *fi);
 void info_release(fuse_req_t req, struct fuse_file_info *fi);
 
-/* MOUNT/<resource>/revoke (ops_revoke.c): write-only; a write of "ask"
+/* MOUNT/<resource>/revoke (textfile.c): write-only; a write of "ask"
  * or "break" asks or breaks the resource's holders.  Its release is
  * info_release. */
 void revoke_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -108,14 +108,14 @@ void revoke_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void revoke_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		  off_t off);
 
-/* A resource's settings, the files limit and maxhold (ops_setting.c);
+/* A resource's settings, the files limit and maxhold (textfile.c);
  * their reads and release are info_read and info_release. */
 void setting_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		  const struct fuse_entry_param *create_entry);
 void setting_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		   off_t off);
 
-/* Lock-file operations (ops_lock.c). */
+/* Lock-file operations (lockfile.c). */
 void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		   const struct fuse_entry_param *create_entry);
 void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -127,14 +127,14 @@ void lockfile_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void lockfile_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void lockfile_release(fuse_req_t req, fuse_ino_t ino,
 		      struct fuse_file_info *fi);
-/* flock(2) and fcntl(2) locks (ops_flock.c). */
+/* flock(2) and fcntl(2) locks (flock.c). */
 void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    int op);
 void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock);
 void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock, int sleep);
-/* poll(2) (ops_poll.c): POLLPRI once the lock held through the file is
+/* poll(2) (lockfile.c): POLLPRI once the lock held through the file is
  * asked to let go.  lockfile_notify_revoked wakes the pollers of the
  * files holding the lock at `node`; fs->lock not held. */
 void lockfile_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

@@ -1,7 +1,7 @@
 /*
  * identity.h - who asked for a lock, as stored in its node's data: one
  * "key value" line each for host, pid, start (the process's start time,
- * which with the pid names it: lineage.h), uid, cmd and time, for a
+ * which with the pid names it: process.h), uid, cmd and time, for a
  * multi-lock a "multi" line (its list), and optionally a "note" line.
  * Other mounts read it back (F_GETLK, holders); a peer's node (Curator,
  * kazoo) has none of it.

@@ -20,7 +20,7 @@
 #include <time.h>
 
 /*
- * the open lock file's lifetime, and the table of fcntl locks.
+ * The open lock file's lifetime, and the table of fcntl locks.
  */
 void lockfile_get(struct lockfile *lf)
 {
@@ -147,12 +147,12 @@ void posix_take(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 }
 
 /*
- * the open lock file: open, read, write, fsync, flush and
+ * The open lock file: open, read, write, fsync, flush and
  * release of write, read and lock (see lockfile.h).
  *
  * An OPEN of write or read is parked (waiter.c) until its lock is granted;
  * an OPEN of lock is answered at once and holds nothing until flock or
- * fcntl (ops_flock.c).
+ * fcntl (flock.c).
  */
 /* Close the open file: drop its lock, the fcntl locks taken through it
  * (POSIX ones are dropped at FLUSH already; open file description locks
@@ -178,7 +178,7 @@ static void lockfile_close(struct lockfile *lf)
 		lockfile_put(lf);
 }
 
-/* The kernel's own open for an ioctl (kernelopen.h) holds nothing, like
+/* The kernel's own open for an ioctl (process.h) holds nothing, like
  * an open of `lock`.  Its flags are exactly O_RDONLY; only then is the
  * requesting thread looked at (a 64-bit program's open carries
  * O_LARGEFILE, so the common open costs nothing more). */
@@ -511,7 +511,7 @@ void lockfile_shutdown_all(struct zkl_fs *fs)
 }
 
 /*
- * what read() on a lock file gives (lockfile.h): the
+ * What read() on a lock file gives (lockfile.h): the
  * fencing token on the first line, for a multi-lock one line per
  * resource with its token, then the node, the session and the mode.
  */

@@ -48,7 +48,7 @@ struct lockfile {
 	size_t identity_len;        /* of whoever took `held` */
 	char identity[IDENTITY_MAX];
 	off_t read_base;            /* file offset where read()'s text starts */
-	struct fuse_pollhandle *ph; /* a poller to wake (ops_poll.c), or
+	struct fuse_pollhandle *ph; /* a poller to wake (lockfile.c), or
 				     * NULL */
 
 	/* The OPEN or CREATE, until it is answered. */
@@ -91,7 +91,7 @@ void posix_take(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 struct unlock;
 
 /* Drop the fcntl locks posix_take would take.  With `u`, u's request
- * waits for their deletes; without, they are only queued (unlock.c). */
+ * waits for their deletes; without, they are only queued (waiter.c). */
 void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 		const struct lockfile *via, struct unlock *u);
 
@@ -184,7 +184,7 @@ struct waiter {
 	struct zkl_lockreq *lr;
 	atomic_int refs; /* the parking handler's and the reply's */
 	pid_t tid;
-	/* -o reentrant: the asking process and its ancestors (lineage.h),
+	/* -o reentrant: the asking process and its ancestors (process.h),
 	 * nearest first; else none */
 	struct lineage_proc lineage[LINEAGE_MAX];
 	size_t nlineage;
@@ -233,13 +233,13 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
  * whose grant has not begun; the others fail in their grant. */
 void waiter_shutdown_all(struct zkl_fs *fs);
 
-/* For the signal poller (waiter_poll.c): look at w's pending signals
+/* For the signal poller (waiter.c): look at w's pending signals
  * again, cancel its wait if one should, and drop the reference the
  * poller took (w->refs) to call this. */
 void waiter_recheck_signals(struct waiter *w);
 
 /*
- * An explicit unlock (unlock.c): the FUSE request is answered, or the new
+ * An explicit unlock (waiter.c): the FUSE request is answered, or the new
  * lock of a conversion queued, only once ZooKeeper has deleted every lock
  * released through it, so that no other session still sees them.
  *
@@ -266,7 +266,7 @@ void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 			   const struct waiter_ops *ops, struct lockfile *lf,
 			   enum zkl_mode mode, unsigned flags, uint64_t owner);
 
-/* A close (FLUSH) of lf by thread tid (waiter_base.c): the waits kept for
+/* A close (FLUSH) of lf by thread tid (waiter.c): the waits kept for
  * a restart (waiter.h) by its process on lf, or by a thread gone, move to
  * `ending`; fs->lock held.  waiter_end_kept_all_then gives each up, its
  * release added to u (answered once its node is gone; NULL: at once). */

@@ -78,7 +78,7 @@ static void metrics_label(char *out, size_t size, const char *label,
 
 /* The mount's label.  Prometheus takes only UTF-8 in a label value: a
  * mount point's bytes that are not are written as znode names write
- * them (%XX, znodename.h), which keeps two mounts' labels apart. */
+ * them (%XX, tree.h), which keeps two mounts' labels apart. */
 static void metrics_mount_label(struct metrics_out *o, const char *path)
 {
 	char enc[sizeof(o->mount)];

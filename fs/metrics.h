@@ -1,6 +1,6 @@
 /*
  * metrics.h - this mount's counters as Prometheus reads them
- * (MOUNT/.metrics, -o metrics_file: metrics_file.c).
+ * (MOUNT/.metrics, -o metrics_file: metrics.c).
  */
 #ifndef ZKL_METRICS_H
 #define ZKL_METRICS_H
@@ -19,7 +19,7 @@ const char *metrics_state_name(const struct zkl_session_stats *st);
 
 /*
  * -o metrics_file=PATH: PATH kept a copy of MOUNT/.metrics
- * (metrics_file.c says how and when).
+ * (metrics.c says how and when).
  */
 
 struct metrics_file;

@@ -20,10 +20,8 @@
 #include <sys/statvfs.h>
 
 /*
- * route each file operation to the kind of file it is about:
- * a lock file (ops_lock.c, ops_flock.c) or a text file (ops_info.c; the
- * limit and maxhold files are opened and written by ops_setting.c, the revoke file by
- * ops_revoke.c).  Their open files are different structures, so nothing
+ * Route each file operation to the kind of file it is about:
+ * a lock file (lockfile.c, flock.c) or a text file (textfile.c).  Their open files are different structures, so nothing
  * else may look at fi->fh before this choice.
  */
 static int file_is_text(fuse_ino_t ino)
@@ -127,7 +125,7 @@ void file_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 }
 
 /*
- * names and attributes: lookup, forget, getattr, setattr,
+ * Names and attributes: lookup, forget, getattr, setattr,
  * statfs, ioctl, and the operations a lock filesystem refuses.
  */
 void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st)
@@ -295,7 +293,7 @@ void entry_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 }
 
 /*
- * directories: listing, mkdir, rmdir, and CREATE of a name in
+ * Directories: listing, mkdir, rmdir, and CREATE of a name in
  * one.
  */
 /* readdir's d_ino for entries whose inode exists only after a lookup
@@ -379,7 +377,7 @@ static int dir_fill(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 	for (size_t i = 0; i < n && err == 0; i++) {
 		char name[256];
 		enum tree_kind kind;
-		/* Not shown: znode names no file name maps to (znodename.h) */
+		/* Not shown: znode names no file name maps to (tree.h) */
 		if (znodename_decode(names[i], name, sizeof(name)) < 0 ||
 		    tree_classify(name, is_root, &kind) != TREE_NAME_RESOURCE)
 			continue;
@@ -627,7 +625,7 @@ void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 }
 
 /*
- * the operation table: which handler answers each FUSE request.
+ * The operation table: which handler answers each FUSE request.
  */
 /* OPEN of an existing inode; CREATE goes through dir_create. */
 static void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -7,7 +7,7 @@
 
 #include "fs.h"
 
-/* Names and attributes (ops_entry.c). */
+/* Names and attributes (ops.c). */
 void entry_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void entry_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void entry_forget_multi(fuse_req_t req, size_t count,
@@ -30,7 +30,7 @@ void entry_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		 struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		 size_t in_bufsz, size_t out_bufsz);
 
-/* Directories (ops_dir.c). */
+/* Directories (ops.c). */
 void dir_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void dir_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi);
@@ -41,7 +41,7 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mode_t mode, struct fuse_file_info *fi);
 
-/* File operations, routed by the kind of file (ops_file.c): lock files
+/* File operations, routed by the kind of file (ops.c): lock files
  * or the read-only text files.  Open of a directory: EISDIR. */
 void file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	       const struct fuse_entry_param *create_entry);

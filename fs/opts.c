@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 /*
- * parsing.
+ * Parsing.
  */
 enum {
 	OPTS_KEY_HELP,
@@ -408,7 +408,7 @@ void opts_free(struct opts *o)
 }
 
 /*
- * strict whole numbers for options (see opts.h).
+ * Strict whole numbers for options (see opts.h).
  */
 int opts_parse_number(const char *text, unsigned base, unsigned long min,
 		      unsigned long max, unsigned long *out)
@@ -588,7 +588,7 @@ int opts_split_connect(const char *connect, char **hosts, char **base,
 }
 
 /*
- * are the ZooKeeper servers' names known? (see resolve.h)
+ * Are the ZooKeeper servers' names known? (see opts.h)
  */
 /* NULL if host:port resolves, else why not. */
 static const char *resolve_one(const char *spec, size_t len)
@@ -662,7 +662,7 @@ int resolve_check(const char *hosts, char *err, size_t errlen)
 }
 
 /*
- * checks of the mount point (see mountpoint.h).
+ * Checks of the mount point (see opts.h).
  */
 /* Field `n` (from 0) of a space-separated line, unescaped as mountinfo
  * writes it (\040 for a space, and so on), into out.  Returns 0, or -1 if
@@ -744,7 +744,7 @@ int mountpoint_check(const char *path, char *err, size_t errlen)
 }
 
 /*
- * read the digest credentials (see authfile.h).
+ * Read the digest credentials (see opts.h).
  */
 int authfile_read(const char *path, char *buf, size_t size, char *err,
 		  size_t errlen)
@@ -802,7 +802,7 @@ int authfile_read(const char *path, char *buf, size_t size, char *err,
 }
 
 /*
- * the usage text of --help (opts.h): every option, its
+ * The usage text of --help (opts.h): every option, its
  * default and what it does.  Keep it in step with opts.c's table and with
  * zklockfs(8).
  */

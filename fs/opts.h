@@ -32,7 +32,7 @@ struct opts {
 	char *on_lost;          /* as given: "log", "signal" or "signal:SIG" */
 	char *on_revoke;        /* the same, for a holder asked to let go */
 	char *auth_file;    /* digest credentials "user:password", or NULL */
-	char *metrics_file; /* absolute path kept current (metrics_file.c), or
+	char *metrics_file; /* absolute path kept current (metrics.c), or
 			     * NULL */
 	unsigned uid, gid;  /* owner of every file, if has_uid / has_gid */
 	unsigned umask;     /* mode bits taken away, if has_umask */
@@ -92,7 +92,7 @@ void opts_free(struct opts *o);
 void opts_print_help(const char *progname);
 
 /*
- * can the ZooKeeper servers be found at all?  Checked before
+ * Can the ZooKeeper servers be found at all?  Checked before
  * connecting, so that a typo in a host name is named as such at once and
  * not reported 15 s later as a server that did not answer.
  */
@@ -105,7 +105,7 @@ void opts_print_help(const char *progname);
 int resolve_check(const char *hosts, char *err, size_t errlen);
 
 /*
- * is MOUNTPOINT somewhere zklockfs can be mounted?  Checked
+ * Is MOUNTPOINT somewhere zklockfs can be mounted?  Checked
  * before connecting to ZooKeeper, so that a typo costs no wait and leaves
  * nothing behind.
  */
@@ -119,7 +119,7 @@ int mountpoint_check(const char *path, char *err, size_t errlen);
 int mountpoint_is_zklockfs_at(const char *line, const char *dir);
 
 /*
- * the ZooKeeper credentials of -o auth_file=PATH.  The secret
+ * The ZooKeeper credentials of -o auth_file=PATH.  The secret
  * never appears on the command line (where ps shows it to everybody).
  */
 

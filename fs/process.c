@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /*
- * read a file of /proc/<tid> (see procfile.h).
+ * Read a file of /proc/<tid> (see process.h).
  */
 ssize_t procfile_read(pid_t tid, const char *name, char *buf, size_t size)
 {
@@ -40,7 +40,7 @@ ssize_t procfile_read(pid_t tid, const char *name, char *buf, size_t size)
 }
 
 /*
- * a process and its ancestors (lineage.h).
+ * A process and its ancestors (process.h).
  */
 /* The decimal value of the line starting with key ("\nTgid:"). */
 static int lineage_field(const char *status, const char *key, pid_t *out)
@@ -186,7 +186,7 @@ int lineage_still_runs(struct lineage_proc p)
 }
 
 /*
- * classify the signals pending for a waiting thread.
+ * Classify the signals pending for a waiting thread.
  */
 static int sigpend_field(const char *status, const char *key, uint64_t *out)
 {
@@ -246,8 +246,8 @@ enum sigpend_verdict sigpend_thread_classify(pid_t tid)
 }
 
 /*
- * is an open the kernel's own, for an ioctl (see
- * kernelopen.h)?
+ * Is an open the kernel's own, for an ioctl (see
+ * process.h)?
  */
 /* ioctl's number in the 32-bit system call table (i386 and arm), which
  * /proc shows for a compat task's call. */

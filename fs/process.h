@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /*
- * read what /proc says of a thread (the request's pid is the
+ * Read what /proc says of a thread (the request's pid is the
  * asking thread's id).
  */
 
@@ -20,7 +20,7 @@
 ssize_t procfile_read(pid_t tid, const char *name, char *buf, size_t size);
 
 /*
- * a process and its ancestors, as /proc tells them: who
+ * A process and its ancestors, as /proc tells them: who
  * counts as the holder of a lock under -o reentrant (reentrant.h).
  *
  * A process is its pid and its start time (field 22 of /proc/<pid>/stat,
@@ -63,7 +63,7 @@ int lineage_still_runs(struct lineage_proc p);
 int lineage_has_open(struct lineage_proc p, const uint64_t *inos, size_t n);
 
 /*
- * does the signal that interrupted a blocked open cancel it?
+ * Does the signal that interrupted a blocked open cancel it?
  *
  * The kernel sends FUSE_INTERRUPT for any signal that wakes the waiting
  * thread, including SIGCHLD for which bash has a handler.  A lock wait is
@@ -104,7 +104,7 @@ enum sigpend_verdict sigpend_classify(const struct sigpend_masks *m);
 enum sigpend_verdict sigpend_thread_classify(pid_t tid);
 
 /*
- * tell the kernel's own open of a lock file from a
+ * Tell the kernel's own open of a lock file from a
  * program's.
  *
  * To answer an ioctl about a file's attributes (FS_IOC_GETFLAGS for

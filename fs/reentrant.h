@@ -29,7 +29,7 @@
 int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked);
 
 /* The lock a request of `mode` on lock file ino, by a process whose
- * lineage (lineage.h) is lineage[0..n), takes again: a held write lock of
+ * lineage (process.h) is lineage[0..n), takes again: a held write lock of
  * its resource, else a held read lock, taken through any open file
  * description or as an fcntl lock of this mount by one of them that
  * still runs and still has a descriptor of the resource open, into

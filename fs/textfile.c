@@ -357,7 +357,7 @@ void info_release(fuse_req_t req, struct fuse_file_info *fi)
 }
 
 /*
- * a resource's settings, one number each, kept in
+ * A resource's settings, one number each, kept in
  * ZooKeeper for every host: MOUNT/<resource>/limit, the semaphore's N in
  * the resource znode's data (limit.h), and MOUNT/<resource>/maxhold, how
  * long a mount's holder may keep it, in the base's table (maxhold.h).  An

@@ -17,7 +17,7 @@
 #include <string.h>
 
 /*
- * the inode table.
+ * The inode table.
  */
 /* The table key of `name` under parent, into key (TREE_KEY_MAX bytes). */
 #define TREE_KEY_MAX (2 * sizeof(uintptr_t) + 1 + ZNODENAME_MAX + 1)
@@ -321,7 +321,7 @@ void tree_detach(struct tree *t, uint64_t parent, const char *name)
 }
 
 /*
- * which names the mount's directories hold (tree.h): the
+ * Which names the mount's directories hold (tree.h): the
  * fixed file names, and the rules for a resource's name.
  */
 static const char *const tree_file_names[] = {
@@ -371,7 +371,7 @@ enum tree_name_class tree_classify(const char *name, int is_root,
 }
 
 /*
- * the resources a list directory (MOUNT/.all/<list>)
+ * The resources a list directory (MOUNT/.all/<list>)
  * names, as znode paths (tree.h).  Each item is a resource path whose
  * every component must be a valid resource name, exactly as a lookup of
  * it one directory after the other would require; the whole path obeys
@@ -436,8 +436,8 @@ int tree_multi_zpaths(const char *base, const char *list, char *buf,
 }
 
 /*
- * split and decode a multi-lock directory's name (see
- * multiname.h).
+ * Split and decode a multi-lock directory's name (see
+ * tree.h).
  */
 /* The byte a "%XY" escape at s stands for, or -1 if it is none of ours. */
 static int multiname_escape(const char *s)
@@ -515,7 +515,7 @@ int multiname_parse(const char *name, char *buf, size_t bufsize,
 }
 
 /*
- * file names <-> znode names (see znodename.h).
+ * File names <-> znode names (see tree.h).
  */
 static const char znodename_hex[] = "0123456789ABCDEF";
 

@@ -20,7 +20,7 @@
 #include "strtab.h"
 
 /*
- * file names <-> znode names.
+ * File names <-> znode names.
  *
  * A file name is any bytes but NUL and '/'.  ZooKeeper refuses a path that
  * holds, once its bytes are read as UTF-8, a control character (U+0001-
@@ -54,7 +54,7 @@ int znodename_decode(const char *z, char *out, size_t size);
 size_t znodename_accepted_len(const char *s, size_t len);
 
 /*
- * the name of a multi-lock's directory, MOUNT/.all/<list>:
+ * The name of a multi-lock's directory, MOUNT/.all/<list>:
  * a comma-separated list of resource paths.  Inside an item, a nested
  * resource's '/' is written %2F, and a ',' or '%' that is part of a name
  * %2C or %25 (either case of hex digit); no other '%' may appear.  The
@@ -125,7 +125,7 @@ static inline int tree_kind_is_lock(enum tree_kind kind)
 }
 
 /* What a directory is: a resource, or MOUNT/.all, or one of its list
- * directories (MOUNT/.all/<r1>,<r2>: a multi-lock, multiname.h), which
+ * directories (MOUNT/.all/<r1>,<r2>: a multi-lock, tree.h), which
  * hold only write, read and lock and are no znode. */
 enum tree_role {
 	TREE_ROLE_RESOURCE,
@@ -138,7 +138,7 @@ enum tree_role {
 
 /* An entry holds its own znode name, not its path, so that its size does
  * not grow with its depth: tree_zpath walks the parents.  A list
- * directory's name is its file name, the list (multiname.h). */
+ * directory's name is its file name, the list (tree.h). */
 struct tree_res {
 	struct tree_res *parent; /* NULL for the root */
 	enum tree_role role;
@@ -150,7 +150,7 @@ struct tree_res {
 	/* Removed by rmdir (tree_detach): no longer found by its name, in
 	 * tree.detached until the kernel forgets it. */
 	struct zkl_link detached;
-	/* The znode name (znodename.h), inside the key; for the root, the
+	/* The znode name (tree.h), inside the key; for the root, the
 	 * base path. */
 	const char *name;
 } __attribute__((aligned(16)));
@@ -175,7 +175,7 @@ enum tree_name_class {
  * (is_root = 1: only .status there).  *kind is set for TREE_NAME_FILE.
  * Resource names: 1-255 bytes, not starting with '.', not a file name, not
  * shaped like a lock node (ours or another tool's).  Bytes ZooKeeper
- * refuses are encoded in the znode name (znodename.h). */
+ * refuses are encoded in the znode name (tree.h). */
 enum tree_name_class tree_classify(const char *name, int is_root,
 				   enum tree_kind *kind);
 
@@ -191,7 +191,7 @@ static inline int tree_kind_in_multi(enum tree_kind kind)
 /* The role of the directory of inode ino (of a file: of its directory). */
 enum tree_role tree_role_of(struct tree *t, uint64_t ino);
 
-/* The resources of the list directory named `list` (tree_multi.c): their
+/* The resources of the list directory named `list` (tree.c): their
  * znode paths under the base path `base`, written to buf (one after the
  * other), paths[i] pointing at each.  TREE_MULTI_BUF bytes of buf are
  * always enough.  Returns how many, -ENOENT if the list or one of its

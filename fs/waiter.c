@@ -22,7 +22,7 @@
 #include <syslog.h>
 
 /*
- * parked lock requests.
+ * Parked lock requests.
  *
  * A waiter has two references while its handler runs: the handler's,
  * dropped when waiter_park returns, and the reply's, owned by whoever
@@ -207,7 +207,7 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	pthread_mutex_lock(&fs->lock);
 	kept->kept = 0;
 	answered = kept->kept_answered;
-	/* Its holder may hold since (waiter_holder.c): answered from that
+	/* Its holder may hold since (waiter.c): answered from that
 	 * lock, if its own request can still be given up. */
 	if (!answered)
 		holder = waiter_holder_answer_locked(kept, &dropped);
@@ -407,9 +407,9 @@ void waiter_recheck_signals(struct waiter *w)
 }
 
 /*
- * how a parked request (waiter.c) is answered with an
+ * How a parked request (waiter.c) is answered with an
  * error or cancelled, and the list of waits kept for a restart (see
- * waiter.h).  It calls nothing of waiter.c or waiter_poll.c.
+ * waiter.h).
  */
 void waiter_put(struct waiter *w)
 {
@@ -792,7 +792,7 @@ void waiter_end_kept_all(struct zkl_link *ending)
 }
 
 /*
- * two lock calls of one holder at once (see waiter.h):
+ * Two lock calls of one holder at once (see waiter.h):
  * two processes that flock one inherited descriptor, two threads of a
  * process taking fcntl locks on one file.  Local locks answer the second
  * from the first's grant; queued behind it, it would wait for its own
@@ -876,7 +876,7 @@ void waiter_answer_same_holder(struct waiter *w)
 }
 
 /*
- * the waiters that ignored a first signal, looked at again
+ * The waiters that ignored a first signal, looked at again
  * (see waiter.c): the kernel sends one FUSE_INTERRUPT per request; and the
  * waits kept for a restart that did not come, given up (waiter.h).
  */
@@ -971,7 +971,7 @@ void waiter_poller_stop(struct zkl_fs *fs)
 }
 
 /*
- * explicit unlocks that return only once ZooKeeper has deleted
+ * Explicit unlocks that return only once ZooKeeper has deleted
  * the nodes (see lockfile.h).
  *
  * A delete queued on this mount's session is ordered before this mount's

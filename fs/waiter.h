@@ -1,8 +1,7 @@
 /*
- * waiter.h - what the files of the parked requests share (waiter.c, the
- * park, the grant and the signals; waiter_base.c, answering with an
- * error, cancelling, the waits kept for a restart; waiter_poll.c, the
- * signal poller).  Nobody else includes it.
+ * waiter.h - the parked requests (waiter.c): the park, the grant and the
+ * signals, answering with an error, cancelling, the waits kept for a
+ * restart, the signal poller.  Nobody else includes it.
  *
  * A wait interrupted by a signal the process catches (SIGALRM of a timer
  * with a handler, a profiler's SIGPROF) is answered EINTR at once, for the
@@ -59,7 +58,7 @@ void waiter_answer_late(struct waiter *w, int err);
 int waiter_cancel(struct waiter *w);
 
 /* What a request of w's holder gets from the lock that holder holds
- * (waiter_holder.c): 0 (it covers w's mode), EDEADLK (fcntl: it does
+ * (waiter.c): 0 (it covers w's mode), EDEADLK (fcntl: it does
  * not), or -1: w waits (the holder holds nothing, or flock converts: its
  * lock is taken away into *dropped, for the caller to release once
  * fs->lock is dropped).  fs->lock held. */

@@ -319,7 +319,7 @@ int holders_start(struct zkl_session *s, const char *dir, holders_fn cb,
 }
 
 /*
- * a gathered holders query becomes its answer (see
+ * A gathered holders query becomes its answer (see
  * holders.h): the lock nodes in queue order, then a peer's leases by age
  * and who waits for one, and the semaphore's line.
  */

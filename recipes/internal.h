@@ -57,9 +57,9 @@ struct zkl_session {
 	struct strtab queues; /* of struct zkl_queue, by resource path */
 	uint64_t grants, losses, expirations; /* since session_open */
 	uint64_t delete_retries; /* deletes of our nodes ZooKeeper refused */
-	struct zkl_session_metrics metrics; /* session_metrics.c */
+	struct zkl_session_metrics metrics; /* session.c */
 
-	/* The hold limits (session_maxhold.c): the table as last read, a
+	/* The hold limits (maxhold.c): the table as last read, a
 	 * read of it in flight, another wanted after that one, and whether
 	 * the copy is the table as of now (read since the connection and
 	 * since the watch last fired); the replies' context, switched per
@@ -137,7 +137,7 @@ struct zkl_member_ops {
 	 * function: never. */
 	const char *(*shared_node_locked)(const struct zkl_member *m,
 					  unsigned *owners);
-	/* The hold limits' sweep (lr_maxhold.c): a holder past its
+	/* The hold limits' sweep (maxhold.c): a holder past its
 	 * resource's limit is asked to let go, and broken a grace later.
 	 * now: CLOCK_BOOTTIME ms.  NULL function: never. */
 	void (*hold_check_locked)(struct zkl_member *m, int64_t now,
@@ -178,7 +178,7 @@ void session_free(struct zkl_session *s);
  * of ours held. */
 void session_tell_lost(struct zkl_lost *item);
 /* Tell the owner of each lock lost with the session, then free the list
- * (session_lost.c). */
+ * (session.c). */
 void session_report_lost(struct zkl_link *lost);
 
 /* Take the session's mutex for an entry point that may post notices;
@@ -271,7 +271,7 @@ void session_count_grant_locked(struct zkl_session *s);
 void session_clock_stats_locked(const struct zkl_session *s,
 				struct zkl_session_stats *st);
 
-/* session_maxhold.c.  The connection is (back) up: read the hold limits
+/* maxhold.c.  The connection is (back) up: read the hold limits
  * and watch them.  A limit of resource znode dir as last read (0: none).
  * The server stamped ctime_ms on a node of ours just created. */
 void session_maxhold_connected_locked(struct zkl_session *s);
@@ -284,7 +284,7 @@ void session_note_server_time_locked(struct zkl_session *s, int64_t ctime_ms);
 /* CLOCK_BOOTTIME in ms: the session's clock (session_clock.c). */
 int64_t session_clock_now(void);
 
-/* session_metrics.c: CLOCK_MONOTONIC in us, to time requests; a lock of
+/* session.c: CLOCK_MONOTONIC in us, to time requests; a lock of
  * mode and kind granted after wait_ms, or ended (released by its owner,
  * or lost) after holding hold_ms; a request sent at sent_us answered with
  * ZooKeeper's code rc (one that never reached the server is not timed). */
@@ -317,7 +317,7 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen);
 int session_create_parents_locked(struct zkl_session *s, const char *dir);
 
 /* Create the base path and its parents, synchronously (startup only).
- * Returns 0 or -errno with a message in err (session_path.c). */
+ * Returns 0 or -errno with a message in err (session.c). */
 int session_create_base(struct zkl_session *s, char *err, size_t errlen);
 
 #endif

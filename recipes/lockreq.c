@@ -35,8 +35,74 @@
 #include <string.h>
 #include <syslog.h>
 
+/* The machine's own steps, declared here because they call each
+ * other; lr.h has what the features riding on it call. */
+
+/* The path of the queue's node `name` into path.  Returns 0 or
+ * -ENAMETOOLONG. */
+static int lr_child_path(const struct zkl_lockreq *lr, const char *name,
+			 char path[NAMES_MAX_NODE_PATH + 1]);
+/* Hand the hold `from` over as `to` (a fired watch of the ahead array
+ * runs as the request's own watch). */
+static void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from,
+			   enum lr_hold to);
+static void lr_notice_run(struct zkl_notice *n);
+static void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost);
+static void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
+static void lr_ignore_void(int rc, const void *data);
+/* The node `name` of the queue (a lease also for its mark). */
+static int lr_watch_one(struct zkl_lockreq *lr, const char *name);
+/* Every lease ahead of nodes[me] in the queue's view; a change of any is
+ * reported to lr->watch.fired_locked, as if lr->watch had fired. */
+static int lr_watch_ahead(struct zkl_lockreq *lr, size_t me);
+/* A lease: the resource's data, for changes of the limit (once). */
+static int lr_watch_limit(struct zkl_lockreq *lr);
+/* Stop watching nodes (lr_watch_one, lr_watch_ahead). */
+static void lr_unwatch(struct zkl_lockreq *lr);
+/* ... and the limit: what only a waiter watches. */
+static void lr_unwatch_waits(struct zkl_lockreq *lr);
+/* The basic steps. */
+static int lr_line_up(struct zkl_lockreq *lr);
+/* ... or for ms, then resume once connected (a step ZooKeeper refused). */
+static void lr_defer_for(struct zkl_lockreq *lr, int ms);
+static void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* lockreq_release of a plain request, s->lock held. */
+static void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* An heir lets its write lock go (released: its node is deleted unless
+ * it is known gone, PH_GONE).  Nothing if it has none. */
+static void lr_heir_detach_locked(struct zkl_lockreq *lr,
+				  struct zkl_link *notify);
+/* A downgrade.  Can `from` be replaced by an heir now: a
+ * plain write lock, held and not lost, with nothing in flight? */
+static int lr_heir_can_take(const struct zkl_lockreq *from);
+/* The same, whatever the number of its owners. */
+static int lr_heir_can_share(const struct zkl_lockreq *from);
+/* Send the transaction that creates lr's node in its write lock's place
+ * and deletes that lock's node (lr_queue_create's step for an heir).
+ * Returns 0 or -errno (nothing sent). */
+static int lr_heir_send(struct zkl_lockreq *lr);
+/* The heir's node exists (found after a lost reply): its write lock's
+ * node is gone with that transaction. */
+static void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify);
+static void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* After a lost create reply, a listing: is there a node with our tag? */
+static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* A listing's verdict : `listed` when the view is a
+ * listing that has just come back (it shows our node), else the view with
+ * nodes marked gone since. */
+static void lr_evaluate(struct zkl_lockreq *lr, int listed,
+			struct zkl_link *notify);
+static void lr_listed(struct zkl_queue_wait *w, int rc,
+		      struct zkl_link *notify);
+/* Is lr a lock its owner holds as such (not a multi-lock's member, nor a
+ * peer lease's step)?  Only those count.  Its hold ended: let go (lost
+ * 0) or lost, counted in the metrics. */
+static int lr_is_owners_lock(const struct zkl_lockreq *lr);
+static void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost);
+static const char *lr_shared_node(const struct zkl_member *m, unsigned *owners);
+
 /*
- * the owner's calls.
+ * The owner's calls.
  */
 int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		unsigned flags, const void *data, size_t datalen,
@@ -373,7 +439,7 @@ int lockreq_holds(struct zkl_lockreq *lr)
 }
 
 /*
- * a lock request's references, telling its owner, and its
+ * A lock request's references, telling its owner, and its
  * node's name (see lr.h).
  */
 /* The create-path prefix of lr's node for tag into buf. */
@@ -552,7 +618,8 @@ void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h)
 		lr_free_locked(lr);
 }
 
-void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from, enum lr_hold to)
+static void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from,
+			   enum lr_hold to)
 {
 	lr_hold(lr, to);
 	lr_drop_locked(lr, from); /* never the last: `to` is held */
@@ -569,12 +636,12 @@ static void lr_post_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	notice_post(notify, &lr->notice);
 }
 
-int lr_is_owners_lock(const struct zkl_lockreq *lr)
+static int lr_is_owners_lock(const struct zkl_lockreq *lr)
 {
 	return !lr->group && !lr->mutex_names;
 }
 
-void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost)
+static void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost)
 {
 	if (!lr_is_owners_lock(lr) || lr->told_ms == 0 || lr->metrics_ended)
 		return;
@@ -650,7 +717,7 @@ void lr_end_entry_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 }
 
 /* A posted notice: tell the owner, without the session's mutex. */
-void lr_notice_run(struct zkl_notice *n)
+static void lr_notice_run(struct zkl_notice *n)
 {
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(n, struct zkl_lockreq, notice);
@@ -684,14 +751,14 @@ void lr_end_completion(struct zkl_lockreq *lr, struct zkl_link *notify)
 	session_leave(s, notify);
 }
 
-void lr_ignore_void(int rc, const void *data)
+static void lr_ignore_void(int rc, const void *data)
 {
 	(void)rc;
 	(void)data;
 }
 
-int lr_child_path(const struct zkl_lockreq *lr, const char *name,
-		  char path[NAMES_MAX_NODE_PATH + 1])
+static int lr_child_path(const struct zkl_lockreq *lr, const char *name,
+			 char path[NAMES_MAX_NODE_PATH + 1])
 {
 	/* A cut path would name no node, or another one: a watch on it
 	 * would fire at once and its request look again, for ever. */
@@ -713,7 +780,7 @@ void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
 
 /* Delete every node with our GUID but ours: O(n), so only after a lost
  * create reply, the one way such a node comes about. */
-void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me)
+static void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me)
 {
 	const struct zkl_node *nodes = lr->q->nodes;
 	size_t n = lr->q->n;
@@ -725,10 +792,9 @@ void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me)
 }
 
 /*
- * the lock request's basic steps (lr.h): lining up for a
+ * The lock request's basic steps (lr.h): lining up for a
  * listing, deleting its node, marking a granted lease, waiting for the
- * connection, giving up.  They call nothing of the files above them
- * (lr_create.c, lr_machine.c, lr_hooks.c).
+ * connection, giving up.
  */
 static void lr_on_deleted(int rc, const void *data);
 
@@ -738,7 +804,7 @@ static void lr_on_deleted(int rc, const void *data);
  * line goes to the back.  The LINE hold follows the place in line: taken
  * on joining, dropped on a failure that leaves the line (the caller holds
  * another).  Returns 0 or -errno. */
-int lr_line_up(struct zkl_lockreq *lr)
+static int lr_line_up(struct zkl_lockreq *lr)
 {
 	int was_in_line = list_linked(&lr->qwait.link);
 	int err = lr_watch_limit(lr);
@@ -842,7 +908,7 @@ void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
 	session_resume_when_connected_locked(lr->s, &lr->member, notify);
 }
 
-void lr_defer_for(struct zkl_lockreq *lr, int ms)
+static void lr_defer_for(struct zkl_lockreq *lr, int ms)
 {
 	/* Waiting already (for the connection, or a time): the resume hook
 	 * redoes whatever its phase wants. */
@@ -862,7 +928,7 @@ int lr_is_connection_loss(int rc)
  * failed): delete it now if we know it, or make sure the step in flight
  * deletes it when it learns the name (those check outcome == FINISHED).
  */
-void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+static void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* A peer lease gives up its own way (peerlease_abandon_locked). */
@@ -900,7 +966,7 @@ void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 	lr_abandon_locked(lr, notify);
 }
 
-void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+static void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
 	if (lr->outcome != LR_FINISHED) {
@@ -910,7 +976,8 @@ void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_end_entry_locked(lr, notify);
 }
 
-void lr_heir_detach_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+static void lr_heir_detach_locked(struct zkl_lockreq *lr,
+				  struct zkl_link *notify)
 {
 	struct zkl_lockreq *from = lr->heir_of;
 
@@ -976,7 +1043,7 @@ static void lr_on_deleted(int rc, const void *data)
 }
 
 /*
- * what a waiting lock request watches (lr.h): the one node
+ * What a waiting lock request watches (lr.h): the one node
  * ahead of it that can unblock it; for the first waiter of a semaphore,
  * every lease ahead of it (any holder's return can unblock it); for a
  * lease, the resource's data, where the limit is kept; and from its first
@@ -989,7 +1056,7 @@ struct lr_ahead {
 	struct zkl_lockreq *lr;
 };
 
-int lr_watch_one(struct zkl_lockreq *lr, const char *name)
+static int lr_watch_one(struct zkl_lockreq *lr, const char *name)
 {
 	char path[NAMES_MAX_NODE_PATH + 1];
 	int err = lr_child_path(lr, name, path);
@@ -1027,7 +1094,7 @@ static void lr_ahead_fired(struct zkl_watch *w, const char *path,
 	lr->watch.fired_locked(&lr->watch, path, ev, notify);
 }
 
-int lr_watch_ahead(struct zkl_lockreq *lr, size_t me)
+static int lr_watch_ahead(struct zkl_lockreq *lr, size_t me)
 {
 	const struct zkl_queue *q = lr->q;
 	size_t n = lockrule_count_ahead(q->nodes, q->gone, q->lo, me);
@@ -1061,7 +1128,7 @@ int lr_watch_ahead(struct zkl_lockreq *lr, size_t me)
 	return 0;
 }
 
-int lr_watch_limit(struct zkl_lockreq *lr)
+static int lr_watch_limit(struct zkl_lockreq *lr)
 {
 	int err;
 
@@ -1078,7 +1145,7 @@ int lr_watch_limit(struct zkl_lockreq *lr)
 	return err;
 }
 
-void lr_unwatch(struct zkl_lockreq *lr)
+static void lr_unwatch(struct zkl_lockreq *lr)
 {
 	if (watchtab_remove(&lr->s->watches, &lr->watch))
 		lr_drop_locked(lr, LR_HOLD_WATCH);
@@ -1167,7 +1234,7 @@ void lr_watch_own(struct zkl_lockreq *lr)
 	lr_defer_for(lr, LR_WATCH_RETRY_MS);
 }
 
-void lr_unwatch_waits(struct zkl_lockreq *lr)
+static void lr_unwatch_waits(struct zkl_lockreq *lr)
 {
 	lr_unwatch(lr);
 	if (watchtab_remove(&lr->s->watches, &lr->limit_watch))
@@ -1182,7 +1249,7 @@ void lr_unwatch_all(struct zkl_lockreq *lr)
 }
 
 /*
- * a lock request's loss (lr.h): reported to the daemon once,
+ * A lock request's loss (lr.h): reported to the daemon once,
  * with its session's end or on its own (a node deleted by another
  * client, the jeopardy), and a waiter queued again on the next session.
  */
@@ -1208,7 +1275,7 @@ static struct zkl_lost *lr_lost_report(struct zkl_lockreq *lr, const char *why)
 	return item;
 }
 
-void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
+static void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost)
 {
 	struct zkl_lost *item =
 		lr_lost_report(lr, "its ZooKeeper session expired");
@@ -1330,7 +1397,7 @@ void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
 }
 
 /*
- * a downgrade (lockreq_start_in_place): a read request takes
+ * A downgrade (lockreq_start_in_place): a read request takes
  * the place of a write lock its owner holds, so that no writer queued
  * behind that lock gets in between (Curator's CURATOR-621 fix, 5.5).
  *
@@ -1341,7 +1408,7 @@ void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
  * right behind where it stood, and ahead of every node behind it).  The
  * transaction sets the write node's data before deleting it: its
  * watchers, whose views of the queue are older than the heir, hear of a
- * change rather than a deletion, and list again (lr_hooks.c).  The heir
+ * change rather than a deletion, and list again.  The heir
  * holds at once: nothing a reader waits for stood ahead of a held write
  * lock.
  *
@@ -1353,8 +1420,7 @@ void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
  *
  * After a lost reply the heir is looked for by its name (lr_recover):
  * found, the transaction happened; not found, it did not, and is sent
- * again while the write lock still holds.  Above lr_steps.c; below
- * lr_create.c.
+ * again while the write lock still holds.
  */
 struct lr_heir_txn {
 	struct zkl_lockreq *lr;
@@ -1365,13 +1431,13 @@ struct lr_heir_txn {
 	char created[NAMES_MAX_NODE_PATH + 1];
 };
 
-int lr_heir_can_take(const struct zkl_lockreq *from)
+static int lr_heir_can_take(const struct zkl_lockreq *from)
 {
 	/* A lock of several owners stays theirs (lockreq_share). */
 	return from->owners == 1 && lr_heir_can_share(from);
 }
 
-int lr_heir_can_share(const struct zkl_lockreq *from)
+static int lr_heir_can_share(const struct zkl_lockreq *from)
 {
 	return from->mode == ZKL_MODE_WRITE && from->outcome == LR_HELD &&
 	       !from->lost && !from->grant_deferred && from->phase == PH_IDLE &&
@@ -1394,7 +1460,7 @@ int lr_heir_data(int64_t token, const void *data, size_t len, char **out,
 	return 0;
 }
 
-void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
+static void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	if (!lr->heir_of)
 		return;
@@ -1460,7 +1526,7 @@ static void lr_heir_on_sent(int rc, const void *data)
 	free(t);
 }
 
-int lr_heir_send(struct zkl_lockreq *lr)
+static int lr_heir_send(struct zkl_lockreq *lr)
 {
 	struct zkl_lockreq *from = lr->heir_of;
 	struct lr_heir_txn *t;
@@ -1502,9 +1568,9 @@ int lr_heir_send(struct zkl_lockreq *lr)
 }
 
 /*
- * a lock request's node: the owner's start and release,
+ * A lock request's node: the owner's start and release,
  * the create, and after a lost create reply the search for the node by
- * its tag (lr.h).  Above lr_heir.c; below lr_machine.c.
+ * its tag.
  */
 static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			  const void *data);
@@ -1536,7 +1602,7 @@ int lr_queue_create(struct zkl_lockreq *lr)
 	return 0;
 }
 
-void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
+static void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	int err = lr_queue_create(lr);
 
@@ -1696,7 +1762,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 
 /* After a lost create reply: is there a node with our GUID?  An heir
  * shares its tag with its write lock: it looks for its own name. */
-void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
+static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	ssize_t found = lr->heir_of ? queue_find(lr->q, lr_node_name(lr))
 				    : lockrule_find_tag(lr->q->nodes, lr->q->n,
@@ -1764,8 +1830,8 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 }
 
 /*
- * what a lock request does with a listing of its queue:
- * hold, fail, or watch what can unblock it (see lockreq.c for the two
+ * What a lock request does with a listing of its queue:
+ * hold, fail, or watch what can unblock it (the file's top says the two
  * variables, outcome and phase, and doc/design.md for the diagram).
  */
 static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
@@ -1815,7 +1881,8 @@ static void lr_limit_unknown(struct zkl_lockreq *lr, struct zkl_link *notify)
  * they happened, so once its get is back (own_known) a deletion of our
  * node would have been told first (lr_own_fired).  Until then the grant
  * waits for that answer. */
-void lr_evaluate(struct zkl_lockreq *lr, int listed, struct zkl_link *notify)
+static void lr_evaluate(struct zkl_lockreq *lr, int listed,
+			struct zkl_link *notify)
 {
 	struct zkl_queue *q = lr->q;
 	ssize_t me = queue_find(q, lr_node_name(lr));
@@ -1888,7 +1955,7 @@ void lr_evaluate(struct zkl_lockreq *lr, int listed, struct zkl_link *notify)
 	}
 }
 
-void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
+static void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 {
 	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, qwait);
 
@@ -1918,7 +1985,7 @@ void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 }
 
 /*
- * what the session calls on a lock request (lr.h): resume
+ * What the session calls on a lock request (lr.h): resume
  * after a reconnection, a fired watch, the end of the session, counting.
  */
 /* Queue anew on a new session: a fresh GUID, so that nothing of an earlier
@@ -1989,7 +2056,7 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
  * Did the node `name` (a child of our resource) go with nothing in its
  * place, so that the session's view, with it marked gone, is right?
  * A write node may leave an heir: a downgrade creates a read node with
- * its number in the same transaction (lr_heir.c), in its place in the
+ * its number in the same transaction (lr_heir_send), in its place in the
  * queue, after every listing we have.  That transaction sets the write
  * node's data first, so its watchers hear of a change and list again;
  * a deletion alone, heard on the connection that set the watch, left no
@@ -2224,7 +2291,7 @@ const char *lr_lost_node(const struct zkl_member *m)
 	return lr->node;
 }
 
-const char *lr_shared_node(const struct zkl_member *m, unsigned *owners)
+static const char *lr_shared_node(const struct zkl_member *m, unsigned *owners)
 {
 	const struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);

@@ -1,9 +1,7 @@
 /*
- * lr.h - what the files of the lock request share (lockreq.c, the owner's
- * calls; lr_core.c, holds, telling the owner, node names; lr_watch.c, its
- * watches; lr_steps.c, lr_create.c and lr_machine.c, its steps and their
- * completions; lr_hooks.c, the session's calls; peerlease.c, a lease in a
- * peer's layout).  Nobody else includes it.
+ * lr.h - the lock request machine as the features that ride
+ * on it see it: multilock.c, peerlease.c, revoke.c and maxhold.c.
+ * Nobody else includes it.
  */
 #ifndef ZKL_LR_H
 #define ZKL_LR_H
@@ -80,11 +78,11 @@ struct lr_group_ops {
 #define LR_MAX_CREATE_ATTEMPTS 5
 
 /* A delete ZooKeeper refused is tried again after this long, doubled at
- * each refusal up to the most (lr_steps.c). */
+ * each refusal up to the most. */
 #define LR_DELETE_RETRY_FIRST_MS 200
 #define LR_DELETE_RETRY_MAX_MS 5000
 /* A watch on its own node that could not be set is tried again after
- * this long (lr_watch.c). */
+ * this long. */
 #define LR_WATCH_RETRY_MS 200
 
 struct zkl_lockreq {
@@ -98,7 +96,7 @@ struct zkl_lockreq {
 	struct zkl_watch watch;   /* in s->watches while PH_WATCHING for
 				   * one node */
 	struct lr_ahead *ahead;   /* a first waiter's watches on every lease
-				 * ahead of it (lr_watch.c), or NULL */
+				 * ahead of it, or NULL */
 	size_t nahead;
 	struct zkl_watch limit_watch; /* a lease in line or waiting: on the
 				       * resource's data, its limit */
@@ -114,7 +112,7 @@ struct zkl_lockreq {
 	struct zkl_lockreq **members;
 	unsigned nmembers;
 	unsigned members_granted; /* members whose done(0) has run */
-	/* A downgrade (lr_heir.c): the write lock whose place this read
+	/* A downgrade: the write lock whose place this read
 	 * request takes, with its owner's hold, until its node is known
 	 * gone or the request lets it go (lr_heir_detach_locked). */
 	struct zkl_lockreq *heir_of;
@@ -150,7 +148,7 @@ struct zkl_lockreq {
 	unsigned passing : 1;          /* held, and being replaced by an heir:
 				      * its node's changes are the heir's */
 	unsigned inherited : 1;        /* an heir: czxid is its write lock's
-				      * token, kept in its data (lr_heir.c) */
+				      * token, kept in its data */
 	unsigned revoke_asked : 1;     /* held, and asked to let go (its node
 				      * got the revocation mark) at revoke_ms */
 	unsigned revoke_told : 1;      /* ... and its owner was told so */
@@ -190,11 +188,11 @@ struct zkl_lockreq {
 			    * particular order (the client's SetWatches) */
 	int64_t lost_ms;   /* jeopardy_wait's start, CLOCK_BOOTTIME ms */
 	int64_t revoke_ms; /* revoke_asked: when seen, CLOCK_REALTIME ms */
-	/* The hold's limit (lr_maxhold.c), CLOCK_BOOTTIME ms: its grant (a
+	/* The hold's limit (maxhold.c), CLOCK_BOOTTIME ms: its grant (a
 	 * downgrade's write lock's); when asked to let go for passing its
 	 * limit, and when last told to break (0: not yet). */
 	int64_t granted_ms, maxhold_ask_ms, maxhold_break_ms;
-	/* Its metrics (session_metrics.c): its kind (LOCKREQ_KIND), its hold
+	/* Its metrics (session.c): its kind (LOCKREQ_KIND), its hold
 	 * counted as ended (once); when it was made and when its owner was
 	 * told it holds, CLOCK_BOOTTIME ms; when its create and its delete
 	 * were sent, CLOCK_MONOTONIC us. */
@@ -245,17 +243,10 @@ int lr_held_err_locked(const struct zkl_lockreq *lr);
 int lr_has_node(const struct zkl_lockreq *lr);
 const char *lr_node_name(const struct zkl_lockreq *lr);
 int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name);
-/* The path of the queue's node `name` into path.  Returns 0 or
- * -ENAMETOOLONG. */
-int lr_child_path(const struct zkl_lockreq *lr, const char *name,
-		  char path[NAMES_MAX_NODE_PATH + 1]);
 /* Take and drop a hold (enum lr_hold); the last one dropped frees the
  * request. */
 void lr_hold(struct zkl_lockreq *lr, enum lr_hold h);
 void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h);
-/* Hand the hold `from` over as `to` (a fired watch of the ahead array
- * runs as the request's own watch). */
-void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from, enum lr_hold to);
 /* Tell the owner err (0: granted) once.  A grant during a jeopardy is
  * held back until it ends (lr_tell_deferred_locked): told then, its
  * holder would hear of a lock the server may already have given away. */
@@ -269,11 +260,9 @@ void lr_tell_gone_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
  * ENTRY hold. */
 void lr_begin_entry_locked(struct zkl_lockreq *lr, enum lr_hold h);
 void lr_end_entry_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
-void lr_notice_run(struct zkl_notice *n);
 /* The end of a completion: report a node that is gone, drop its CALL
  * hold, unlock and run the notices. */
 void lr_end_completion(struct zkl_lockreq *lr, struct zkl_link *notify);
-void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost);
 /* A held lock is lost for a reason other than the session's end (`why`, a
  * string constant): mark it, count it, and post its report. */
 void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
@@ -291,37 +280,17 @@ void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
 void lr_requeue_locked(struct zkl_lockreq *lr);
 void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost);
 void lr_delete_stray(struct zkl_lockreq *lr, const char *name);
-void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
-void lr_ignore_void(int rc, const void *data);
 
-/* The files of the request call down this list only: lr_core.c (above),
- * lr_revoke.c, lr_watch.c, lr_steps.c, lr_heir.c, lr_create.c,
- * lr_machine.c, lr_hooks.c, peerlease.c, lockreq.c. */
-
-/* What the request watches (lr_watch.c).  Each registration takes its
- * hold (WATCH, AHEAD, LIMIT, HELD); the unwatch calls drop it (the caller
- * holds another). */
-/* The node `name` of the queue (a lease also for its mark). */
-int lr_watch_one(struct zkl_lockreq *lr, const char *name);
-/* Every lease ahead of nodes[me] in the queue's view; a change of any is
- * reported to lr->watch.fired_locked, as if lr->watch had fired. */
-int lr_watch_ahead(struct zkl_lockreq *lr, size_t me);
-/* A lease: the resource's data, for changes of the limit (once). */
-int lr_watch_limit(struct zkl_lockreq *lr);
-/* Its own node, for a deletion not its own (once; a failure is logged
- * and tried again a moment later).  Set before the first watch on a node ahead, so
- * that ZooKeeper tells the deletion of our node before any later change
- * of a node ahead (lr_evaluate), and at the grant. */
+/* Watch its own node, for a deletion not its own (once, taking the HELD
+ * hold; a failure is logged and tried again a moment later).  Set before
+ * the first watch on a node ahead, so that ZooKeeper tells the deletion
+ * of our node before any later change of a node ahead (lr_evaluate), and
+ * at the grant. */
 void lr_watch_own(struct zkl_lockreq *lr);
-/* Stop watching nodes (lr_watch_one, lr_watch_ahead). */
-void lr_unwatch(struct zkl_lockreq *lr);
-/* ... and the limit: what only a waiter watches. */
-void lr_unwatch_waits(struct zkl_lockreq *lr);
-/* ... and its own node too. */
+/* Stop watching anything: the nodes ahead, the limit, its own node. */
 void lr_unwatch_all(struct zkl_lockreq *lr);
 
-/* The basic steps (lr_steps.c). */
-int lr_line_up(struct zkl_lockreq *lr);
+/* The basic steps: list the queue, delete the node. */
 void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_delete(struct zkl_lockreq *lr);
 /* lr_delete in parts, for a delete sent in a transaction: the phase, the
@@ -332,29 +301,9 @@ void lr_delete_unsent_locked(struct zkl_lockreq *lr);
 void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify);
 /* Wait for the connection to come back, then resume (member ops). */
 void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
-/* ... or for ms, then resume once connected (a step ZooKeeper refused). */
-void lr_defer_for(struct zkl_lockreq *lr, int ms);
 int lr_is_connection_loss(int rc);
-void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
-/* lockreq_release of a plain request, s->lock held. */
-void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
-/* An heir lets its write lock go (released: its node is deleted unless
- * it is known gone, PH_GONE).  Nothing if it has none. */
-void lr_heir_detach_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 
-/* A downgrade (lr_heir.c).  Can `from` be replaced by an heir now: a
- * plain write lock, held and not lost, with nothing in flight? */
-int lr_heir_can_take(const struct zkl_lockreq *from);
-/* The same, whatever the number of its owners. */
-int lr_heir_can_share(const struct zkl_lockreq *from);
-/* Send the transaction that creates lr's node in its write lock's place
- * and deletes that lock's node (lr_queue_create's step for an heir).
- * Returns 0 or -errno (nothing sent). */
-int lr_heir_send(struct zkl_lockreq *lr);
-/* The heir's node exists (found after a lost reply): its write lock's
- * node is gone with that transaction. */
-void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* An heir's node data: data[0..len) and a "token N" line (its write
  * lock's token, which is the heir's), in a new *out of *outlen bytes.
  * Returns 0 or -ENOMEM. */
@@ -362,9 +311,8 @@ int lr_heir_data(int64_t token, const void *data, size_t len, char **out,
 		 size_t *outlen);
 void lr_mark(struct zkl_lockreq *lr);
 
-/* The node's creation (lr_create.c). */
+/* The node's creation. */
 int lr_queue_create(struct zkl_lockreq *lr);
-void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* lockreq_start of a plain request (s->lock held), and the checks every
  * request's start makes before its first step (a peer lease's, too). */
 int lr_start_locked(struct zkl_lockreq *lr);
@@ -374,22 +322,8 @@ int lr_start_with_locked(struct zkl_lockreq *lr,
  * member): lr's owner is told gone only once its node is gone too. */
 void lr_release_sub_locked(struct zkl_lockreq *lr, struct zkl_lockreq *sub,
 			   struct zkl_link *notify);
-/* After a lost create reply, a listing: is there a node with our tag? */
-void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify);
 
-/* A listing's verdict (lr_machine.c): `listed` when the view is a
- * listing that has just come back (it shows our node), else the view with
- * nodes marked gone since. */
-void lr_evaluate(struct zkl_lockreq *lr, int listed, struct zkl_link *notify);
-void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify);
-
-/* Is lr a lock its owner holds as such (not a multi-lock's member, nor a
- * peer lease's step)?  Only those count.  Its hold ended: let go (lost
- * 0) or lost, counted in the metrics. */
-int lr_is_owners_lock(const struct zkl_lockreq *lr);
-void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost);
-
-/* The session's calls on a plain request (lr_hooks.c): its member hooks,
+/* The session's calls on a plain request: its member hooks,
  * watch handlers and listing reply, set up; a request's count. */
 void lr_wire(struct zkl_lockreq *lr);
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
@@ -399,11 +333,10 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 		struct zkl_link *notify);
 const char *lr_lost_node(const struct zkl_member *m);
-/* The hold limits' sweep (internal.h, lr_maxhold.c). */
+/* The hold limits' sweep (internal.h, maxhold.c). */
 void lr_hold_check(struct zkl_member *m, int64_t now, struct zkl_link *notify);
-const char *lr_shared_node(const struct zkl_member *m, unsigned *owners);
 
-/* A held request asked to let go (lr_revoke.c): what to tell the daemon,
+/* A held request asked to let go (revoke.c): what to tell the daemon,
  * gathered under the session's lock and told without it. */
 struct lr_revoke_report {
 	session_lost_fn hook;

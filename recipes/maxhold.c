@@ -226,7 +226,7 @@ int64_t maxhold_grace_ms(unsigned secs)
 }
 
 /*
- * read a resource's hold limit from the table znode, and
+ * Read a resource's hold limit from the table znode, and
  * store one (maxhold.h).
  *
  * Storing is a read, an edit and a write conditional on the version read
@@ -553,7 +553,7 @@ int maxhold_store(struct zkl_session *s, const char *dir, unsigned secs,
 }
 
 /*
- * the hold limits as this session knows them: the
+ * The hold limits as this session knows them: the
  * table znode <base>/.maxhold (maxhold.h) read at each connection and
  * again whenever its watch fires, so that a grant needs no request to
  * learn its limit; and the server's clock, as our creates' replies tell
@@ -727,11 +727,11 @@ unsigned session_maxhold(struct zkl_session *s, const char *dir)
 }
 
 /*
- * a hold that outlasts its resource's limit (maxhold.h),
+ * A hold that outlasts its resource's limit (maxhold.h),
  * looked at by the session's clock thread about once a second
  * (hold_check_locked): first asked to let go, as `echo ask > revoke`
  * would (its node gets the revocation mark, and the holder hears of it
- * through its held node's watch, lr_revoke.c), then, a grace later
+ * through its held node's watch, revoke.c), then, a grace later
  * (maxhold_grace_ms), broken: the lock is lost (EIO, on_lost), and only
  * once its holder has been told is its node deleted, so that the next
  * waiter of any host is granted after that (lr_lose_then_let_go_locked).
@@ -741,7 +741,7 @@ unsigned session_maxhold(struct zkl_session *s, const char *dir)
  * so a limit set or lowered while the lock is held applies at once.  A
  * multi-lock is one hold: the least of its resources' limits, and all
  * its nodes asked, then deleted.  A peer's own lock taken on a lease's
- * way is no hold.  Above lr_core.c only.
+ * way is no hold.
  */
 static void lr_maxhold_ignore_stat(int rc, const struct Stat *st,
 				   const void *data)

@@ -12,8 +12,8 @@
  * each session watches it once, and a grant costs no request to learn its
  * limit.  The znode goes when its last limit does.
  *
- * The table's text: maxhold.c, pure functions.  Reading and storing it:
- * maxhold_store.c; this session's copy of it: session_maxhold.c.
+ * maxhold.c has the table's text (pure functions), reading and storing
+ * it, this session's copy of it, and the sweep of holders past a limit.
  */
 #ifndef ZKL_MAXHOLD_H
 #define ZKL_MAXHOLD_H
@@ -91,7 +91,7 @@ int maxhold_read(struct zkl_session *s, const char *dir, maxhold_read_fn cb,
 
 /* Store secs (0: remove) as the limit of resource znode dir, for every
  * host: the table is read and written back on the version read, again
- * if another host wrote it meanwhile (maxhold_store.c).  cb runs once,
+ * if another host wrote it meanwhile (maxhold.c).  cb runs once,
  * with no lock of ours held: once ZooKeeper applied it (0), or with
  * -errno: -ENOSPC when this limit would make the table outgrow
  * MAXHOLD_TABLE_MAX, -EBUSY when other hosts kept writing it first, or

@@ -44,7 +44,7 @@ static int ml_send_locked(struct zkl_lockreq *g);
  * transaction. */
 static int ml_member_create(struct zkl_lockreq *m);
 
-/* One allocation for a transaction's context (ml_txn.c): `head` bytes
+/* One allocation for a transaction's context: `head` bytes
  * whose last member is an array of n entries of `item` bytes, then its
  * n ops and n results.  NULL when out of memory. */
 static void *ml_txn_alloc(size_t head, size_t item, unsigned n, zoo_op_t **ops,
@@ -381,9 +381,9 @@ int lockreq_member_token(struct zkl_lockreq *lr, size_t i, int64_t *token)
 }
 
 /*
- * the transaction that creates every member's node of a
- * multi-lock (ml.h), and the token read after it.  Below multilock.c; it tells the multi-lock of nothing but
- * through its members (their done).
+ * The transaction that creates every member's node of a
+ * multi-lock, and the token read after it.  It tells the multi-lock of
+ * nothing but through its members (their done).
  */
 struct ml_item {
 	struct zkl_lockreq *m; /* with a CALL hold until the reply's end */
@@ -645,9 +645,9 @@ static void ml_on_token(int rc, const struct Stat *st, const void *data)
 }
 
 /*
- * a multi-lock's other transactions (ml.h): a note on every
+ * A multi-lock's other transactions: a note on every
  * node, and the release of them all; and the context every transaction
- * of it allocates.  Calls nothing of ml_create.c or multilock.c.
+ * of it allocates.
  */
 /* One allocation for a transaction's context: `head` bytes whose last
  * member is an array of n entries of `item` bytes, then its n ops and n

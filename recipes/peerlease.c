@@ -33,8 +33,6 @@
 #include <string.h>
 #include <syslog.h>
 
-/* ---- pl_base.c ---------------------------------------------------------- */
-
 /* kazoo's layout (else Curator's). */
 static int pl_kazoo(const struct zkl_lockreq *lr);
 /* The CALL hold of a call just sent, if rc says it was: 0 or -errno. */
@@ -51,8 +49,6 @@ static void pl_grant(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* The lease directory's ACL, read before the first count. */
 static void pl_on_acl(int rc, struct ACL_vector *acl, struct Stat *st,
 		      const void *data);
-
-/* ---- pl_lease.c --------------------------------------------------------- */
 
 /* Create the lease node (kazoo: its fixed name). */
 static void pl_create(struct zkl_lockreq *lr, struct zkl_link *notify);
@@ -224,9 +220,9 @@ void peerlease_wire(struct zkl_lockreq *lr)
 }
 
 /*
- * what every step of a lease in a peer's layout uses (pl.h):
+ * What every step of a lease in a peer's layout uses:
  * letting the peer's lock go, deleting the lease, failing, granting, the
- * lease directory's ACL.  It calls nothing of pl_lease.c or peerlease.c.
+ * lease directory's ACL.
  */
 static void pl_on_deleted(int rc, const void *data);
 
@@ -351,9 +347,9 @@ static void pl_on_acl(int rc, struct ACL_vector *acl, struct Stat *st,
 }
 
 /*
- * the lease node of a lease in a peer's layout and its count
- * (pl.h): Curator creates, then counts; kazoo counts, then creates; after
- * a lost create reply, the node is looked for.  Above pl_base.c.
+ * The lease node of a lease in a peer's layout and its count
+ * Curator creates, then counts; kazoo counts, then creates; after a lost
+ * create reply, the node is looked for.
  */
 static void pl_on_created(int rc, const char *name, const struct Stat *st,
 			  const void *data);

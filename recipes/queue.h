@@ -19,9 +19,9 @@
  *    still there ahead of it; one found gone already (ZNONODE) is marked in
  *    turn.  A handoff costs one notification, however long the queue.
  *    Except after a downgrade, which puts a read node with the write
- *    node's number in its place (lr_heir.c): a write node whose deletion
+ *    node's number in its place (lockreq.c): a write node whose deletion
  *    was not seen as it happened, or a Curator one, is followed by a
- *    listing (lr_gone_for_sure, lr_hooks.c).
+ *    listing (lr_gone_for_sure, lockreq.c).
  * Each waiter still watches exactly one node: herd-freedom is unchanged.
  *
  * Leases (doc/design.md) need two more things, which the view keeps too:

@@ -106,7 +106,7 @@ static int resource_send_locked(struct resource_op *op)
 		err = resource_create_parents_locked(s, p);
 		if (err < 0)
 			return ZSYSTEMERROR;
-		/* Empty data, not none (session_path.c says why). */
+		/* Empty data, not none (session.c says why). */
 		return zoo_acreate(
 			s->zh, p, op->verb == RES_CREATE ? "" : op->text,
 			op->verb == RES_CREATE ? 0 : (int)op->textlen, s->acl,

@@ -346,7 +346,7 @@ int revoke_start(struct zkl_session *s, const char *dir, enum revoke_how how,
 }
 
 /*
- * a holder asked to let go (lr.h): the get that sets the
+ * A holder asked to let go (lr.h): the get that sets the
  * watch on a held node (lr_watch_own: at the grant, after a change of
  * the node's data, after a reconnection) also reads the data; Curator's
  * revocation mark there (revoke.h: set by a mount's `echo ask > revoke`
@@ -354,7 +354,7 @@ int revoke_start(struct zkl_session *s, const char *dir, enum revoke_how how,
  * remembered, with when it was seen, and told to the daemon once
  * (session_set_revoke_hook).  A multi-lock's member is told as its
  * multi-lock: only once that holds, and once for all its members.
- * Asking takes nothing away: the lock stays held.  Above lr_core.c only.
+ * Asking takes nothing away: the lock stays held.
  */
 static int64_t lr_revoke_now_ms(void)
 {

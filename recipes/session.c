@@ -358,7 +358,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 }
 
 /*
- * creating the persistent znodes above lock nodes: the
+ * Creating the persistent znodes above lock nodes: the
  * base path at start, and a resource's missing parents before its first
  * lock node.  One walk over the path serves both.
  */
@@ -446,7 +446,7 @@ int session_create_base(struct zkl_session *s, char *err, size_t errlen)
 }
 
 /*
- * what a session tells about itself: its base path,
+ * What a session tells about itself: its base path,
  * servers, id, state and counters.
  */
 const char *session_base(const struct zkl_session *s)
@@ -529,7 +529,7 @@ enum zkl_conn_state session_state(struct zkl_session *s)
 }
 
 /*
- * what the session counts for MOUNT/.metrics: locks
+ * What the session counts for MOUNT/.metrics: locks
  * granted, released and lost with their wait and hold times, by mode and
  * kind, and ZooKeeper's answer times (session.h).  Updated under the
  * session's mutex where each event happens; copied out whole.
@@ -599,7 +599,7 @@ void session_metrics(struct zkl_session *s, struct zkl_session_metrics *out)
 }
 
 /*
- * telling the daemon of locks lost (internal.h): with the
+ * Telling the daemon of locks lost (internal.h): with the
  * session, or one by one (a node deleted by another client).
  */
 void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn, void *arg)
@@ -642,7 +642,7 @@ void session_report_lost(struct zkl_link *lost)
 }
 
 /*
- * the end of a mount's session: the releases of the
+ * The end of a mount's session: the releases of the
  * unmount confirmed, the threads stopped, the handle closed, whatever
  * still waited told, and the memory freed.
  */

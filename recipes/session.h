@@ -141,7 +141,7 @@ struct zkl_session_metrics {
 };
 
 /* A consistent copy of the session's metrics, without asking ZooKeeper
- * (session_metrics.c).  Any thread. */
+ * (session.c).  Any thread. */
 void session_metrics(struct zkl_session *s, struct zkl_session_metrics *out);
 
 /* The server list, as given at open. */

@@ -15,7 +15,7 @@
 #include <time.h>
 
 /*
- * the jeopardy clock's arithmetic (heartbeat.h).
+ * The jeopardy clock's arithmetic (heartbeat.h).
  */
 void heartbeat_new_handle(struct heartbeat_proof *p, int64_t now)
 {
@@ -60,7 +60,7 @@ int64_t heartbeat_jeopardy_due(const struct heartbeat_proof *p,
 }
 
 /*
- * until when the server keeps our session for sure, and
+ * Until when the server keeps our session for sure, and
  * what is done when that time comes without an answer (jeopardy).
  *
  * ZooKeeper ends a session no earlier than its timeout after the server
@@ -85,7 +85,7 @@ int64_t heartbeat_jeopardy_due(const struct heartbeat_proof *p,
  * the timeout.  Connecting, the server creates or revalidates the session
  * through the leader, after we sent the connection request and before
  * the first heartbeat on it: that heartbeat, answered, counts for both
- * (heartbeat.c), overstating by the time from the connection request to
+ * (session_clock.c), overstating by the time from the connection request to
  * that send: the handshake's round trip and the delivery of the connected
  * event to us (milliseconds, on a daemon that runs), which the margin
  * covers.  A margin before that (the signal handlers' time, the
@@ -216,7 +216,7 @@ static void clock_sweep_locked(struct zkl_session *s, int64_t now,
 	}
 }
 
-/* Holders past their resource's limit (lr_maxhold.c): only while
+/* Holders past their resource's limit (maxhold.c): only while
  * connected (the asks and breaks are requests), never in a jeopardy
  * (every holder is lost then anyway), and only by the table as it is now:
  * a limit removed during an outage must break nothing when it ends. */

@@ -15,7 +15,7 @@
 #include <string.h>
 
 /*
- * path -> waiting watches (see watchtab.h).
+ * Path -> waiting watches (see watchtab.h).
  */
 struct watchtab_entry {
 	struct strtab_item item; /* key: path */
@@ -166,7 +166,7 @@ size_t watchtab_take_all(struct watchtab *t, struct zkl_link *fired)
 }
 
 /*
- * one ZooKeeper watch per node path, however many of
+ * One ZooKeeper watch per node path, however many of
  * the session's requests wait for that node (watchtab.h), and waking them
  * when it fires.
  */

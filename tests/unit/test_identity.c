@@ -27,7 +27,7 @@ Test(identity, formats_and_reads_back_every_key)
 	cr_assert_geq(identity_get(buf, n, "start", v, sizeof(v)), 0);
 }
 
-/* This process as lineage.h names it: its pid and start time. */
+/* This process as process.h names it: its pid and start time. */
 static struct lineage_proc this_process(void)
 {
 	struct lineage_proc me;
