@@ -16,11 +16,33 @@ time of the event (every process reads the same clock).
 import errno
 import fcntl
 import os
+import select
 import signal
 import sys
 import time
 
 from readall import read_all
+
+
+WAKE = []
+
+
+def commands():
+    """The lines of stdin, read so that a signal's handler runs at once
+    while it waits (its wakeup pipe, WAKE, is watched too)."""
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            ready, _, _ = select.select([0, *WAKE], [], [])
+            if WAKE and WAKE[0] in ready:
+                os.read(WAKE[0], 512)  # the handler has run by now
+            if 0 in ready:
+                chunk = os.read(0, 4096)
+                if not chunk:
+                    return
+                buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        yield line.decode()
 
 
 def main():
@@ -34,8 +56,21 @@ def main():
         else (lambda: "")
     if "--trap" in sys.argv:
         name = sys.argv[sys.argv.index("--trap") + 1]
+        # os.write, not print: a handler that runs inside print("ok")'s
+        # flush (the signal and the open's return come together) would
+        # make a reentrant call into the buffered stdout, which Python
+        # refuses with RuntimeError, and the line would be lost.
         signal.signal(getattr(signal, name),
-                      lambda *_: print(f"signal {name}{stamp()}", flush=True))
+                      lambda *_: os.write(
+                          1, f"signal {name}{stamp()}\n".encode()))
+        # Python runs a handler between bytecodes: a signal that comes
+        # just before the read of the next command blocks in that read
+        # would wait for the next command.  The wakeup pipe makes the
+        # wait for a command return for every signal (commands()).
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        WAKE.append(wake_r)
     if "--alarm" in sys.argv:
         secs = int(sys.argv[sys.argv.index("--alarm") + 1])
         def on_alarm(*_):
@@ -54,8 +89,7 @@ def main():
         return
     signal.alarm(0)
     print(f"ok{stamp()}", flush=True)
-    for line in sys.stdin:
-        cmd = line.rstrip("\n")
+    for cmd in commands():
         if cmd == "close":
             break
         if cmd == "read":
