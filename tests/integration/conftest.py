@@ -8,24 +8,35 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Mounts, ZooKeeper, kazoo_client  # noqa: E402
+from services import CuratorJava  # noqa: E402
 
 
-# The suite's length (CI runs it three times and keeps to about a quarter
-# of an hour): the files the AddressSanitizer run leaves to the plain run.
-# They drive the peers' own Java and Python services through their lock,
-# lease and dialect protocols; the daemon's code on those paths runs under
-# AddressSanitizer in the unit tests (peerlease, names, holders).
-ASAN_LEAVES = ("test_lease_peers.py", "test_interop.py", "test_services.py")
+# What each build's run of the suite leaves out, by marker (pytest.ini
+# registers them): CI runs the suite three times, and the three keep to
+# about a quarter of an hour.  The daemon's code on the paths left out
+# runs under the sanitizers in the unit tests (peerlease, names, holders,
+# jeopardy, heartbeat).  "-concurrency" leaves out what lacks the marker.
+LEFT_OUT = {
+    "address": ("peers", "partition", "slow", "plain"),
+    "thread": ("peers", "slow", "plain", "-concurrency"),
+}
 
 
 def pytest_collection_modifyitems(config, items):
-    if "address" not in os.environ.get("ZKLOCKFS_SANITIZE", ""):
-        return
-    skip = pytest.mark.skip(reason="the plain run has the peers' services "
-                            "(conftest.ASAN_LEAVES)")
-    for item in items:
-        if item.fspath.basename in ASAN_LEAVES:
-            item.add_marker(skip)
+    sanitizer = os.environ.get("ZKLOCKFS_SANITIZE", "none")
+    for name, markers in LEFT_OUT.items():
+        if name not in sanitizer:
+            continue
+        for item in items:
+            for marker in markers:
+                lacking = marker.startswith("-")
+                if (item.get_closest_marker(marker.lstrip("-")) is None) \
+                        == lacking:
+                    item.add_marker(pytest.mark.skip(
+                        reason=f"the {name} sanitizer's run leaves "
+                        f"{'what is not ' if lacking else ''}"
+                        f"'{marker.lstrip('-')}' out (conftest.LEFT_OUT)"))
+                    break
 
 
 @pytest.fixture(scope="session")
@@ -64,3 +75,12 @@ def m1(mounts):
 @pytest.fixture
 def m2(mounts):
     return mounts.new()
+
+
+@pytest.fixture(scope="session")
+def curator_java():
+    """CuratorLocks.java compiled once per run, for every test that runs a
+    Curator service."""
+    java = CuratorJava()
+    yield java
+    java.remove()

@@ -16,6 +16,8 @@ from harness import (HERE, Driver, Locker, finish_all, lock_nodes,
 from test_core import still_waiting
 from test_hangs import cut_off, status  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.concurrency
+
 NUMBER = re.compile(r"(-?\d{10})$")
 WORKER = os.path.join(HERE, "downgrade_worker.py")
 SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"

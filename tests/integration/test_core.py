@@ -1,4 +1,4 @@
-"""Core semantics (SPEC sections 2-4): write/read files block on open and
+"""Core semantics (README.md, "Semantics"): write/read files block on open and
 release on close, across two mounts (two ZooKeeper sessions)."""
 import os
 import signal
@@ -8,6 +8,8 @@ import time
 import pytest
 
 from harness import Locker, lock_nodes, wait_until
+
+pytestmark = pytest.mark.concurrency
 
 
 def still_waiting(locker, settle=0.3):

@@ -5,7 +5,11 @@ fails with EDEADLK at once.  What is not detected: a cycle through
 another host."""
 import errno
 
+import pytest
+
 from harness import Driver, lock_nodes, wait_until
+
+pytestmark = pytest.mark.concurrency
 
 EDEADLK = "err " + errno.errorcode[errno.EDEADLK]  # EDEADLOCK on Linux
 

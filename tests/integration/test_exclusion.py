@@ -14,6 +14,8 @@ from harness import HERE, Locker, lock_nodes, wait_until
 from test_core import still_waiting
 from test_operability import status
 
+pytestmark = pytest.mark.concurrency
+
 TRY_WRITE = os.O_WRONLY | os.O_NONBLOCK
 
 # Nodes of the ZooKeeper recipe's grammar whose numbers lie more than 2^31

@@ -1,4 +1,4 @@
-"""Lost locks and faults (SPEC section 5): a session that expires under a
+"""Lost locks and faults (README.md, "Failure semantics"): a session that expires under a
 holder, a ZooKeeper restart, a daemon killed with -9."""
 import os
 import signal
@@ -10,6 +10,8 @@ from harness import (Driver, Locker, exec_holder, expect_impostor_spared,
                      wait_until)
 from test_core import still_waiting
 from test_operability import status
+
+pytestmark = pytest.mark.concurrency
 
 
 def session_of(locker):

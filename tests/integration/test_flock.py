@@ -1,13 +1,17 @@
-"""flock(2) and fcntl(2) on the lock files (SPEC section 6): flock(1)'s
+"""flock(2) and fcntl(2) on the lock files (README.md, "Using flock(1)"): flock(1)'s
 idioms become distributed locks, across two mounts (two sessions)."""
 import os
 import signal
 import subprocess
 import time
 
+import pytest
+
 from harness import (Driver, Locker, exec_holder, lock_nodes,
                      pid_of_a_gone_holder, wait_until)
 from test_core import still_waiting
+
+pytestmark = pytest.mark.concurrency
 
 
 def driver_on(path):

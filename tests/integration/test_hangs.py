@@ -14,6 +14,8 @@ from harness import Driver, Locker, Mounts, lock_nodes, wait_until
 from tcpproxy import TcpProxy
 from test_operability import status
 
+pytestmark = pytest.mark.concurrency
+
 TRY_WRITE = os.O_WRONLY | os.O_NONBLOCK
 
 

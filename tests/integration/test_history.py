@@ -253,9 +253,8 @@ def check(holds, deleted, base):
     return problems
 
 
-# The suite's length: the plain run has it (the longest test there).
-@pytest.mark.skipif("address" in os.environ.get("ZKLOCKFS_SANITIZE", ""),
-                    reason="a minute of faults; the plain run has it")
+# A minute of faults, the longest test: the plain run has it.
+@pytest.mark.slow
 def test_no_two_holds_overlap_under_a_seeded_nemesis(hosts, ensemble):
     sanitized = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
     seconds = float(os.environ.get("ZKLOCKFS_HISTORY_SECONDS",

@@ -14,6 +14,8 @@ from kazoo.exceptions import LockTimeout
 from harness import kazoo_client, lock_nodes
 from test_names_and_errors import expect_errno
 
+pytestmark = pytest.mark.peers
+
 G = "0123abcd-0000-4000-8000-00000000000a"
 NONBLOCK_WRITE = os.O_RDWR | os.O_NONBLOCK
 NONBLOCK_READ = os.O_RDONLY | os.O_NONBLOCK

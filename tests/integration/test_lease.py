@@ -15,6 +15,8 @@ from test_core import still_waiting
 from test_faults import paused  # noqa: F401 (a fixture)
 from test_names_and_errors import expect_errno
 
+pytestmark = pytest.mark.concurrency
+
 
 def read_limit(mount, resource):
     with open(mount.path(resource, "limit")) as f:

@@ -22,6 +22,8 @@ from test_lease import (expire_session, lease, read_limit, status_of,
 from test_services import (CURATOR_TAG, curator_java, flock_n,  # noqa: F401
                            service, tool, two)
 
+pytestmark = pytest.mark.peers
+
 # The nodes of a lease and of the peer's own lock, and where they go.
 LEASE_NODE = {"curator": CURATOR_TAG + r"lease-\d{10}",
               "kazoo": r"[0-9a-f]{32}"}

@@ -5,6 +5,8 @@ import os
 import queue
 import threading
 
+import pytest
+
 from harness import wait_until
 from test_lease import leases_of, write_limit
 from test_scale import packets_received, total_watches
@@ -88,6 +90,7 @@ def serve_queue(zookeeper, zk, base, m1, m2, n):
     return (after - before) / n
 
 
+@pytest.mark.concurrency
 def test_leases_are_fifo_across_hosts_and_a_handoff_costs_the_same_for_20_and_1000(
         zookeeper, zk, base, m1, m2):
     short = serve_queue(zookeeper, zk, base, m1, m2, 20)

@@ -13,7 +13,6 @@ import time
 import pytest
 
 from harness import Driver, Locker, Mounts, lock_nodes, wait_until
-from services import CuratorJava
 from tcpproxy import TcpProxy
 from test_core import still_waiting
 from test_hangs import status
@@ -86,6 +85,7 @@ def test_only_root_or_the_owner_may_set_it(zk, base, mounts):
     set_maxhold(m, 0)
 
 
+@pytest.mark.concurrency
 def test_a_stubborn_holder_is_asked_then_broken_then_the_next_granted(
         zk, base, mounts, m2):
     """The holder ignores the signal that asks it to let go: the order of
@@ -149,6 +149,7 @@ def test_a_limit_removed_in_time_asks_nothing(zk, base, m1, m2):
     holder.close()
 
 
+@pytest.mark.concurrency
 def test_flock_fcntl_leases_and_readers_are_bounded_alike(zk, base, m1, m2):
     holders_by_kind = {  # each on a resource of its own, named after it
         "flock": Locker(m1.path("of-flock", "lock"), "rw", ["--flock"]),
@@ -168,6 +169,7 @@ def test_flock_fcntl_leases_and_readers_are_bounded_alike(zk, base, m1, m2):
         set_maxhold(m2, 0, f"of-{how}")
 
 
+@pytest.mark.concurrency
 def test_a_multi_lock_is_bounded_by_its_least_limit(zk, base, m1, m2):
     holder = Locker(m1.path(".all", "a,b", "write"), "rw")
     holder.granted()
@@ -178,13 +180,6 @@ def test_a_multi_lock_is_bounded_by_its_least_limit(zk, base, m1, m2):
                "every node of it deleted")
     holder.close()
     set_maxhold(m2, 0, "b")
-
-
-@pytest.fixture(scope="module")
-def curator_java():
-    java = CuratorJava()
-    yield java
-    java.remove()
 
 
 def test_another_tools_holder_is_marked_overdue_not_broken(
@@ -218,9 +213,9 @@ def clock_off_by(offset):
             "FAKETIME_DONT_FAKE_MONOTONIC=1")
 
 
-@pytest.mark.skipif(os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none",
-                    reason="a sanitizer's runtime must be the first library "
-                           "loaded; libfaketime is preloaded")
+# A sanitizer's runtime must be the first library loaded, and
+# libfaketime is preloaded: the plain run has it.
+@pytest.mark.plain
 def test_overdue_goes_by_the_servers_clock_not_the_hosts(zk, base, mounts):
     """A kazoo holder (this test's own client) on a resource with a limit:
     a host an hour ahead must not call it overdue at once, and a host an
@@ -250,6 +245,7 @@ def test_overdue_goes_by_the_servers_clock_not_the_hosts(zk, base, mounts):
             assert m.proc.wait(30) == 0, m.log()
 
 
+@pytest.mark.concurrency
 def test_a_limit_raised_after_the_ask_asks_again_and_gives_the_grace(
         zk, base, mounts, m2):
     m1 = mounts.new("-o", "on_revoke=signal:USR1")
@@ -271,6 +267,7 @@ def test_a_limit_raised_after_the_ask_asks_again_and_gives_the_grace(
     set_maxhold(m2, 0)
 
 
+@pytest.mark.concurrency
 def test_a_limit_removed_while_cut_off_breaks_nothing_when_back(
         zookeeper, zk, base, m2):
     proxy = TcpProxy(zookeeper.port)
@@ -349,8 +346,7 @@ def test_holders_stays_empty_with_nobody_queued(m1):
     set_maxhold(m1, 0)
 
 
-@pytest.mark.skipif(os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none",
-                    reason="libfaketime is preloaded (see above)")
+@pytest.mark.plain  # libfaketime is preloaded (see above)
 def test_a_clock_stepped_after_the_last_create_marks_nobody_overdue(
         zk, base, mounts, tmp_path):
     """NTP steps this host's clock two hours forward after the mount

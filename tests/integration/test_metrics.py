@@ -30,9 +30,7 @@ from test_revoke import revoke
 # Other programs reading the text (the node exporter, Prometheus) are the
 # plain run's business: under a sanitizer, the daemon's side of it (the
 # text, the file's writer) is run by the tests without them.
-THEIR_PROGRAMS = pytest.mark.skipif(
-    os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none",
-    reason="the plain run has the node exporter and Prometheus")
+THEIR_PROGRAMS = pytest.mark.plain
 
 SERIES = re.compile(r'^(zklockfs_\w+)\{mountpoint="([^"]*)",?([^}]*)\} (\S+)$')
 
@@ -120,6 +118,7 @@ def test_locks_are_counted_by_mode_and_kind(m1, m2):
             == 1, (mode, kind)
 
 
+@pytest.mark.concurrency
 def test_a_downgrade_whose_write_node_went_counts_the_loss(zk, base,
                                                           cut_off):
     """The write node is deleted by another client while the downgrade's
@@ -177,6 +176,7 @@ def proxied(zookeeper, zk, base, tmp_path):
         proxy.stop()
 
 
+@pytest.mark.concurrency
 def test_reading_asks_zookeeper_nothing_and_the_file_follows_the_state(
         proxied):
     proxy, mounts, m, path = proxied

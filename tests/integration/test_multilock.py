@@ -18,6 +18,8 @@ from harness import HERE, Locker, finish_all, lock_nodes, wait_until
 from test_core import still_waiting
 from test_exclusion import try_open
 
+pytestmark = pytest.mark.concurrency
+
 WORKER = os.path.join(HERE, "multilock_worker.py")
 SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
 

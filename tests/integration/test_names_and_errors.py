@@ -38,7 +38,7 @@ def test_bad_names_and_refused_operations(zk, base, m1):
     expect_errno(errno.EPERM, os.symlink, "x", os.path.join(mp, "r", ".lnk"))
     expect_errno(errno.EPERM, os.link, os.path.join(mp, "r", "write"),
                  os.path.join(mp, "r", ".lnk"))
-    # Every valid name already exists as a resource (SPEC 2), so the
+    # Every valid name already exists as a resource (README.md, "Semantics"), so the
     # kernel itself answers EEXIST to creating one.
     expect_errno(errno.EEXIST, os.mkdir, os.path.join(mp, "r"))
     expect_errno(errno.EEXIST, os.symlink, "x", os.path.join(mp, "r", "lnk"))

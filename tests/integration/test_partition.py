@@ -21,12 +21,10 @@ SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
 TOLD_CASES = [("write", 0.5), ("flock", 0.5), ("lease", 0.5)] + \
     ([] if SANITIZED else [("fcntl", 0.5), ("multi", 0.5), ("write", 0.1),
                            ("write", 0.9)])
-ASAN = "address" in os.environ.get("ZKLOCKFS_SANITIZE", "")
-# The suite's length: the plain and ThreadSanitizer runs cut the links
-# (the clock thread's races are ThreadSanitizer's business); under
-# AddressSanitizer the unit tests of the jeopardy and heartbeat run.
-pytestmark = pytest.mark.skipif(ASAN, reason="the plain and ThreadSanitizer "
-                                "runs have the partitions")
+# The plain and ThreadSanitizer runs cut the links (the clock thread's
+# races are ThreadSanitizer's business); under AddressSanitizer the unit
+# tests of the jeopardy and heartbeat run (conftest.LEFT_OUT).
+pytestmark = [pytest.mark.partition, pytest.mark.concurrency]
 BLIP_PHASES = [0.35] if SANITIZED else [0.1, 0.35, 0.6, 0.85]
 
 

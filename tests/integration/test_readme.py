@@ -41,10 +41,9 @@ NOT_RUN = {
         "checks it against the files",
 }
 
-SANITIZED = os.environ.get("ZKLOCKFS_SANITIZE", "none") != "none"
-needs_plain = pytest.mark.skipif(
-    SANITIZED, reason="run-local builds a plain tree of its own: the plain "
-    "build's run of this suite runs it")
+# run-local builds a plain tree of its own: the plain build's run of the
+# suite runs it.
+needs_plain = pytest.mark.plain
 
 
 # The files whose readme_block() calls count, besides this one: tests too
@@ -165,6 +164,7 @@ def test_the_headline_example_does_not_run_its_command_without_the_lock(
             "the control: without || exit 1 bash was expected to go on"
 
 
+@pytest.mark.concurrency
 def test_the_flock_idioms_lock_on_every_host(tmp_path, m1, m2):
     block = readme_block("# cron: run on one host at a time; skip this run if another host is at it")
     for name, res in (("nightly-report.sh", "nightly-report"),
@@ -186,6 +186,7 @@ def test_the_flock_idioms_lock_on_every_host(tmp_path, m1, m2):
     assert ran(tmp_path)[0] == "deploy.sh held write", ran(tmp_path)
 
 
+@pytest.mark.concurrency
 def test_the_explicit_unlock_example(tmp_path, m1, m2):
     block = readme_block("exec 9>/mnt/zklock/deploy/write || exit 1")
     stub(tmp_path, "deploy.sh", m2, "deploy")
@@ -199,6 +200,7 @@ def test_the_explicit_unlock_example(tmp_path, m1, m2):
     assert res.stdout.split() == ["free-at-once"]
 
 
+@pytest.mark.concurrency
 def test_the_reentrant_example_lets_the_inner_flock_in(tmp_path, mounts,
                                                        m2):
     rm = mounts.new("-o", "reentrant")
@@ -218,6 +220,7 @@ def test_the_reentrant_example_lets_the_inner_flock_in(tmp_path, mounts,
     assert open(m2.path("db", "holders")).read() == "", "released"
 
 
+@pytest.mark.concurrency
 def test_the_revoke_example_asks_then_breaks(tmp_path, zk, base, m1, m2):
     holder = Locker(m2.path("db", "write"), "rw")
     holder.granted()

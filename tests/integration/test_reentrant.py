@@ -16,6 +16,8 @@ import pytest
 from harness import LOCKER, Driver, Locker, lock_nodes, running, wait_until
 from test_core import still_waiting
 
+pytestmark = pytest.mark.concurrency
+
 EDEADLK = "err " + errno.errorcode[errno.EDEADLK]  # EDEADLOCK on Linux
 
 

@@ -17,11 +17,12 @@ import pytest
 from harness import (Driver, Locker, exec_holder, expect_impostor_spared,
                      expect_killed_by, lock_nodes, pid_of_a_gone_holder,
                      running, wait_until)
-from services import CuratorJava
 from test_core import still_waiting
 from test_exclusion import try_open
 from test_hangs import status
 from test_names_and_errors import expect_errno
+
+pytestmark = pytest.mark.concurrency
 
 
 def revoke(mount, word, res="r"):
@@ -182,13 +183,6 @@ def poll_sees_the_ask(lock_file, asker, res):
 
 def test_poll_reports_pollpri_when_the_lock_is_asked(zk, base, m1, m2):
     poll_sees_the_ask(m1.path("r", "lock"), m2, "r")
-
-
-@pytest.fixture(scope="module")
-def curator_java():
-    java = CuratorJava()
-    yield java
-    java.remove()
 
 
 def test_an_ask_reaches_a_revocable_curator_holder(zookeeper, zk, base, m1,

@@ -13,8 +13,10 @@ import time
 import pytest
 
 from harness import Driver, Locker, lock_nodes, wait_until
-from services import CuratorJava, kazoo_service
+from services import kazoo_service
 from test_names_and_errors import expect_errno
+
+pytestmark = pytest.mark.peers
 
 NONBLOCK_WRITE = os.O_RDWR | os.O_NONBLOCK
 NONBLOCK_READ = os.O_RDONLY | os.O_NONBLOCK
@@ -26,13 +28,6 @@ WRITER_NODE = {"curator": CURATOR_TAG + r"__WRIT__\d{10}",
                "kazoo": r"[0-9a-f]{32}__lock__\d{10}"}
 READER_NODE = {"curator": CURATOR_TAG + r"__READ__\d{10}",
                "kazoo": r"[0-9a-f]{32}__rlock__\d{10}"}
-
-
-@pytest.fixture(scope="module")
-def curator_java():
-    java = CuratorJava()
-    yield java
-    java.remove()
 
 
 def start_service(request, tool, connect, session_ms=4000):

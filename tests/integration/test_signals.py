@@ -1,4 +1,4 @@
-"""Interrupted waits (SPEC section 3): a waiter that is killed, timed out or
+"""Interrupted waits (README.md, "Semantics"): a waiter that is killed, timed out or
 interrupted never holds, leaves no znode, and the next waiter is granted at
 once; signals ignored by default (SIGCHLD) never cancel a wait."""
 import os
@@ -11,6 +11,8 @@ import time
 import pytest
 
 from harness import Locker, lock_nodes, wait_until
+
+pytestmark = pytest.mark.concurrency
 
 
 def assert_waiter_gone_and_next_granted(zk, base, holder, mount, what):

@@ -18,6 +18,8 @@ from test_exclusion import try_open
 from test_operability import status
 from test_revoke import revoke
 
+pytestmark = pytest.mark.concurrency
+
 ROUNDS = 4  # each round a fresh race between the delete and the handoff
 
 

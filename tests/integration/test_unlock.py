@@ -1,5 +1,5 @@
 """An explicit unlock is over for every host when the call returns
-(SPEC section 3): flock(LOCK_UN), POSIX F_UNLCK and OFD F_UNLCK on one
+(README.md, "Semantics"): flock(LOCK_UN), POSIX F_UNLCK and OFD F_UNLCK on one
 mount, then at once a try-lock on a second mount (another session) must
 succeed, round after round.  Also the drop half of a conversion, a FLUSH
 that ends a process's fcntl locks, and a try or an interrupted wait that
@@ -12,7 +12,11 @@ import struct
 import subprocess
 import time
 
+import pytest
+
 from harness import Locker, lock_nodes, wait_until
+
+pytestmark = pytest.mark.concurrency
 
 ROUNDS = 300
 FLOCK_FMT = "hhqqi4x"  # struct flock on Linux x86-64 / arm64

@@ -1,5 +1,5 @@
 /*
- * The fault simulator (STYLE.md, after SQLite's): each scenario runs
+ * The fault simulator (after SQLite's test_malloc.c): each scenario runs
  * again and again, failing the 1st, 2nd, 3rd, ... allocation, ZooKeeper
  * call or ZooKeeper reply (a connection loss after the server did the
  * work), until a run meets no fault.  Every run must end clean: each
