@@ -230,7 +230,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct zkl_lockreq *from = NULL;
 	struct posixlock *p;
 	struct unlock *u;
-	int err = -1;
+	int err = 1; /* 1: not answered here; else 0 or -errno */
 
 	if (!lockfile_whole_file(lock))
 		return fs_reply_err(req, EINVAL);
@@ -241,7 +241,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	}
 	pthread_mutex_lock(&fs->lock);
 	if (lf->held && lockreq_holds(lf->held)) {
-		err = lockfile_covers(lf->held, mode) ? 0 : EDEADLK;
+		err = lockfile_covers(lf->held, mode) ? 0 : -EDEADLK;
 	} else {
 		p = posix_find_locked(fs, ino, fi->lock_owner);
 		if (p && lockreq_holds(p->lr) && lockreq_mode(p->lr) == mode)
@@ -252,7 +252,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		if (down == DOWNGRADE_KEEP) {
 			err = 0;
 		} else if (down == DOWNGRADE_TRY_FAILS) {
-			err = EAGAIN; /* the lock kept */
+			err = -EAGAIN; /* the lock kept */
 		} else if (down == DOWNGRADE_IN_PLACE) {
 			list_del(&p->link);
 			from = p->lr;
@@ -260,8 +260,8 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
-	if (err >= 0)
-		return fs_reply_err(req, err);
+	if (err <= 0)
+		return fs_reply_err(req, -err);
 	if (from) /* never a try: nobody can block it */
 		return waiter_park_in_place(req, &posix_ops, lf, mode, 0,
 					    fi->lock_owner, from);
@@ -385,7 +385,7 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	covered = lockfile_covers(mine[0], mode) ||
 		  lockfile_covers(mine[1], mode) ||
 		  (nlineage && reentrant_find_locked(fs, ino, mode, lineage,
-						     nlineage, &again) == 0);
+						     nlineage, &again) > 0);
 	for (size_t k = 0; k < LOCKQUERY_MAX_SKIP; k++) {
 		if (!mine[k] || lockreq_owners(mine[k]) > 1)
 			continue;
@@ -400,7 +400,7 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		lock->l_type = F_UNLCK;
 		return (void)fuse_reply_lock(req, lock);
 	}
-	q->n = lockfile_zpaths(fs, ino, q->buf, TREE_MULTI_BUF, q->paths);
+	q->n = lockfile_zpaths(lf, q->buf, TREE_MULTI_BUF, q->paths);
 	err = getlk_ask_next(q);
 	if (err < 0) {
 		free(q);

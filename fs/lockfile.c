@@ -69,43 +69,40 @@ void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,
 	(void)rc;
 }
 
-int lockfile_zpaths(struct zkl_fs *fs, fuse_ino_t ino, char *buf, size_t size,
+int lockfile_zpaths(const struct lockfile *lf, char *buf, size_t size,
 		    const char *paths[MULTINAME_MAX_ITEMS])
 {
-	const struct tree_res *res = tree_res_of(&fs->tree, ino);
 	int n;
 
-	if (res->role != TREE_ROLE_MULTI) {
-		assert(size >= NAMES_MAX_NODE_PATH + 1);
-		lockfile_zpath(fs, ino, buf);
-		paths[0] = buf;
+	if (!lf->multi) {
+		paths[0] = lf->zpath;
 		return 1;
 	}
-	n = tree_multi_zpaths(fs->tree.root.name, res->name, buf, size, paths);
+	n = tree_multi_zpaths(lf->fs->tree.root.name, lf->res->name, buf, size,
+			      paths);
 	assert(n > 0); /* tree_lookup checked it */
 	return n;
 }
 
-int lockfile_new_request(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+int lockfile_new_request(struct lockfile *lf, enum zkl_mode mode,
 			 unsigned flags, const void *data, size_t len,
 			 lockreq_done_fn done, void *arg,
 			 struct zkl_lockreq **out)
 {
+	struct zkl_fs *fs = lf->fs;
 	const char *paths[MULTINAME_MAX_ITEMS];
-	char zpath[NAMES_MAX_NODE_PATH + 1], *buf;
+	char *buf;
 	int n;
 
-	if (tree_role_of(&fs->tree, ino) != TREE_ROLE_MULTI) {
-		lockfile_zpath(fs, ino, zpath);
-		return lockreq_new(fs->session, zpath, mode, flags, data, len,
-				   done, arg, out);
-	}
+	if (!lf->multi)
+		return lockreq_new(fs->session, lf->zpath, mode, flags, data,
+				   len, done, arg, out);
 	if (mode == ZKL_MODE_LEASE)
 		return -EINVAL; /* a list directory has no lease file */
 	buf = malloc(TREE_MULTI_BUF);
 	if (!buf)
 		return -ENOMEM;
-	n = lockfile_zpaths(fs, ino, buf, TREE_MULTI_BUF, paths);
+	n = lockfile_zpaths(lf, buf, TREE_MULTI_BUF, paths);
 	n = lockreq_new_multi(fs->session, paths, (size_t)n, mode, flags, data,
 			      len, done, arg, out);
 	free(buf);
@@ -255,7 +252,7 @@ static void lockfile_open_failed(struct waiter *w, int err)
 	lf->state = LF_CLOSED;
 	pthread_mutex_unlock(&lf->fs->lock);
 	fs_reply_open_err(lf->fs, w->req, lf->is_create ? &lf->entry : NULL,
-			  err);
+			  -err);
 	lockfile_put(lf); /* the open file's: no RELEASE will come */
 }
 
@@ -278,6 +275,9 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
 	lf->fs = fs;
 	lf->ino = ino;
+	lf->res = tree_res_of(&fs->tree, ino);
+	lf->multi = lf->res->role == TREE_ROLE_MULTI;
+	lockfile_zpath(fs, ino, lf->zpath);
 	lf->fi = *fi;
 	lf->state = LF_OPENING;
 	atomic_init(&lf->refs, 1); /* the open file's */
@@ -340,11 +340,13 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	off_t base;
 	int err = -ENOENT;
 
+	(void)ino; /* lf resolved it at open */
+
 	pthread_mutex_lock(&fs->lock);
 	base = off >= lf->read_base ? lf->read_base : off;
 	lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
 	if (lr)
-		err = lockfile_text(fs, ino, lr, &text, &n);
+		err = lockfile_text(lf, lr, &text, &n);
 	if (err == -ENOENT || (err == 0 && off - base >= (off_t)n))
 		lf->read_base =
 			off; /* end of file: the next read starts over */
@@ -547,10 +549,9 @@ static int lockfile_text_members(FILE *out, const struct tree_res *res,
 	return n < 0 ? -EIO : 0;
 }
 
-int lockfile_text(struct zkl_fs *fs, fuse_ino_t ino, struct zkl_lockreq *lr,
+int lockfile_text(const struct lockfile *lf, struct zkl_lockreq *lr,
 		  char **text, size_t *len)
 {
-	const struct tree_res *res = tree_res_of(&fs->tree, ino);
 	char path[NAMES_MAX_NODE_PATH + 1];
 	int64_t token, session, asked_ms;
 	FILE *out;
@@ -563,8 +564,8 @@ int lockfile_text(struct zkl_fs *fs, fuse_ino_t ino, struct zkl_lockreq *lr,
 	if (!out)
 		return -ENOMEM;
 	fprintf(out, "%" PRId64 "\n", token);
-	if (res->role == TREE_ROLE_MULTI)
-		err = lockfile_text_members(out, res, lr);
+	if (lf->multi)
+		err = lockfile_text_members(out, lf->res, lr);
 	fprintf(out, "node %s\nsession 0x%" PRIx64 "\nmode %s\n", path,
 		(uint64_t)session, names_mode_str(lockreq_mode(lr)));
 	if (lockreq_revoke_asked(lr, &asked_ms)) {

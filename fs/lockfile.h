@@ -36,6 +36,13 @@ struct lockfile {
 	struct zkl_link link; /* in fs->lockfiles */
 	struct zkl_fs *fs;
 	fuse_ino_t ino;
+	/* Its resource, resolved once at open, while the kernel holds the
+	 * inode: a list directory's (MOUNT/.all/<list>) is a multi-lock's;
+	 * zpath is the resource's znode path (a list directory's own, for
+	 * the log), kept after the inode is forgotten. */
+	struct tree_res *res;
+	int multi;
+	char zpath[NAMES_MAX_NODE_PATH + 1];
 	/* The open file's reference (dropped by RELEASE, or when the OPEN
 	 * fails) and one per parked request on this file. */
 	atomic_int refs;
@@ -117,25 +124,25 @@ static inline enum zkl_mode lockfile_mode_of_type(short type)
 	return type == F_WRLCK ? ZKL_MODE_WRITE : ZKL_MODE_READ;
 }
 
-/* The resource znode path of lock file ino, or of each resource of a
- * list directory's, into buf (TREE_MULTI_BUF bytes are enough), with
- * paths[i] pointing at each.  Returns how many. */
-int lockfile_zpaths(struct zkl_fs *fs, fuse_ino_t ino, char *buf, size_t size,
+/* The resource znode path of lf (paths[0] = lf->zpath), or of each
+ * resource of a list directory's, into buf (TREE_MULTI_BUF bytes are
+ * enough), with paths[i] pointing at each.  Returns how many. */
+int lockfile_zpaths(const struct lockfile *lf, char *buf, size_t size,
 		    const char *paths[MULTINAME_MAX_ITEMS]);
 
-/* A lock request for `mode` on the resource of lock file ino, or on
- * every resource of a list directory's (lockreq_new, lockreq_new_multi;
- * their arguments and returns). */
-int lockfile_new_request(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+/* A lock request for `mode` on lf's resource, or on every resource of a
+ * list directory's (lockreq_new, lockreq_new_multi; their arguments and
+ * returns).  While lf is open. */
+int lockfile_new_request(struct lockfile *lf, enum zkl_mode mode,
 			 unsigned flags, const void *data, size_t len,
 			 lockreq_done_fn done, void *arg,
 			 struct zkl_lockreq **out);
 
-/* What read() gives for lr, held through lock file ino, into a new
+/* What read() gives for lr, held through lock file lf, into a new
  * *text of *len bytes (the caller frees it).  Returns 0, or
  * lockreq_describe's -ENOENT (holds nothing) and -EIO (lost), or
  * -ENOMEM. */
-int lockfile_text(struct zkl_fs *fs, fuse_ino_t ino, struct zkl_lockreq *lr,
+int lockfile_text(const struct lockfile *lf, struct zkl_lockreq *lr,
 		  char **text, size_t *len);
 
 /* The resource znode path of a lock file's inode into out.  It always
@@ -160,8 +167,9 @@ struct waiter_ops {
 	enum fs_lock_kind kind;
 	/* The lock is held: adopt lr and reply.  Completion thread. */
 	void (*granted)(struct waiter *w, struct zkl_lockreq *lr);
-	/* Reply with errno err; the lock request is already given up.
-	 * NULL: just reply. */
+	/* Reply with err (-errno; 0 for a request answered from its
+	 * holder's lock); the lock request is already given up.  NULL: just
+	 * reply. */
 	void (*failed)(struct waiter *w, int err);
 	/* The lock w's holder has now (flock: its open file description's;
 	 * fcntl: its lock owner's on the file), or NULL; fs->lock held.
@@ -175,9 +183,42 @@ struct waiter_ops {
 	struct zkl_lockreq *(*holder_drop_locked)(const struct waiter *w);
 };
 
+/*
+ * Where a parked request is.  Each state says which list of the daemon's
+ * the waiter is on (fs->waiters, fs->kept, fs->failing, or none), and
+ * waiter_move_locked (waiter.c) is the one place it changes, moving the
+ * link with it and checking the move against this diagram:
+ *
+ *   OFF ──list──► PARKED ──caught signal──► KEPT ──asked again──► ADOPTING
+ *    ▲ ▲            │                        │  ▲                  │   │
+ *    │ └─unlisted───┘ (its answerer)         │  └──(answer stored)  │   │
+ *    │                                       ▼                      │   │
+ *    └────────────────── answered ◄──── ENDING, EXPIRED    PARKED ◄─┘   │
+ *                                                              OFF ◄────┘
+ *   OFF ──failed, node to go──► FAILING ──node gone or late──► ANSWERED
+ *   OFF, ENDING, EXPIRED ──answered or given up──► ANSWERED
+ */
+enum waiter_state {
+	WAITER_OFF,      /* on no list: being made, or taken off by whoever
+			  * answers it (a grant, a cancel's winner) */
+	WAITER_PARKED,   /* fs->waiters: its lock request waits */
+	WAITER_KEPT,     /* fs->kept: answered EINTR for a caught signal,
+			  * its request kept in place for the call again */
+	WAITER_ADOPTING, /* off fs->kept: the call again is taking it back */
+	WAITER_ENDING,   /* off fs->kept, given up: its taker ends it */
+	WAITER_EXPIRED,  /* off fs->kept, given up while its answer is on
+			  * its way: that answer ends it */
+	WAITER_FAILING,  /* fs->failing: failed, answered once its node is
+			  * gone (or late) */
+	WAITER_ANSWERED, /* answered, or its answer claimed: the end */
+};
+
+/* A kept wait's answer not come yet (kept_answer). */
+#define WAITER_NO_ANSWER 1
+
 struct waiter {
-	struct zkl_link link; /* in fs->waiters while parked, in fs->kept
-			       * while kept, in fs->failing while failing */
+	struct zkl_link link; /* on the list its state names, or a list of
+			       * its taker's while OFF or ENDING */
 	struct zkl_fs *fs;
 	const struct waiter_ops *ops;
 	fuse_req_t req;
@@ -191,25 +232,21 @@ struct waiter {
 	struct lockfile *lf;   /* the file the request came through, with a
 			       * reference */
 	uint64_t owner;        /* fcntl: the lock owner */
-	int fail_err;          /* the answer, once the node is gone */
+	int fail_err;          /* the answer (-errno), once the node is gone */
 	int interrupted_early; /* set by the callback inside registration */
-	int watch_signals;     /* a signal was ignored: the poller looks;
-			       * guarded by fs->lock */
 	int in_place;          /* a downgrade: it waits for ZooKeeper, not
 			       * for a holder, so a caught signal waits for
 			       * its answer (the write lock may be gone) */
 	/* Guarded by fs->lock: */
-	int started;    /* its lock request was started */
-	int parked;     /* in fs->waiters (link may be on another list) */
-	unsigned flags; /* the LOCKREQ_* asked */
-	int is_try;     /* a try, counted in fs->tries while listed */
-	int replied;    /* a failure's answer was given */
+	enum waiter_state state;
+	int started;       /* its lock request was started */
+	int watch_signals; /* PARKED, and a signal was ignored: the poller
+			    * looks at it */
+	unsigned flags;    /* the LOCKREQ_* asked */
 	struct timespec answer_by; /* a try's, or a failure's (waiter.h) */
-	int kept;                  /* told EINTR, its request kept (waiter.c) */
-	int kept_answered; /* ... and answered meanwhile, with kept_err */
-	int kept_err;
-	int expired;                /* ... and given up: its answer ends it */
-	struct timespec keep_until; /* deadline.h's clock */
+	int kept_answer; /* KEPT or ADOPTING: the answer that came meanwhile
+			  * (0 or -errno), or WAITER_NO_ANSWER */
+	struct timespec keep_until; /* KEPT: deadline.h's clock */
 	size_t identity_len;
 	char identity[IDENTITY_MAX];
 };

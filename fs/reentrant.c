@@ -12,10 +12,10 @@
 int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked)
 {
 	if (held == ZKL_MODE_LEASE || asked == ZKL_MODE_LEASE)
-		return -1;
-	if (held == ZKL_MODE_WRITE || asked == ZKL_MODE_READ)
 		return 0;
-	return EDEADLK;
+	if (held == ZKL_MODE_WRITE || asked == ZKL_MODE_READ)
+		return 1;
+	return -EDEADLK;
 }
 
 /* What a search needs: the resource, its lock files' inodes, the
@@ -64,7 +64,7 @@ int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
 	ZKL_ASSERT_HELD(&fs->lock);
 	if (!q.res || mode == ZKL_MODE_LEASE ||
 	    tree_role_of(&fs->tree, ino) == TREE_ROLE_MULTI)
-		return -1;
+		return 0;
 	q.inos[0] = tree_ino(&fs->tree, q.res, TREE_WRITE);
 	q.inos[1] = tree_ino(&fs->tree, q.res, TREE_READ);
 	q.inos[2] = tree_ino(&fs->tree, q.res, TREE_LOCK);
@@ -82,7 +82,7 @@ int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
 		reentrant_consider(&q, p->ino, p->holder, p->lr);
 	}
 	if (!q.best)
-		return -1;
+		return 0;
 	*held = q.best;
 	return reentrant_verdict(lockreq_mode(q.best), mode);
 }
@@ -94,21 +94,21 @@ int reentrant_take(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
 	int verdict;
 
 	pthread_mutex_lock(&fs->lock);
-	verdict = fs->stopping ? -1
+	verdict = fs->stopping ? 0
 			       : reentrant_find_locked(fs, ino, mode, lineage,
 						       n, held);
 	/* Under fs->lock: its holder cannot let it go meanwhile. */
-	if (verdict == 0 && lockreq_share(*held) < 0)
-		verdict = -1;
+	if (verdict > 0 && lockreq_share(*held) < 0)
+		verdict = 0;
 	pthread_mutex_unlock(&fs->lock);
-	if (verdict == 0)
+	if (verdict > 0)
 		log_msg(LOG_DEBUG,
 			"pid %d takes the %s lock its process tree holds "
 			"again (%u holds)",
 			(int)lineage[0].pid,
 			names_mode_str(lockreq_mode(*held)),
 			lockreq_owners(*held));
-	else if (verdict == EDEADLK)
+	else if (verdict == -EDEADLK)
 		log_msg(LOG_DEBUG,
 			"pid %d asks a write lock while its process tree "
 			"holds a read lock: EDEADLK",

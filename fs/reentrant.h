@@ -23,9 +23,9 @@
 #include "lockreq.h"
 
 /* What a held lock of `held` gives a request of `asked` by its holder's
- * process tree: 0 (taken again: write covers read and write, read covers
- * read), EDEADLK (write asked over read held: it could never be granted,
- * the holder waiting for itself), or -1 (not this one: a lease). */
+ * process tree: 1 (taken again: write covers read and write, read covers
+ * read), -EDEADLK (write asked over read held: it could never be granted,
+ * the holder waiting for itself), or 0 (not this one: a lease). */
 int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked);
 
 /* The lock a request of `mode` on lock file ino, by a process whose
@@ -34,7 +34,7 @@ int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked);
  * description or as an fcntl lock of this mount by one of them that
  * still runs and still has a descriptor of the resource open, into
  * *held (not shared yet: lockreq_share it, under fs->lock).  Returns
- * reentrant_verdict's 0 or EDEADLK, or -1 if no such lock is held.  A
+ * reentrant_verdict's 1 or -EDEADLK, or 0 if no such lock is held.  A
  * list directory's and a lease file's requests never take a lock again.
  * fs->lock held. */
 int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
@@ -43,7 +43,7 @@ int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
 
 /* reentrant_find_locked, taking fs->lock, and the lock found shared
  * (lockreq_share) for the caller, who owns that hold then.  Nothing at
- * unmount (-1).  Returns 0 (*held shared), EDEADLK, or -1. */
+ * unmount (0).  Returns 1 (*held shared), -EDEADLK, or 0. */
 int reentrant_take(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
 		   const struct lineage_proc *lineage, size_t n,
 		   struct zkl_lockreq **held);

@@ -63,7 +63,7 @@ void snapshot_pending_init(struct snapshot_pending *p, struct zkl_fs *fs,
 
 void snapshot_pending_fail(struct snapshot_pending *p, int err)
 {
-	fs_reply_open_err(p->fs, p->req, p->is_create ? &p->entry : NULL, err);
+	fs_reply_open_err(p->fs, p->req, p->is_create ? &p->entry : NULL, -err);
 }
 
 void snapshot_pending_answer(struct snapshot_pending *p, char *text, size_t len)

@@ -59,7 +59,7 @@ void snapshot_pending_init(struct snapshot_pending *p, struct zkl_fs *fs,
 			   fuse_req_t req, const struct fuse_file_info *fi,
 			   const struct fuse_entry_param *create_entry);
 
-/* A pending open fails with errno err (fs_reply_open_err). */
+/* A pending open fails with err, a -errno (fs_reply_open_err). */
 void snapshot_pending_fail(struct snapshot_pending *p, int err);
 
 /* snapshot_answer_open for a pending open. */

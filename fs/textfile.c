@@ -36,13 +36,13 @@
  * .status and holders.
  */
 /* Close the stream: open_memstream sets *text and *len only then.
- * Returns 0, or ENOMEM with the text freed. */
+ * Returns 0, or -ENOMEM with the text freed. */
 static int info_close(FILE *out, char **text)
 {
 	if (fclose(out) == 0)
 		return 0;
 	free(*text);
-	return ENOMEM;
+	return -ENOMEM;
 }
 
 /* ---- .status ------------------------------------------------------------ */
@@ -281,7 +281,7 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 	if (err < 0) {
 		log_msg(LOG_DEBUG, "holders of %s: %s", ctx->dir,
 			strerror(-err));
-		snapshot_pending_fail(&ctx->open, -err);
+		snapshot_pending_fail(&ctx->open, err);
 		free(ctx);
 		return;
 	}
@@ -298,7 +298,7 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 			asked, overdue);
 	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
 	if (info_close(out, &text) != 0)
-		snapshot_pending_fail(&ctx->open, ENOMEM);
+		snapshot_pending_fail(&ctx->open, -ENOMEM);
 	else
 		snapshot_pending_answer(&ctx->open, text, len);
 	free(ctx);
@@ -437,15 +437,16 @@ static size_t setting_dir(struct zkl_fs *fs, fuse_ino_t ino, char *dir)
 	return (size_t)len;
 }
 
-/* What a read of the stored data says went wrong, as an errno. */
+/* What a read of the stored data says went wrong (-errno), as the
+ * reader's -errno: data that is no limit is an I/O error, logged. */
 static int setting_errno(const char *dir, int err)
 {
 	if (err != -EBADMSG)
-		return -err;
+		return err;
 	log_msg(LOG_WARNING,
 		"%s: its data is not a limit (a number from 1 to %u)", dir,
 		LIMIT_MAX);
-	return EIO;
+	return -EIO;
 }
 
 static void setting_got(int err, unsigned value, void *arg)

@@ -36,6 +36,101 @@
  * (lockreq_release_then): an open that failed with EAGAIN or EINTR leaves
  * nothing another host could still see.
  */
+/* ---- the state, and the list it names ----------------------------------- */
+
+#define WS(s) (1u << (s))
+
+/* From each state, where a waiter may go next (lockfile.h's diagram). */
+static const unsigned waiter_moves[WAITER_ANSWERED + 1] = {
+	[WAITER_OFF] = WS(WAITER_PARKED) | WS(WAITER_FAILING) |
+		       WS(WAITER_ANSWERED),
+	[WAITER_PARKED] = WS(WAITER_OFF) | WS(WAITER_KEPT),
+	[WAITER_KEPT] = WS(WAITER_ADOPTING) | WS(WAITER_ENDING) |
+			WS(WAITER_EXPIRED),
+	[WAITER_ADOPTING] = WS(WAITER_PARKED) | WS(WAITER_OFF),
+	[WAITER_ENDING] = WS(WAITER_ANSWERED),
+	[WAITER_EXPIRED] = WS(WAITER_ANSWERED),
+	[WAITER_FAILING] = WS(WAITER_ANSWERED),
+	[WAITER_ANSWERED] = 0,
+};
+
+/* The list of the daemon's a waiter in `state` is on, or NULL. */
+static struct zkl_link *waiter_list_of(struct zkl_fs *fs,
+				       enum waiter_state state)
+{
+	switch (state) {
+	case WAITER_PARKED:
+		return &fs->waiters;
+	case WAITER_KEPT:
+		return &fs->kept;
+	case WAITER_FAILING:
+		return &fs->failing;
+	case WAITER_OFF:
+	case WAITER_ADOPTING:
+	case WAITER_ENDING:
+	case WAITER_EXPIRED:
+	case WAITER_ANSWERED:
+		break;
+	}
+	return NULL;
+}
+
+/* The one place a waiter's state changes: off the list of the state it
+ * leaves, on the list of the one it enters, with what each counts (the
+ * poller's watched signals and tries) and the deadlines it starts.
+ * fs->lock held. */
+static void waiter_move_locked(struct waiter *w, enum waiter_state to)
+{
+	struct zkl_fs *fs = w->fs;
+	enum waiter_state from = w->state;
+	struct zkl_link *list;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	assert(waiter_moves[from] & WS(to));
+	if (waiter_list_of(fs, from))
+		list_del(&w->link);
+	if (from == WAITER_PARKED && w->watch_signals) {
+		w->watch_signals = 0;
+		assert(fs->signal_watched > 0);
+		fs->signal_watched--;
+	}
+	if (from == WAITER_PARKED && (w->flags & LOCKREQ_TRY)) {
+		assert(fs->tries > 0);
+		fs->tries--;
+	}
+	w->state = to;
+	list = waiter_list_of(fs, to);
+	if (list) {
+		assert(!list_linked(&w->link));
+		list_add_tail(list, &w->link);
+	}
+	switch (to) {
+	case WAITER_PARKED:
+		if (!(w->flags & LOCKREQ_TRY))
+			break;
+		/* A try is answered in WAITER_ANSWER_MS, whatever ZooKeeper
+		 * does. */
+		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
+		fs->tries++;
+		pthread_cond_signal(&fs->signal_poll);
+		break;
+	case WAITER_KEPT:
+		w->keep_until = deadline_after_ms(WAITER_KEEP_MS);
+		w->kept_answer = WAITER_NO_ANSWER;
+		pthread_cond_signal(&fs->signal_poll); /* it ends them */
+		break;
+	case WAITER_FAILING:
+		/* Answered when the node is gone, or at the deadline if
+		 * ZooKeeper does not say (a server that hangs without
+		 * closing the connection). */
+		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
+		pthread_cond_signal(&fs->signal_poll);
+		break;
+	default:
+		break;
+	}
+}
+
 /* The waiter whose interrupt callback this thread is registering: a
  * callback libfuse runs inside that registration only marks the waiter. */
 static __thread struct waiter *waiter_registering;
@@ -45,20 +140,19 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 {
 	struct waiter *w = arg;
 	struct zkl_fs *fs = w->fs;
-	char zpath[NAMES_MAX_NODE_PATH + 1];
 	const char *mode;
 	int expired;
 
 	pthread_mutex_lock(&fs->lock);
-	if (w->kept) {
+	if (w->state == WAITER_KEPT || w->state == WAITER_ADOPTING ||
+	    w->state == WAITER_EXPIRED) {
 		/* Its caller was told EINTR and has not asked again: the
 		 * answer waits for the call again (waiter_adopt), a grant
 		 * only WAITER_KEEP_GRANTED_MS, not to hold the lock from the
 		 * others for long; one given up already ends here. */
-		w->kept_answered = 1;
-		w->kept_err = err;
-		expired = w->expired;
-		if (err == 0 && !expired)
+		expired = w->state == WAITER_EXPIRED;
+		w->kept_answer = err;
+		if (err == 0 && w->state == WAITER_KEPT)
 			waiter_keep_granted_locked(w);
 		pthread_mutex_unlock(&fs->lock);
 		if (expired)
@@ -66,8 +160,8 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 		return;
 	}
 	/* Unlisted first: an interrupt from now on finds nothing to do. */
-	if (w->parked)
-		waiter_unlist_locked(fs, w);
+	if (w->state == WAITER_PARKED)
+		waiter_move_locked(w, WAITER_OFF);
 	/* A grant either fails here, or is counted until it has handed its
 	 * lock to a lock file, where the unmount finds it: none slips
 	 * between the unmount's two steps (lockfile_shutdown_all). */
@@ -79,11 +173,9 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	/* Waits for an interrupt callback running now; none runs after. */
 	fuse_req_interrupt_func(w->req, NULL, NULL);
 	if (err != 0)
-		return waiter_fail(w, -err);
-	/* Both read before the reply: the holder may release lr at once,
-	 * and close the file, and the kernel forget its inode. */
+		return waiter_fail(w, err);
+	/* Read before the reply: the holder may release lr at once. */
 	mode = names_mode_str(lockreq_mode(lr));
-	lockfile_zpath(fs, w->lf->ino, zpath);
 	w->lr = NULL;
 	w->ops->granted(w, lr);
 	waiter_answer_same_holder(w);
@@ -91,8 +183,8 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	if (--fs->granting == 0)
 		pthread_cond_broadcast(&fs->grants_done);
 	pthread_mutex_unlock(&fs->lock);
-	log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)", mode, zpath,
-		(int)w->tid, w->ops->what);
+	log_msg(LOG_INFO, "granted %s lock on %s to pid %d (%s)", mode,
+		w->lf->zpath, (int)w->tid, w->ops->what);
 	waiter_put(w);
 }
 
@@ -108,7 +200,7 @@ static int waiter_keep(struct waiter *w)
 	int listed, kept;
 
 	pthread_mutex_lock(&fs->lock);
-	listed = w->parked;
+	listed = w->state == WAITER_PARKED;
 	kept = listed && w->started && !fs->stopping;
 	if (kept) {
 		answer.req = w->req;
@@ -122,7 +214,7 @@ static int waiter_keep(struct waiter *w)
 	log_msg(LOG_DEBUG, "pid %d: a caught signal; EINTR, its place kept",
 		(int)answer.tid);
 	if (answer.ops->failed)
-		answer.ops->failed(&answer, EINTR);
+		answer.ops->failed(&answer, -EINTR);
 	else
 		fs_reply_err(answer.req, EINTR);
 	waiter_put(w); /* the reply's */
@@ -146,7 +238,7 @@ static void waiter_signalled(struct waiter *w)
 			"pid %d: signal that does not cancel a wait, ignored",
 			(int)w->tid);
 		pthread_mutex_lock(&fs->lock);
-		if (w->parked && !w->watch_signals) {
+		if (w->state == WAITER_PARKED && !w->watch_signals) {
 			w->watch_signals = 1;
 			fs->signal_watched++;
 			pthread_cond_signal(&fs->signal_poll);
@@ -159,7 +251,7 @@ static void waiter_signalled(struct waiter *w)
 		/* fall through */
 	case SIGPEND_CANCEL:
 		if (waiter_cancel(w))
-			waiter_fail(w, EINTR);
+			waiter_fail(w, -EINTR);
 		/* else the grant (or unmount) won; it answers */
 		return;
 	}
@@ -188,7 +280,7 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 {
 	struct zkl_fs *fs = kept->fs;
 	struct zkl_lockreq *dropped = NULL;
-	int answered, holder = -1;
+	int answered, answer, holder = 0;
 
 	atomic_fetch_add(&kept->refs, 1); /* ours, while here */
 	kept->req = fresh->req;
@@ -205,29 +297,29 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	fuse_req_interrupt_func(kept->req, waiter_interrupted, kept);
 	waiter_registering = NULL;
 	pthread_mutex_lock(&fs->lock);
-	kept->kept = 0;
-	answered = kept->kept_answered;
-	/* Its holder may hold since (waiter.c): answered from that
-	 * lock, if its own request can still be given up. */
+	answer = kept->kept_answer;
+	answered = answer != WAITER_NO_ANSWER;
+	/* Its holder may hold since: answered from that lock, if its own
+	 * request can still be given up. */
 	if (!answered)
 		holder = waiter_holder_answer_locked(kept, &dropped);
 	/* Waiting again may close a cycle that formed meanwhile. */
-	if (!answered && holder < 0 &&
+	if (!answered && holder == 0 &&
 	    waiter_would_deadlock_locked(kept, lockreq_mode(kept->lr)))
-		holder = EDEADLK;
-	if (holder >= 0 && lockreq_cancel(kept->lr) != 0)
-		holder = -1; /* its answer is on its way: it decides */
-	if (!answered && holder < 0)
-		waiter_list_locked(fs, kept);
+		holder = -EDEADLK;
+	if (holder != 0 && lockreq_cancel(kept->lr) != 0)
+		holder = 0; /* its answer is on its way: it decides */
+	waiter_move_locked(kept, !answered && holder == 0 ? WAITER_PARKED
+							  : WAITER_OFF);
 	pthread_mutex_unlock(&fs->lock);
 	if (dropped)
 		lockreq_release(dropped); /* a conversion's old lock */
 	log_msg(LOG_DEBUG, "pid %d asks again: its %s wait keeps its place",
 		(int)kept->tid, kept->ops->what);
 	if (answered)
-		waiter_done(kept->lr, kept->kept_err, kept);
-	else if (holder >= 0)
-		waiter_fail(kept, holder);
+		waiter_done(kept->lr, answer, kept);
+	else if (holder != 0)
+		waiter_fail(kept, holder < 0 ? holder : 0);
 	else if (kept->interrupted_early ||
 		 sigpend_thread_classify(kept->tid) != SIGPEND_WAIT)
 		waiter_signalled(kept); /* a signal no callback saw */
@@ -249,9 +341,8 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct waiter *w = calloc(1, sizeof(*w)), *kept;
-	char zpath[NAMES_MAX_NODE_PATH + 1];
 	struct zkl_lockreq *dropped = NULL;
-	int err, answer = -1;
+	int err, answer = 0;
 
 	if (!w) {
 		if (from)
@@ -259,12 +350,11 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		/* A stand-in, so the answer goes the usual way. */
 		struct waiter failed = { .req = req, .lf = lf, .ops = ops };
 		if (ops->failed)
-			ops->failed(&failed, ENOMEM);
+			ops->failed(&failed, -ENOMEM);
 		else
 			fs_reply_err(req, ENOMEM);
 		return;
 	}
-	lockfile_zpath(fs, lf->ino, zpath);
 	list_init(&w->link);
 	w->fs = fs;
 	w->ops = ops;
@@ -274,16 +364,17 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	w->owner = owner;
 	w->flags = flags;
 	w->in_place = from != NULL;
+	w->kept_answer = WAITER_NO_ANSWER;
 	atomic_init(&w->refs, 2);
 	lockfile_get(lf);
 	w->identity_len = identity_format(w->identity, sizeof(w->identity),
 					  fs->hostname, ctx->pid, ctx->uid);
-	if (tree_role_of(&fs->tree, lf->ino) == TREE_ROLE_MULTI)
-		w->identity_len = identity_add_multi(
-			w->identity, w->identity_len, sizeof(w->identity),
-			tree_res_of(&fs->tree, lf->ino)->name);
+	if (lf->multi)
+		w->identity_len =
+			identity_add_multi(w->identity, w->identity_len,
+					   sizeof(w->identity), lf->res->name);
 	log_msg(LOG_DEBUG, "pid %d asks a %s lock on %s (%s%s)", (int)w->tid,
-		names_mode_str(mode), zpath, ops->what,
+		names_mode_str(mode), lf->zpath, ops->what,
 		flags & LOCKREQ_TRY ? ", try" : "");
 	if (fs->reentrant && mode != ZKL_MODE_LEASE)
 		w->nlineage = lineage_of(w->tid, w->lineage, LINEAGE_MAX);
@@ -299,29 +390,29 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		struct zkl_lockreq *held = NULL;
 		int verdict = reentrant_take(fs, lf->ino, mode, w->lineage,
 					     w->nlineage, &held);
-		if (verdict == 0) {
+		if (verdict > 0) {
 			w->lr = held; /* an unmount's failure lets it go */
 			waiter_done(held, 0, w);
-		} else if (verdict > 0)
+		} else if (verdict < 0)
 			waiter_fail(w, verdict);
-		if (verdict >= 0) {
+		if (verdict != 0) {
 			if (from) /* after: it may be the lock taken again */
 				lockreq_release(from);
 			waiter_put(w); /* ours */
 			return;
 		}
 	}
-	err = lockfile_new_request(fs, lf->ino, mode,
-				   flags | LOCKREQ_KIND(ops->kind), w->identity,
-				   w->identity_len, waiter_done, w, &w->lr);
+	err = lockfile_new_request(lf, mode, flags | LOCKREQ_KIND(ops->kind),
+				   w->identity, w->identity_len, waiter_done, w,
+				   &w->lr);
 	if (err < 0)
 		w->lr = NULL;
 	else
-		err = -waiter_list_unless_deadlock(w, mode);
+		err = waiter_list_unless_deadlock(w, mode);
 	if (err < 0) {
 		if (from)
 			lockreq_release(from);
-		waiter_fail(w, -err);
+		waiter_fail(w, err);
 		waiter_put(w); /* ours */
 		return;
 	}
@@ -341,10 +432,10 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	 * started. */
 	pthread_mutex_lock(&fs->lock);
 	err = -ECANCELED;
-	if (w->parked) {
+	if (w->state == WAITER_PARKED) {
 		answer = waiter_holder_answer_locked(w, &dropped);
-		if (answer >= 0) {
-			waiter_unlist_locked(fs, w);
+		if (answer != 0) {
+			waiter_move_locked(w, WAITER_OFF);
 		} else if (from) {
 			err = lockreq_start_in_place(w->lr, from);
 			from = NULL;
@@ -358,14 +449,14 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		lockreq_release(dropped); /* a conversion's old lock */
 	if (from)
 		lockreq_release(from); /* the downgrade did not start */
-	if (answer >= 0) {
+	if (answer != 0) {
 		fuse_req_interrupt_func(req, NULL, NULL);
-		waiter_fail(w, answer);
+		waiter_fail(w, answer < 0 ? answer : 0);
 	} else if (err < 0 && err != -ECANCELED) {
 		/* Nothing was sent, and start has decided the outcome: no
 		 * cancel can win now. */
 		fuse_req_interrupt_func(req, NULL, NULL);
-		waiter_fail(w, -err);
+		waiter_fail(w, err);
 	}
 	waiter_put(w);
 }
@@ -382,7 +473,7 @@ void waiter_shutdown_all(struct zkl_fs *fs)
 		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
 		next = l->next;
 		if (lockreq_cancel(w->lr) == 0) {
-			waiter_unlist_locked(fs, w);
+			waiter_move_locked(w, WAITER_OFF);
 			list_add_tail(&mine, &w->link);
 		}
 	}
@@ -392,7 +483,7 @@ void waiter_shutdown_all(struct zkl_fs *fs)
 			ZKL_CONTAINER_OF(mine.next, struct waiter, link);
 		list_del(&w->link);
 		fuse_req_interrupt_func(w->req, NULL, NULL);
-		waiter_fail(w, EIO);
+		waiter_fail(w, -EIO);
 	}
 	waiter_end_kept_all(&ending);
 }
@@ -420,40 +511,7 @@ void waiter_put(struct waiter *w)
 	free(w);
 }
 
-/* Take w out of fs->waiters (and of the signal poller's sight).
- * fs->lock held. */
-void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w)
-{
-	ZKL_ASSERT_HELD(&fs->lock);
-	assert(w->parked);
-	list_del(&w->link);
-	w->parked = 0;
-	if (w->watch_signals) {
-		w->watch_signals = 0;
-		assert(fs->signal_watched > 0);
-		fs->signal_watched--;
-	}
-	if (w->is_try) {
-		w->is_try = 0;
-		assert(fs->tries > 0);
-		fs->tries--;
-	}
-}
-
-void waiter_list_locked(struct zkl_fs *fs, struct waiter *w)
-{
-	ZKL_ASSERT_HELD(&fs->lock);
-	assert(!w->parked && !list_linked(&w->link));
-	list_add_tail(&fs->waiters, &w->link);
-	w->parked = 1;
-	if (w->flags & LOCKREQ_TRY) {
-		/* Answered in WAITER_ANSWER_MS, whatever ZooKeeper does. */
-		w->is_try = 1;
-		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
-		fs->tries++;
-		pthread_cond_signal(&fs->signal_poll);
-	}
-}
+/* ---- deadlocks, failures and cancels -------------------------------------- */
 
 int waiter_would_deadlock_locked(const struct waiter *w, enum zkl_mode mode)
 {
@@ -469,33 +527,23 @@ int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode)
 	pthread_mutex_lock(&fs->lock);
 	cycle = waiter_would_deadlock_locked(w, mode);
 	if (!cycle)
-		waiter_list_locked(fs, w);
+		waiter_move_locked(w, WAITER_PARKED);
 	pthread_mutex_unlock(&fs->lock);
 	if (cycle)
 		log_msg(LOG_DEBUG,
 			"pid %d's fcntl wait would close a cycle: EDEADLK",
 			(int)w->tid);
-	return cycle ? EDEADLK : 0;
-}
-
-void waiter_unlist(struct waiter *w)
-{
-	struct zkl_fs *fs = w->fs;
-
-	pthread_mutex_lock(&fs->lock);
-	if (w->parked)
-		waiter_unlist_locked(fs, w);
-	pthread_mutex_unlock(&fs->lock);
+	return cycle ? -EDEADLK : 0;
 }
 
 static void waiter_reply_failure(struct waiter *w)
 {
 	log_msg(LOG_DEBUG, "%s by pid %d failed: %s", w->ops->what, (int)w->tid,
-		strerror(w->fail_err));
+		strerror(-w->fail_err));
 	if (w->ops->failed)
 		w->ops->failed(w, w->fail_err);
 	else
-		fs_reply_err(w->req, w->fail_err);
+		fs_reply_err(w->req, -w->fail_err);
 	waiter_put(w); /* the reply's */
 }
 
@@ -503,12 +551,10 @@ static void waiter_reply_failure(struct waiter *w)
  * or the poller at the deadline.  fs->lock held. */
 static int waiter_claim_reply_locked(struct waiter *w)
 {
-	int mine = !w->replied;
-
-	w->replied = 1;
-	if (list_linked(&w->link))
-		list_del(&w->link); /* off fs->failing */
-	return mine;
+	if (w->state != WAITER_FAILING)
+		return 0;
+	waiter_move_locked(w, WAITER_ANSWERED);
+	return 1;
 }
 
 static void waiter_node_gone(void *arg)
@@ -530,20 +576,15 @@ void waiter_fail(struct waiter *w, int err)
 	struct zkl_fs *fs = w->fs;
 	struct zkl_lockreq *lr = w->lr;
 
+	assert(err <= 0);
 	w->fail_err = err;
 	w->lr = NULL;
 	pthread_mutex_lock(&fs->lock);
-	if (w->parked)
-		waiter_unlist_locked(fs, w);
-	if (lr) {
-		/* Answered when the node is gone, or at the deadline if
-		 * ZooKeeper does not say (a server that hangs without closing
-		 * the connection). */
-		w->answer_by = deadline_after_ms(WAITER_ANSWER_MS);
-		list_add_tail(&fs->failing, &w->link);
+	if (w->state == WAITER_PARKED)
+		waiter_move_locked(w, WAITER_OFF);
+	waiter_move_locked(w, lr ? WAITER_FAILING : WAITER_ANSWERED);
+	if (lr)
 		atomic_fetch_add(&w->refs, 1); /* the node's 'gone' */
-		pthread_cond_signal(&fs->signal_poll);
-	}
 	pthread_mutex_unlock(&fs->lock);
 	if (lr)
 		lockreq_release_then(lr, waiter_node_gone, w);
@@ -552,7 +593,7 @@ void waiter_fail(struct waiter *w, int err)
 }
 
 size_t waiter_take_late_locked(struct zkl_fs *fs, struct waiter **late,
-			       int *errs, size_t max)
+			       size_t max)
 {
 	size_t n = 0;
 
@@ -565,53 +606,54 @@ size_t waiter_take_late_locked(struct zkl_fs *fs, struct waiter **late,
 		    !waiter_claim_reply_locked(w))
 			continue;
 		atomic_fetch_add(&w->refs, 1); /* alive until answered */
-		errs[n] = w->fail_err;
 		late[n++] = w;
 	}
 	for (struct zkl_link *l = fs->waiters.next, *next;
 	     fs->tries > 0 && l != &fs->waiters && n < max; l = next) {
 		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
 		next = l->next;
-		if (!w->is_try || !deadline_reached(&w->answer_by) ||
+		if (!(w->flags & LOCKREQ_TRY) ||
+		    !deadline_reached(&w->answer_by) ||
 		    lockreq_cancel(w->lr) != 0)
 			continue;
 		/* The cancel's winner answers: the reply's reference. */
-		waiter_unlist_locked(fs, w);
-		errs[n] = -EAGAIN;
+		waiter_move_locked(w, WAITER_OFF);
 		late[n++] = w;
 	}
 	return n;
 }
 
-void waiter_answer_late(struct waiter *w, int err)
+void waiter_answer_late(struct waiter *w)
 {
-	if (err == -EAGAIN) {
-		/* A try: its request goes, its node once ZooKeeper answers. */
+	/* A try (taken OFF: the cancel won) or a failure (ANSWERED: its
+	 * reply claimed).  A try's request goes, its node once ZooKeeper
+	 * answers. */
+	int try = w->state == WAITER_OFF;
+
+	if (try) {
 		struct zkl_lockreq *lr = w->lr;
 		w->lr = NULL;
 		lockreq_release(lr);
 		fuse_req_interrupt_func(w->req, NULL, NULL);
-		w->fail_err = EAGAIN;
+		w->fail_err = -EAGAIN;
 	}
 	log_msg(LOG_DEBUG,
 		"pid %d's %s: no word from ZooKeeper, answered without it",
 		(int)w->tid, w->ops->what);
 	waiter_reply_failure(w); /* drops the reply's reference */
-	if (err != -EAGAIN)
+	if (!try)
 		waiter_put(w); /* the one waiter_take_late_locked took */
 }
 
-/* Cancel w's wait if it is still parked and its lock request agrees.
- * Returns 1 if the caller won and must answer (w is unlisted). */
 int waiter_cancel(struct waiter *w)
 {
 	struct zkl_fs *fs = w->fs;
 	int won;
 
 	pthread_mutex_lock(&fs->lock);
-	won = w->parked && lockreq_cancel(w->lr) == 0;
+	won = w->state == WAITER_PARKED && lockreq_cancel(w->lr) == 0;
 	if (won)
-		waiter_unlist_locked(fs, w);
+		waiter_move_locked(w, WAITER_OFF);
 	pthread_mutex_unlock(&fs->lock);
 	return won;
 }
@@ -620,15 +662,9 @@ int waiter_cancel(struct waiter *w)
 
 void waiter_keep_locked(struct waiter *w)
 {
-	struct zkl_fs *fs = w->fs;
-
-	ZKL_ASSERT_HELD(&fs->lock);
-	waiter_unlist_locked(fs, w);
-	w->kept = 1;
-	w->keep_until = deadline_after_ms(WAITER_KEEP_MS);
+	ZKL_ASSERT_HELD(&w->fs->lock);
+	waiter_move_locked(w, WAITER_KEPT);
 	atomic_fetch_add(&w->refs, 1); /* the kept list's */
-	list_add_tail(&fs->kept, &w->link);
-	pthread_cond_signal(&fs->signal_poll); /* it ends them */
 }
 
 void waiter_keep_granted_locked(struct waiter *w)
@@ -649,15 +685,15 @@ struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
 		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
 		if (w->ops != asking->ops || w->tid != asking->tid ||
 		    w->lf->ino != asking->lf->ino ||
-		    w->owner != asking->owner || w->expired ||
-		    w->flags != asking->flags || lockreq_mode(w->lr) != mode)
+		    w->owner != asking->owner || w->flags != asking->flags ||
+		    lockreq_mode(w->lr) != mode)
 			continue;
 		/* flock's holder is the open file description; an open's is
 		 * the new one. */
 		if (w->ops->holder_lock_locked && !w->owner &&
 		    w->lf != asking->lf)
 			continue;
-		list_del(&w->link);
+		waiter_move_locked(w, WAITER_ADOPTING);
 		return w;
 	}
 	return NULL;
@@ -714,12 +750,13 @@ static int waiter_went_on(const struct waiter *w)
 static void waiter_take_kept_one_locked(struct waiter *w,
 					struct zkl_link *ending)
 {
-	list_del(&w->link);
 	/* Answered, or cancelled now: no answer is on its way. */
-	if (w->kept_answered || lockreq_cancel(w->lr) == 0)
+	if (w->kept_answer != WAITER_NO_ANSWER || lockreq_cancel(w->lr) == 0) {
+		waiter_move_locked(w, WAITER_ENDING);
 		list_add_tail(ending, &w->link);
-	else
-		w->expired = 1; /* its answer, on its way, ends it */
+	} else {
+		waiter_move_locked(w, WAITER_EXPIRED);
+	}
 }
 
 void waiter_take_expired_locked(struct zkl_fs *fs, int all,
@@ -763,6 +800,9 @@ static void waiter_end_kept_then(struct waiter *w, struct unlock *u)
 
 	log_msg(LOG_DEBUG, "pid %d did not ask again: its %s wait is given up",
 		(int)w->tid, w->ops->what);
+	pthread_mutex_lock(&w->fs->lock);
+	waiter_move_locked(w, WAITER_ANSWERED);
+	pthread_mutex_unlock(&w->fs->lock);
 	w->lr = NULL;
 	if (u)
 		unlock_add(u, lr);
@@ -805,18 +845,18 @@ int waiter_holder_answer_locked(const struct waiter *w,
 
 	ZKL_ASSERT_HELD(&w->fs->lock);
 	if (!w->ops->holder_lock_locked)
-		return -1;
+		return 0;
 	held = w->ops->holder_lock_locked(w);
 	if (!held || !lockreq_holds(held))
-		return -1;
-	if (lockfile_covers(held, lockreq_mode(w->lr)))
 		return 0;
+	if (lockfile_covers(held, lockreq_mode(w->lr)))
+		return 1;
 	if (!w->ops->holder_drop_locked)
-		return EDEADLK; /* fcntl: waiting would be for ourselves */
+		return -EDEADLK; /* fcntl: waiting would be for ourselves */
 	/* flock: a conversion, as flock(2) does one: the holder's lock goes
 	 * (the caller releases it) and w waits its turn behind it. */
 	*dropped = w->ops->holder_drop_locked(w);
-	return -1;
+	return 0;
 }
 
 /* The first started waiter of w's holder that its lock answers, unlisted
@@ -839,8 +879,8 @@ static struct waiter *waiter_next_of_holder_locked(struct waiter *w,
 		*answer = waiter_holder_answer_locked(o, dropped);
 		if (*dropped)
 			return NULL; /* the holder holds nothing now */
-		if (*answer >= 0 && lockreq_cancel(o->lr) == 0) {
-			waiter_unlist_locked(fs, o);
+		if (*answer != 0 && lockreq_cancel(o->lr) == 0) {
+			waiter_move_locked(o, WAITER_OFF);
 			return o;
 		}
 	}
@@ -858,7 +898,7 @@ void waiter_answer_same_holder(struct waiter *w)
 	for (;;) {
 		struct zkl_lockreq *dropped = NULL;
 		struct waiter *o;
-		int answer = -1;
+		int answer = 0;
 
 		pthread_mutex_lock(&fs->lock);
 		o = waiter_next_of_holder_locked(w, &answer, &dropped);
@@ -871,7 +911,8 @@ void waiter_answer_same_holder(struct waiter *w)
 		log_msg(LOG_DEBUG,
 			"pid %d's %s answered from its holder's lock",
 			(int)o->tid, o->ops->what);
-		waiter_fail(o, answer); /* its node goes first */
+		waiter_fail(o,
+			    answer < 0 ? answer : 0); /* its node goes first */
 	}
 }
 
@@ -919,7 +960,6 @@ static void *waiter_poller(void *arg)
 	struct zkl_fs *fs = arg;
 	struct waiter *batch[64], *late[64];
 	struct unlock *unlocks[64];
-	int errs[64];
 	struct zkl_link ending;
 	size_t n, nlate, nunlocks;
 
@@ -939,14 +979,14 @@ static void *waiter_poller(void *arg)
 		if (fs->stopping)
 			break;
 		n = waiter_take_watched_locked(fs, batch, 64);
-		nlate = waiter_take_late_locked(fs, late, errs, 64);
+		nlate = waiter_take_late_locked(fs, late, 64);
 		nunlocks = unlock_take_late_locked(fs, unlocks, 64);
 		waiter_take_expired_locked(fs, 0, &ending);
 		pthread_mutex_unlock(&fs->lock);
 		for (size_t i = 0; i < n; i++)
 			waiter_recheck_signals(batch[i]);
 		for (size_t i = 0; i < nlate; i++)
-			waiter_answer_late(late[i], errs[i]);
+			waiter_answer_late(late[i]);
 		for (size_t i = 0; i < nunlocks; i++)
 			unlock_answer_late(unlocks[i]);
 		waiter_end_kept_all(&ending);

@@ -28,54 +28,47 @@
 
 /* Drop a reference; the last frees w (its lock request given away). */
 void waiter_put(struct waiter *w);
-/* Take w out of fs->waiters (and of the signal poller's sight); the
- * second takes fs->lock, and does nothing if w is not listed. */
-void waiter_unlist_locked(struct zkl_fs *fs, struct waiter *w);
-/* Put w in fs->waiters (parked; a try's deadline counted).  fs->lock
- * held. */
-void waiter_list_locked(struct zkl_fs *fs, struct waiter *w);
-/* List w, unless it is an fcntl wait (w->owner, not a try) that would
- * close a wait-for cycle (deadlock.h): then EDEADLK, and w is not
- * listed.  The check and the listing at once: of two owners closing a
- * cycle together, the second sees the first.  Returns 0 or EDEADLK. */
+/* Park w (fs->waiters), unless it is an fcntl wait (w->owner, not a try)
+ * that would close a wait-for cycle (deadlock.h): then w stays OFF.  The
+ * check and the listing at once: of two owners closing a cycle together,
+ * the second sees the first.  Returns 0 or -EDEADLK. */
 int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode);
 /* The check alone; fs->lock held. */
 int waiter_would_deadlock_locked(const struct waiter *w, enum zkl_mode mode);
-void waiter_unlist(struct waiter *w);
-/* Answer with errno err once the request's node is gone (or at
- * WAITER_ANSWER_MS).  The caller owns the reply, and gives its reference
- * with it. */
+/* Answer with err (0: success, answered from its holder's lock; else
+ * -errno) once the request's node is gone (or at WAITER_ANSWER_MS).  The
+ * caller owns the reply, and gives its reference with it. */
 void waiter_fail(struct waiter *w, int err);
 /* The waiters past WAITER_ANSWER_MS: failures whose node is not gone yet
- * (their answer claimed, errs[i] the failure) and tries not answered
- * (cancelled and unlisted, errs[i] -EAGAIN); at most max.  fs->lock held.
+ * (their answer claimed: ANSWERED) and tries not answered (cancelled:
+ * OFF, to be answered EAGAIN); at most max.  fs->lock held.
  * waiter_answer_late answers each, without the lock. */
 size_t waiter_take_late_locked(struct zkl_fs *fs, struct waiter **late,
-			       int *errs, size_t max);
-void waiter_answer_late(struct waiter *w, int err);
+			       size_t max);
+void waiter_answer_late(struct waiter *w);
 /* Cancel w's wait if it is still parked and its lock request agrees.
  * Returns 1 if the caller won and must answer (w is unlisted). */
 int waiter_cancel(struct waiter *w);
 
-/* What a request of w's holder gets from the lock that holder holds
- * (waiter.c): 0 (it covers w's mode), EDEADLK (fcntl: it does
- * not), or -1: w waits (the holder holds nothing, or flock converts: its
- * lock is taken away into *dropped, for the caller to release once
- * fs->lock is dropped).  fs->lock held. */
+/* What a request of w's holder gets from the lock that holder holds: 1
+ * (answered: it covers w's mode), -EDEADLK (fcntl: it does not), or 0: w
+ * waits (the holder holds nothing, or flock converts: its lock is taken
+ * away into *dropped, for the caller to release once fs->lock is
+ * dropped).  fs->lock held. */
 int waiter_holder_answer_locked(const struct waiter *w,
 				struct zkl_lockreq **dropped);
 /* w's grant gave its holder a lock: answer the other started requests of
  * that holder from it. */
 void waiter_answer_same_holder(struct waiter *w);
 
-/* Move a parked, started w to fs->kept (with a reference of its own),
- * until WAITER_KEEP_MS from now.  fs->lock held. */
+/* Keep a parked, started w (KEPT, with a reference of its own) until
+ * WAITER_KEEP_MS from now.  fs->lock held. */
 void waiter_keep_locked(struct waiter *w);
 /* A kept wait was granted: it ends WAITER_KEEP_GRANTED_MS from now at the
  * latest.  fs->lock held. */
 void waiter_keep_granted_locked(struct waiter *w);
 /* The kept wait that `asking` (a new call, not yet started) takes back:
- * same thread, file, holder and mode; taken off fs->kept, or NULL. */
+ * same thread, file, holder and mode; ADOPTING now, or NULL. */
 struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
 				       const struct waiter *asking,
 				       enum zkl_mode mode);

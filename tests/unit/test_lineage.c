@@ -104,12 +104,12 @@ Test(lineage, of_a_thread_that_is_gone_is_empty)
 
 Test(reentrant, write_covers_both_read_covers_read)
 {
-	cr_assert_eq(reentrant_verdict(ZKL_MODE_WRITE, ZKL_MODE_WRITE), 0);
-	cr_assert_eq(reentrant_verdict(ZKL_MODE_WRITE, ZKL_MODE_READ), 0);
-	cr_assert_eq(reentrant_verdict(ZKL_MODE_READ, ZKL_MODE_READ), 0);
-	cr_assert_eq(reentrant_verdict(ZKL_MODE_READ, ZKL_MODE_WRITE), EDEADLK,
+	cr_assert_eq(reentrant_verdict(ZKL_MODE_WRITE, ZKL_MODE_WRITE), 1);
+	cr_assert_eq(reentrant_verdict(ZKL_MODE_WRITE, ZKL_MODE_READ), 1);
+	cr_assert_eq(reentrant_verdict(ZKL_MODE_READ, ZKL_MODE_READ), 1);
+	cr_assert_eq(reentrant_verdict(ZKL_MODE_READ, ZKL_MODE_WRITE), -EDEADLK,
 		     "an upgrade could never be granted");
-	cr_assert_eq(reentrant_verdict(ZKL_MODE_LEASE, ZKL_MODE_LEASE), -1,
+	cr_assert_eq(reentrant_verdict(ZKL_MODE_LEASE, ZKL_MODE_LEASE), 0,
 		     "leases are not reentrant");
-	cr_assert_eq(reentrant_verdict(ZKL_MODE_WRITE, ZKL_MODE_LEASE), -1);
+	cr_assert_eq(reentrant_verdict(ZKL_MODE_WRITE, ZKL_MODE_LEASE), 0);
 }
