@@ -146,12 +146,13 @@ static int holders_has_leases(const struct holders_query *q)
 static void holders_send(struct holders_query *q, const char *path,
 			 data_completion_t done, const void *data)
 {
+	struct zkl_link notify;
 	int rc = ZBADARGUMENTS;
 
 	if (strlen(path) <= NAMES_MAX_NODE_PATH) {
-		pthread_mutex_lock(&q->s->lock);
+		session_enter(q->s, &notify);
 		rc = zoo_aget(q->s->zh, path, 0, done, data);
-		pthread_mutex_unlock(&q->s->lock);
+		session_leave(q->s, &notify);
 	}
 	if (rc == ZOK)
 		q->pending++;
@@ -510,9 +511,10 @@ static void holders_mark_node(const struct holders_query *q,
 static void holders_mark_local(const struct holders_query *q,
 			       struct holders_out *out)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = q->s;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	for (struct zkl_link *l = s->live.next; l != &s->live; l = l->next) {
 		const struct zkl_member *m = member_of_live(l);
 		const char *node = m->ops->lost_node_locked(m);
@@ -526,7 +528,7 @@ static void holders_mark_local(const struct holders_query *q,
 		if (node)
 			holders_mark_node(q, out, node, 0, owners);
 	}
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 static void holders_answer(struct holders_query *q)

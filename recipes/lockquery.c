@@ -53,6 +53,7 @@ static void lq_read_blocker(struct lockquery *q, enum zkl_mode mode,
 static void lq_on_limit(int rc, const char *value, int len,
 			const struct Stat *st, const void *data)
 {
+	struct zkl_link notify;
 	struct lockquery *q = (struct lockquery *)data;
 	struct zkl_session *s = q->s;
 	int err = resource_limit_of_reply(rc, value, len, &q->limit);
@@ -60,10 +61,10 @@ static void lq_on_limit(int rc, const char *value, int len,
 	(void)st;
 	/* No resource: nothing queued, and its limit would be 1. */
 	q->limit_err = err == -ENOENT ? 0 : err == -EBADMSG ? -EIO : err;
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	q->limit_pending = 0;
 	err = q->list_failed;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (err < 0)
 		lq_finish(q, err);
 }
@@ -72,15 +73,16 @@ static void lq_on_limit(int rc, const char *value, int len,
  * the call, only locals.  Returns 0 or -errno (then q is still ours). */
 static int lq_send_list(struct lockquery *q)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = q->s;
 	int rc = ZOK, err, pending;
 
 	q->attempts++;
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (q->mode == ZKL_MODE_LEASE)
 		rc = zoo_aget(s->zh, q->dir, 0, lq_on_limit, q);
 	q->limit_pending = q->mode == ZKL_MODE_LEASE && rc == ZOK;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (rc != ZOK)
 		return zkerr_errno(rc);
 	err = resource_list(s, q->list_dir, lq_on_listed, q);
@@ -88,11 +90,11 @@ static int lq_send_list(struct lockquery *q)
 		return 0;
 	/* The limit's reply, on its way, still needs q: it finishes the
 	 * query unless it came back already. */
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	pending = q->limit_pending;
 	if (pending)
 		q->list_failed = err;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return pending ? 0 : err;
 }
 
@@ -191,6 +193,7 @@ static void lq_on_listed(int err, char *const *names, size_t count,
 static void lq_read_blocker(struct lockquery *q, enum zkl_mode mode,
 			    const char *name)
 {
+	struct zkl_link notify;
 	size_t dirlen = strlen(q->list_dir);
 	struct zkl_session *s;
 	int rc;
@@ -204,9 +207,9 @@ static void lq_read_blocker(struct lockquery *q, enum zkl_mode mode,
 	q->answer.mode = mode;
 	q->answer.node = q->node_path + dirlen + 1;
 	s = q->s;
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	rc = zoo_aget(s->zh, q->node_path, 0, lq_on_data, q);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (rc != ZOK)
 		lq_finish(q, zkerr_errno(rc));
 }

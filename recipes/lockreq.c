@@ -35,6 +35,15 @@
 #include <string.h>
 #include <syslog.h>
 
+/* What lr_alloc wires a request to when its kind does not say. */
+static const struct zkl_member_ops lr_member_ops;
+static void lr_watch_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify);
+static void lr_limit_fired(struct zkl_watch *w, const char *path,
+			   enum zkl_watch_event ev, struct zkl_link *notify);
+static void lr_own_fired(struct zkl_watch *w, const char *path,
+			 enum zkl_watch_event ev, struct zkl_link *notify);
+
 /* The machine's own steps, declared here because they call each
  * other; lr.h has what the features riding on it call. */
 
@@ -94,12 +103,79 @@ static void lr_evaluate(struct zkl_lockreq *lr, int listed,
 			struct zkl_link *notify);
 static void lr_listed(struct zkl_queue_wait *w, int rc,
 		      struct zkl_link *notify);
-/* Is lr a lock its owner holds as such (not a multi-lock's member, nor a
- * peer lease's step)?  Only those count.  Its hold ended: let go (lost
- * 0) or lost, counted in the metrics. */
-static int lr_is_owners_lock(const struct zkl_lockreq *lr);
+/* An owner's lock's hold ended: let go (lost 0) or lost, counted in the
+ * metrics. */
 static void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost);
 static const char *lr_shared_node(const struct zkl_member *m, unsigned *owners);
+
+/*
+ * The phase: the one place it changes, checked against the diagram in
+ * doc/design.md ("The lock request state machine").
+ */
+#define PH(p) (1u << (p))
+
+/* From each phase, where a request may go next.  Besides these, every
+ * phase but GONE may repeat itself (a step sent again), go back to NEW
+ * (queued again on the next session) or end in GONE (no node of ours,
+ * ever); GONE is the end. */
+static const unsigned lr_moves[PH_GONE + 1] = {
+	[PH_NEW] = PH(PH_MUTEX) | PH(PH_CREATING),
+	[PH_MUTEX] = PH(PH_CREATING) | PH(PH_COUNTING),
+	[PH_CREATING] = PH(PH_RECOVERING) | PH(PH_CHECKING) | PH(PH_LISTING) |
+			PH(PH_COUNTING) | PH(PH_IDLE) | PH(PH_DELETING),
+	[PH_RECOVERING] = PH(PH_CREATING) | PH(PH_CHECKING),
+	[PH_CHECKING] = PH(PH_CREATING) | PH(PH_RECOVERING) | PH(PH_LISTING) |
+			PH(PH_COUNTING) | PH(PH_IDLE) | PH(PH_DELETING),
+	[PH_LISTING] = PH(PH_RECOVERING) | PH(PH_WATCHING) | PH(PH_IDLE) |
+		       PH(PH_DELETING),
+	[PH_COUNTING] = PH(PH_CREATING) | PH(PH_WATCHING) | PH(PH_IDLE) |
+			PH(PH_DELETING),
+	[PH_WATCHING] = PH(PH_LISTING) | PH(PH_COUNTING) | PH(PH_IDLE) |
+			PH(PH_DELETING),
+	[PH_IDLE] = PH(PH_LISTING) | PH(PH_DELETING),
+	[PH_DELETING] = 0,
+	[PH_GONE] = 0,
+};
+
+/* The phases each kind goes through: a multi-lock's own are its
+ * members' sum (it has no node); only a peer lease waits for the peer's
+ * lock and counts; it never lists a queue of its own. */
+#define LR_PHASES_ALL (PH(PH_GONE + 1) - 1)
+static const unsigned lr_kind_phases[LR_KINDS] = {
+	[LR_PLAIN] = LR_PHASES_ALL & ~(PH(PH_MUTEX) | PH(PH_COUNTING)),
+	[LR_MULTI] = PH(PH_NEW) | PH(PH_CREATING) | PH(PH_IDLE) | PH(PH_GONE),
+	[LR_MEMBER] = LR_PHASES_ALL & ~(PH(PH_MUTEX) | PH(PH_COUNTING)),
+	[LR_PEER_LEASE] = LR_PHASES_ALL & ~PH(PH_LISTING),
+	[LR_PEER_MUTEX] = LR_PHASES_ALL & ~(PH(PH_MUTEX) | PH(PH_COUNTING)),
+};
+
+static const char *const lr_phase_names[PH_GONE + 1] = {
+	[PH_NEW] = "NEW",           [PH_MUTEX] = "MUTEX",
+	[PH_CREATING] = "CREATING", [PH_RECOVERING] = "RECOVERING",
+	[PH_CHECKING] = "CHECKING", [PH_LISTING] = "LISTING",
+	[PH_COUNTING] = "COUNTING", [PH_WATCHING] = "WATCHING",
+	[PH_IDLE] = "IDLE",         [PH_DELETING] = "DELETING",
+	[PH_GONE] = "GONE",
+};
+
+void lr_to(struct zkl_lockreq *lr, enum lr_phase to)
+{
+	enum lr_phase from = lr->phase;
+	unsigned may = from == PH_GONE ? PH(PH_GONE)
+				       : lr_moves[from] | PH(from) |
+						 PH(PH_NEW) | PH(PH_GONE);
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (!(may & lr_kind_phases[lr->kind] & PH(to))) {
+		log_msg(LOG_CRIT,
+			"lock request %s (%s): phase %s -> %s is not in the "
+			"diagram",
+			lr->create_path, lr_kinds[lr->kind]->name,
+			lr_phase_names[from], lr_phase_names[to]);
+		assert(!"a phase move outside the diagram");
+	}
+	lr->phase = to;
+}
 
 /*
  * The owner's calls.
@@ -115,12 +191,9 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 		      : 0;
 
 	if (rc == 0)
-		rc = lr_alloc(s, peer ? leases : dir, dir, mode, 0, flags, data,
-			      datalen, done, arg, out);
-	if (rc == 0)
-		lr_wire(*out);
-	if (rc == 0 && peer)
-		peerlease_wire(*out);
+		rc = lr_alloc(s, peer ? leases : dir, dir,
+			      peer ? LR_PEER_LEASE : LR_PLAIN, mode, flags,
+			      data, datalen, done, arg, out);
 	return rc;
 }
 
@@ -143,18 +216,19 @@ int lockreq_start(struct zkl_lockreq *lr)
 	int err;
 
 	session_enter(s, &notify);
-	err = lr->multi  ? multilock_start_locked(lr, &notify)
-	      : lr->peer ? peerlease_start_locked(lr)
-			 : lr_start_locked(lr);
+	err = lr_kinds[lr->kind]->start_locked
+		      ? lr_kinds[lr->kind]->start_locked(lr, &notify)
+		      : lr_start_locked(lr);
 	session_leave(s, &notify);
 	return err;
 }
 
 int lockreq_place_to_take(struct zkl_lockreq *from)
 {
+	struct zkl_link notify;
 	int err;
 
-	pthread_mutex_lock(&from->s->lock);
+	session_enter(from->s, &notify);
 	if (!lr_heir_can_share(from))
 		err = -EINVAL;
 	else if (from->owners > 1)
@@ -163,7 +237,7 @@ int lockreq_place_to_take(struct zkl_lockreq *from)
 		err = -EAGAIN;
 	else
 		err = 0;
-	pthread_mutex_unlock(&from->s->lock);
+	session_leave(from->s, &notify);
 	return err;
 }
 
@@ -174,8 +248,8 @@ int lockreq_start_in_place(struct zkl_lockreq *lr, struct zkl_lockreq *from)
 	int err = 0, heir;
 
 	session_enter(s, &notify);
-	heir = from->s == s && lr->mode == ZKL_MODE_READ && !lr->multi &&
-	       !lr->peer && lr->phase == PH_NEW && !lr->heir_of &&
+	heir = from->s == s && lr->mode == ZKL_MODE_READ &&
+	       lr->kind == LR_PLAIN && lr->phase == PH_NEW && !lr->heir_of &&
 	       strcmp(lr->dir, from->dir) == 0 && lr_heir_can_take(from) &&
 	       lr_use_tag(lr, from->guid) == 0;
 	if (heir) {
@@ -199,10 +273,8 @@ static void lockreq_abandon_locked(struct zkl_lockreq *lr,
 				   struct zkl_link *notify)
 {
 	lr->outcome = LR_FINISHED;
-	if (lr->multi)
-		multilock_abandon_locked(lr, notify);
-	else if (lr->peer)
-		peerlease_abandon_locked(lr, notify);
+	if (lr_kinds[lr->kind]->abandon_locked)
+		lr_kinds[lr->kind]->abandon_locked(lr, notify);
 	else
 		lr_abandon_locked(lr, notify);
 }
@@ -224,39 +296,43 @@ int lockreq_cancel(struct zkl_lockreq *lr)
 
 int lockreq_share(struct zkl_lockreq *lr)
 {
+	struct zkl_link notify;
 	int err;
 
-	pthread_mutex_lock(&lr->s->lock);
-	err = lr->multi || lr->peer || lr->mode == ZKL_MODE_LEASE
+	session_enter(lr->s, &notify);
+	err = lr->kind != LR_PLAIN || lr->mode == ZKL_MODE_LEASE
 		      ? -EINVAL
 		      : lr_held_err_locked(lr);
 	if (err == 0)
 		lr->owners++;
-	pthread_mutex_unlock(&lr->s->lock);
+	session_leave(lr->s, &notify);
 	return err;
 }
 
 int lockreq_node_is(struct zkl_lockreq *lr, const char *node)
 {
+	struct zkl_link notify;
 	int same;
 
-	pthread_mutex_lock(&lr->s->lock);
+	session_enter(lr->s, &notify);
 	same = lr_has_node(lr) && strcmp(lr->node, node) == 0;
 	/* A multi-lock has a node on each of its resources. */
-	for (unsigned i = 0; !same && lr->multi && i < lr->nmembers; i++)
+	for (unsigned i = 0; !same && lr->kind == LR_MULTI && i < lr->nmembers;
+	     i++)
 		same = lr_has_node(lr->members[i]) &&
 		       strcmp(lr->members[i]->node, node) == 0;
-	pthread_mutex_unlock(&lr->s->lock);
+	session_leave(lr->s, &notify);
 	return same;
 }
 
 unsigned lockreq_owners(struct zkl_lockreq *lr)
 {
+	struct zkl_link notify;
 	unsigned n;
 
-	pthread_mutex_lock(&lr->s->lock);
+	session_enter(lr->s, &notify);
 	n = lr->owners;
-	pthread_mutex_unlock(&lr->s->lock);
+	session_leave(lr->s, &notify);
 	return n;
 }
 
@@ -266,17 +342,15 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (lr->owners > 1) {
 		/* Another owner holds on: nothing leaves ZooKeeper. */
 		lr->owners--;
-		pthread_mutex_unlock(&s->lock);
+		session_leave(s, &notify);
 		if (gone)
 			gone(arg);
 		return;
 	}
-	pthread_mutex_unlock(&s->lock);
-	session_enter(s, &notify);
 	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		log_msg(LOG_DEBUG, "released %s lock %s",
@@ -351,6 +425,7 @@ static void lr_on_set(int rc, const struct Stat *st, const void *data)
 int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 		     void (*cb)(int err, void *arg), void *arg)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = lr->s;
 	struct lr_set_ctx *ctx = malloc(sizeof(*ctx));
 	char *note = NULL;
@@ -362,10 +437,9 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 	ctx->lr = lr;
 	ctx->cb = cb;
 	ctx->arg = arg;
-	/* lr->multi shares its word with bits written under the lock. */
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	err = lr_held_err_locked(lr);
-	if (err == 0 && lr->multi) {
+	if (err == 0 && lr->kind == LR_MULTI) {
 		err = multilock_set_data_locked(lr, data, len, cb, arg);
 		free(ctx);
 		ctx = NULL;
@@ -384,7 +458,7 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 		else
 			ctx = NULL;
 	}
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	free(note);
 	free(ctx);
 	return err;
@@ -393,10 +467,11 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 		     size_t pathlen, int64_t *session)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = lr->s;
 	int err = 0;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	err = lr_held_err_locked(lr);
 	if (err == 0) {
 		*token = lr->czxid;
@@ -404,37 +479,40 @@ int lockreq_describe(struct zkl_lockreq *lr, int64_t *token, char *path,
 		if ((size_t)snprintf(path, pathlen, "%s", lr->node) >= pathlen)
 			err = -ENAMETOOLONG;
 	}
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return err;
 }
 
 int lockreq_revoke_asked(struct zkl_lockreq *lr, int64_t *when_ms)
 {
+	struct zkl_link notify;
 	int asked;
 
-	pthread_mutex_lock(&lr->s->lock);
+	session_enter(lr->s, &notify);
 	asked = lr->revoke_asked && lr->outcome == LR_HELD && !lr->lost;
 	if (asked)
 		*when_ms = lr->revoke_ms;
 	/* A multi-lock is asked when any of its members is. */
-	for (unsigned i = 0; !asked && lr->multi && i < lr->nmembers; i++) {
+	for (unsigned i = 0; !asked && lr->kind == LR_MULTI && i < lr->nmembers;
+	     i++) {
 		const struct zkl_lockreq *m = lr->members[i];
 		asked = m->revoke_asked && lr->outcome == LR_HELD && !lr->lost;
 		if (asked)
 			*when_ms = m->revoke_ms;
 	}
-	pthread_mutex_unlock(&lr->s->lock);
+	session_leave(lr->s, &notify);
 	return asked;
 }
 
 int lockreq_holds(struct zkl_lockreq *lr)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = lr->s;
 	int held;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	held = lr->outcome == LR_HELD && !lr->lost;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return held;
 }
 
@@ -444,19 +522,20 @@ int lockreq_holds(struct zkl_lockreq *lr)
  */
 /* The create-path prefix of lr's node for tag into buf. */
 static int lr_format_prefix(const struct zkl_session *s, enum zkl_mode mode,
-			    int mutex_names, const char *tag, char *buf,
+			    enum lr_kind kind, const char *tag, char *buf,
 			    size_t size)
 {
-	return mutex_names
+	return lr_kinds[kind]->peer_names
 		       ? names_format_mutex(buf, size, s->dialect, tag)
 		       : names_format_prefix(buf, size, s->dialect, mode, tag);
 }
 
 int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
-	     enum zkl_mode mode, int mutex_names, unsigned flags,
+	     enum lr_kind kind, enum zkl_mode mode, unsigned flags,
 	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
 	     struct zkl_lockreq **out)
 {
+	const struct lr_kind_ops *k = lr_kinds[kind];
 	char prefix[NAMES_NODE_NAME_MAX + 1];
 	char guid[NAMES_TAG_MAX + 1];
 	struct zkl_lockreq *lr;
@@ -464,7 +543,7 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	int rc = names_tag_new(s->dialect, guid);
 
 	if (rc >= 0)
-		rc = lr_format_prefix(s, mode, mutex_names, guid, prefix,
+		rc = lr_format_prefix(s, mode, kind, guid, prefix,
 				      sizeof(prefix));
 	if (rc < 0)
 		return rc;
@@ -489,16 +568,16 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	memcpy(lr->guid, guid, sizeof(guid));
 	lr->s = s;
 	lr->mode = mode;
-	lr->mutex_names = mutex_names != 0;
+	lr->kind = kind;
 	lr->try_only = (flags & LOCKREQ_TRY) != 0;
-	lr->kind = (flags >> LOCKREQ_KIND_SHIFT) % ZKL_KINDS;
+	lr->metrics_kind = (flags >> LOCKREQ_KIND_SHIFT) % ZKL_KINDS;
 	lr->made_ms = session_clock_now();
 	lr->done = done;
 	lr->arg = arg;
 	lr->owners = 1;
 	lr_hold(lr, LR_HOLD_OWNER);
 	lr->outcome = LR_PENDING;
-	lr->phase = PH_NEW;
+	static_assert(PH_NEW == 0, "calloc makes a request NEW");
 	lr->own_version = -1;
 	list_init(&lr->member.live);
 	list_init(&lr->member.resume);
@@ -507,7 +586,14 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	list_init(&lr->limit_watch.link);
 	list_init(&lr->own_watch.link);
 	list_init(&lr->qwait.link);
-	lr->qwait.wants_limit = mode == ZKL_MODE_LEASE;
+	lr->qwait.wants_limit = mode == ZKL_MODE_LEASE && !k->own_count;
+	lr->member.ops = k->member_ops ? k->member_ops : &lr_member_ops;
+	lr->watch.fired_locked = k->watch_fired ? k->watch_fired
+						: lr_watch_fired;
+	lr->limit_watch.fired_locked = k->limit_fired ? k->limit_fired
+						      : lr_limit_fired;
+	lr->own_watch.fired_locked = lr_own_fired;
+	lr->qwait.listed_locked = lr_listed;
 	list_init(&lr->leaving.link);
 	*out = lr;
 	return 0;
@@ -517,7 +603,7 @@ int lr_use_tag(struct zkl_lockreq *lr, const char *tag)
 {
 	size_t at = strlen(lr->dir) + 1;
 	/* A tag of the dialect's length: the prefix keeps its length. */
-	int err = lr_format_prefix(lr->s, lr->mode, lr->mutex_names, tag,
+	int err = lr_format_prefix(lr->s, lr->mode, lr->kind, tag,
 				   lr->create_path + at,
 				   strlen(lr->create_path + at) + 1);
 
@@ -636,17 +722,12 @@ static void lr_post_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 	notice_post(notify, &lr->notice);
 }
 
-static int lr_is_owners_lock(const struct zkl_lockreq *lr)
-{
-	return !lr->group && !lr->mutex_names;
-}
-
 static void lr_metrics_ended_locked(struct zkl_lockreq *lr, int lost)
 {
 	if (!lr_is_owners_lock(lr) || lr->told_ms == 0 || lr->metrics_ended)
 		return;
 	lr->metrics_ended = 1;
-	session_metrics_ended_locked(lr->s, lr->mode, lr->kind, lost,
+	session_metrics_ended_locked(lr->s, lr->mode, lr->metrics_kind, lost,
 				     session_clock_now() - lr->told_ms);
 }
 
@@ -662,13 +743,13 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 	lr->notify_err = err;
 	if (!lr->inherited) /* an heir goes on with its write lock's hold */
 		lr->granted_ms = session_clock_now();
-	if (!err && !lr->group) /* a multi-lock counts as one */
+	if (!err && lr->kind != LR_MEMBER) /* a multi-lock counts as one */
 		session_count_grant_locked(lr->s);
 	if (!err) {
 		lr->told_ms = session_clock_now();
 		if (lr_is_owners_lock(lr))
 			session_metrics_granted_locked(
-				lr->s, lr->mode, lr->kind,
+				lr->s, lr->mode, lr->metrics_kind,
 				lr->told_ms - lr->made_ms);
 	}
 	lr_post_locked(lr, notify);
@@ -726,10 +807,10 @@ static void lr_notice_run(struct zkl_notice *n)
 	struct zkl_link notify;
 	int gone;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	lr_begin_entry_locked(lr, LR_HOLD_NOTICE);
 	gone = lr->notify_gone;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (gone)
 		lr->gone_fn(lr->gone_arg);
 	else
@@ -829,14 +910,14 @@ void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
 	if (err < 0) {
 		/* A node we know is deleted by the finish; one we look for
 		 * dies with the session. */
-		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
+		lr_to(lr, lr->phase == PH_LISTING ? PH_IDLE : PH_GONE);
 		lr_finish_locked(lr, err, notify);
 	}
 }
 
 void lr_delete_begin_locked(struct zkl_lockreq *lr)
 {
-	lr->phase = PH_DELETING;
+	lr_to(lr, PH_DELETING);
 	lr->leaving.name = lr_node_name(lr);
 	queue_leaving_add(lr->q, &lr->leaving);
 	lr_hold(lr, LR_HOLD_CALL);
@@ -846,7 +927,7 @@ void lr_delete_unsent_locked(struct zkl_lockreq *lr)
 {
 	/* Only a dead handle refuses; its nodes die with it. */
 	lr_drop_locked(lr, LR_HOLD_CALL);
-	lr->phase = PH_GONE;
+	lr_to(lr, PH_GONE);
 }
 
 void lr_delete(struct zkl_lockreq *lr)
@@ -894,7 +975,7 @@ void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
 				"lock node %s deleted after %u refusals",
 				lr->node, lr->delete_retries);
 		lr->delete_retry_ms = 0;
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		queue_leaving_done(&lr->leaving);
 	}
 }
@@ -932,7 +1013,7 @@ static void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* A peer lease gives up its own way (peerlease_abandon_locked). */
-	assert(!lr->peer);
+	assert(lr->kind != LR_PEER_LEASE);
 	/* An heir's write lock goes too: a transaction in flight was sent
 	 * before this delete, which it leaves nothing to do if it is done. */
 	lr_heir_detach_locked(lr, notify);
@@ -949,7 +1030,7 @@ static void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 		/* fall through */
 	case PH_NEW:
 	case PH_GONE:
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		return;
 	case PH_LISTING:
 	case PH_WATCHING:
@@ -1200,7 +1281,7 @@ void lr_watch_own(struct zkl_lockreq *lr)
 	/* A peer's lock taken on a lease's way is let go at its grant; a
 	 * lock that an heir replaces sees its own node deleted by the heir. */
 	if (!lr_has_node(lr) || lr->outcome == LR_FINISHED || lr->lost ||
-	    (lr->mutex_names && lr_node_holds(lr)) || lr->passing ||
+	    (lr->kind == LR_PEER_MUTEX && lr_node_holds(lr)) || lr->passing ||
 	    lr->own_watch.entry)
 		return;
 	err = watchtab_add(&s->watches, lr->node, &lr->own_watch);
@@ -1309,7 +1390,7 @@ static void lr_let_go_locked(struct zkl_lockreq *lr)
 {
 	if (lr->outcome != LR_HELD || !lr->lost)
 		return;
-	if (lr->multi) {
+	if (lr->kind == LR_MULTI) {
 		ml_delete_together_locked(lr);
 	} else if (lr->phase == PH_IDLE && lr_has_node(lr)) {
 		lr_unwatch_all(lr);
@@ -1353,7 +1434,7 @@ void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
 		 * descriptor reads EIO already). */
 		lr_lose_locked(lr, why, notify);
 	}
-	if (!lr->multi)
+	if (lr->kind != LR_MULTI)
 		lr_unwatch_all(lr); /* its own delete is no news */
 	if (!b) {
 		lr_let_go_locked(lr);
@@ -1367,7 +1448,7 @@ void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
 
 void lr_requeue_locked(struct zkl_lockreq *lr)
 {
-	lr->phase = PH_NEW;
+	lr_to(lr, PH_NEW);
 	lr->grant_deferred = 0; /* its node went with the session */
 	if (list_linked(&lr->member.resume)) {
 		/* Waiting for a time (lr_defer_for): for the next session
@@ -1390,10 +1471,10 @@ void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
 		/* A peer's lock held by a lease on its way is no lock of the
 		 * owner's: the lease queues again (peerlease.c).  A member's
 		 * loss is its multi-lock's, reported once by it. */
-		if (!lr->mutex_names && !lr->group)
+		if (lr_is_owners_lock(lr))
 			lr_report_lost(lr, lost);
 	}
-	lr->phase = PH_GONE;
+	lr_to(lr, PH_GONE);
 }
 
 /*
@@ -1441,8 +1522,7 @@ static int lr_heir_can_share(const struct zkl_lockreq *from)
 {
 	return from->mode == ZKL_MODE_WRITE && from->outcome == LR_HELD &&
 	       !from->lost && !from->grant_deferred && from->phase == PH_IDLE &&
-	       !from->multi && !from->peer && !from->group &&
-	       !from->mutex_names && lr_has_node(from);
+	       from->kind == LR_PLAIN && lr_has_node(from);
 }
 
 int lr_heir_data(int64_t token, const void *data, size_t len, char **out,
@@ -1473,7 +1553,7 @@ static void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr->granted_ms = lr->heir_of->granted_ms;
 	lr->maxhold_ask_ms = lr->heir_of->maxhold_ask_ms;
 	lr->maxhold_break_ms = lr->heir_of->maxhold_break_ms;
-	lr->heir_of->phase = PH_GONE;            /* nothing left to delete */
+	lr_to(lr->heir_of, PH_GONE);             /* nothing left to delete */
 	lr_metrics_ended_locked(lr->heir_of, 0); /* the write lock's hold */
 	lr_heir_detach_locked(lr, notify);
 }
@@ -1493,7 +1573,7 @@ static void lr_heir_on_sent(int rc, const void *data)
 		if (lr->outcome == LR_FINISHED) {
 			lr_delete(lr);
 		} else {
-			lr->phase = PH_IDLE;
+			lr_to(lr, PH_IDLE);
 			log_msg(LOG_DEBUG, "%s takes its write lock's place",
 				lr->node);
 			lr_tell_locked(lr, 0, &notify);
@@ -1501,7 +1581,7 @@ static void lr_heir_on_sent(int rc, const void *data)
 		}
 	} else if (lr_is_connection_loss(rc)) {
 		/* Done or not?  The heir's name tells, once connected. */
-		lr->phase = PH_RECOVERING;
+		lr_to(lr, PH_RECOVERING);
 		if (lr->try_only)
 			lr_finish_locked(lr, -EAGAIN, &notify);
 		lr_defer(lr, &notify);
@@ -1515,7 +1595,7 @@ static void lr_heir_on_sent(int rc, const void *data)
 			lr->node, lr->heir_of ? lr->heir_of->node : "its lock",
 			zerror(rc));
 		lr->node[0] = '\0';
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		if (rc == ZNONODE && lr->heir_of) /* deleted by another */
 			lr_metrics_ended_locked(lr->heir_of, 1);
 		lr_finish_locked(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc),
@@ -1561,7 +1641,7 @@ static int lr_heir_send(struct zkl_lockreq *lr)
 		return zkerr_errno(rc);
 	}
 	lr_hold(lr, LR_HOLD_CALL);
-	lr->phase = PH_CREATING;
+	lr_to(lr, PH_CREATING);
 	from->passing = 1;
 	lr_unwatch_all(from); /* its node's changes are ours now */
 	return 0;
@@ -1580,8 +1660,8 @@ int lr_queue_create(struct zkl_lockreq *lr)
 {
 	int rc;
 
-	if (lr->gops) /* a member: created by its multi-lock */
-		return lr->gops->create(lr);
+	if (lr_kinds[lr->kind]->create) /* a member: by its multi-lock */
+		return lr_kinds[lr->kind]->create(lr);
 	if (lr->heir_of) /* a downgrade: in its write lock's place */
 		return lr_heir_send(lr);
 	lr_hold(lr, LR_HOLD_CALL);
@@ -1594,7 +1674,7 @@ int lr_queue_create(struct zkl_lockreq *lr)
 		return zkerr_errno(rc);
 	}
 	lr->create_attempts++;
-	lr->phase = PH_CREATING;
+	lr_to(lr, PH_CREATING);
 	/* Pipelined: the session orders our requests, so a listing sent now
 	 * already contains the node created just before it.  If this fails,
 	 * the create's reply lines up again. */
@@ -1609,13 +1689,13 @@ static void lr_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 	if (err == -ENOTCONN && !lr->try_only) {
 		/* The handle has ended: its event requeues us (see
 		 * lr_first_step). */
-		lr->phase = PH_NEW;
+		lr_to(lr, PH_NEW);
 		return;
 	}
 	if (err == -ENOTCONN)
 		err = -EAGAIN; /* a try is answered now */
 	if (err < 0) {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		lr_finish_locked(lr, err, notify);
 	}
 }
@@ -1633,7 +1713,7 @@ int lr_start_with_locked(struct zkl_lockreq *lr,
 		      : first_step(lr);
 	if (err < 0 && err != -ECANCELED) {
 		lr->outcome = LR_FINISHED;
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 	}
 	return err;
 }
@@ -1696,12 +1776,12 @@ static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	int rc;
 
-	lr->phase = PH_CHECKING;
+	lr_to(lr, PH_CHECKING);
 	lr_hold(lr, LR_HOLD_CALL);
 	rc = zoo_aexists(lr->s->zh, lr->node, 0, lr_on_checked, lr);
 	if (rc != ZOK) {
 		lr_drop_locked(lr, LR_HOLD_CALL);
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		lr_finish_locked(lr, zkerr_errno(rc), notify);
 	}
 }
@@ -1723,20 +1803,20 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 		lr->czxid = st->czxid;
 		session_note_server_time_locked(s, st->ctime);
 		if (lr_set_node(lr, name, NULL) < 0) {
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 			lr_finish_locked(lr, -ENAMETOOLONG, &notify);
 			/* the node dies with the session; nothing better */
 		} else if (lr->outcome == LR_FINISHED) {
 			lr_delete(lr);
 		} else {
-			lr->phase = PH_LISTING;
+			lr_to(lr, PH_LISTING);
 			if (!list_linked(&lr->qwait.link))
 				lr_list(lr, &notify);
 		}
 	} else {
 		if (lr_is_connection_loss(rc)) {
 			/* Created or not?  Only a listing can tell. */
-			lr->phase = PH_RECOVERING;
+			lr_to(lr, PH_RECOVERING);
 			lr->maybe_stray = 1;
 			/* A try is answered now; once connected, the node is
 			 * found by its tag and deleted, as for a cancel. */
@@ -1747,13 +1827,13 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
 			int err = session_create_parents_locked(s, lr->dir);
 			if (err < 0) {
-				lr->phase = PH_GONE;
+				lr_to(lr, PH_GONE);
 				lr_finish_locked(lr, err, &notify);
 			} else {
 				lr_create(lr, &notify);
 			}
 		} else {
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 			lr_finish_locked(lr, zkerr_errno(rc), &notify);
 		}
 	}
@@ -1773,7 +1853,7 @@ static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 		if (lr->outcome == LR_FINISHED) {
 			/* given up meanwhile: nothing to delete, and the limit
 			 * watch its listing set is not wanted either */
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 			lr_unwatch_all(lr);
 		} else {
 			lr_create(lr, notify);
@@ -1781,7 +1861,7 @@ static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 		return;
 	}
 	if (lr_set_node(lr, lr->dir, lr->q->nodes[found].name) < 0) {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		lr_finish_locked(lr, -ENAMETOOLONG, notify);
 		return;
 	}
@@ -1802,12 +1882,12 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 	} else if (rc == ZOK && st->ephemeralOwner == s->client_id) {
 		lr->czxid = st->czxid;
 		lr_heir_settle(lr, &notify);
-		if (lr->gops && lr->outcome == LR_PENDING)
-			lr->gops->found(lr, &notify); /* may let it go */
+		if (lr_kinds[lr->kind]->found && lr->outcome == LR_PENDING)
+			lr_kinds[lr->kind]->found(lr, &notify); /* may let go */
 		if (lr->outcome == LR_FINISHED) {
 			lr_delete(lr);
 		} else {
-			lr->phase = PH_LISTING;
+			lr_to(lr, PH_LISTING);
 			lr_list(lr, &notify);
 		}
 	} else if (rc == ZOK || rc == ZNONODE) {
@@ -1819,11 +1899,11 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 				lr->node, (uint64_t)st->ephemeralOwner);
 		lr->node[0] = '\0';
 		if (lr->outcome == LR_FINISHED)
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 		else
 			lr_create(lr, &notify);
 	} else {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		lr_finish_locked(lr, zkerr_errno(rc), &notify);
 	}
 	lr_end_completion(lr, &notify);
@@ -1836,7 +1916,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
  */
 static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	lr->phase = PH_IDLE;
+	lr_to(lr, PH_IDLE);
 	lr_unwatch_waits(lr); /* its own node stays watched */
 	if (lr->mode == ZKL_MODE_LEASE) {
 		queue_mark_granted(lr->q, lr_node_name(lr));
@@ -1855,7 +1935,7 @@ static void lr_limit_unknown(struct zkl_lockreq *lr, struct zkl_link *notify)
 	if (err == -ENOENT || err == -ENODATA) {
 		/* The resource appeared between the get and the listing, or
 		 * the listing had no get with it: read it with the next. */
-		lr->phase = PH_LISTING;
+		lr_to(lr, PH_LISTING);
 		lr_list(lr, notify);
 		return;
 	}
@@ -1864,7 +1944,7 @@ static void lr_limit_unknown(struct zkl_lockreq *lr, struct zkl_link *notify)
 			"%s: its data is not a limit (set one with "
 			"MOUNT/<resource>/limit)",
 			lr->dir);
-	lr->phase = PH_IDLE;
+	lr_to(lr, PH_IDLE);
 	lr_finish_locked(lr, err == -EBADMSG ? -EIO : err, notify);
 }
 
@@ -1922,7 +2002,7 @@ static void lr_evaluate(struct zkl_lockreq *lr, int listed,
 	}
 	lr->grant_awaits_own = 0;
 	if (ahead < 0 && !listed && !lr->own_known && lr->own_watch.entry) {
-		lr->phase = PH_WATCHING;
+		lr_to(lr, PH_WATCHING);
 		lr->grant_awaits_own = 1; /* lr_on_own_armed looks again */
 		return;
 	}
@@ -1932,7 +2012,7 @@ static void lr_evaluate(struct zkl_lockreq *lr, int listed,
 		 * connection since lost (after a reconnection the server
 		 * tells missed deletions in no particular order): only a
 		 * listing can show its node is still there. */
-		lr->phase = PH_LISTING;
+		lr_to(lr, PH_LISTING);
 		lr_list(lr, notify);
 		return;
 	}
@@ -1941,16 +2021,16 @@ static void lr_evaluate(struct zkl_lockreq *lr, int listed,
 		return;
 	}
 	if (lr->try_only) {
-		lr->phase = PH_IDLE;
+		lr_to(lr, PH_IDLE);
 		lr_finish_locked(lr, -EAGAIN, notify);
 		return;
 	}
-	lr->phase = PH_WATCHING;
+	lr_to(lr, PH_WATCHING);
 	lr_watch_own(lr); /* first: see above */
 	err = all ? lr_watch_ahead(lr, (size_t)me)
 		  : lr_watch_one(lr, q->nodes[ahead].name);
 	if (err < 0) {
-		lr->phase = PH_IDLE;
+		lr_to(lr, PH_IDLE);
 		lr_finish_locked(lr, err, notify);
 	}
 }
@@ -1970,14 +2050,14 @@ static void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 	} else if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, notify);
 	} else if (rc == ZOK && lr->phase == PH_LISTING && lr->q->acl_open) {
-		lr->phase = PH_IDLE; /* so that the finish deletes our node */
+		lr_to(lr, PH_IDLE); /* so that the finish deletes our node */
 		lr_finish_locked(lr, -EACCES, notify);
 	} else if (rc == ZOK && lr->phase == PH_LISTING) {
 		lr_evaluate(lr, 1, notify);
 	} else if ((rc == ZOK || rc == ZNONODE) && lr->phase == PH_RECOVERING) {
 		lr_recover(lr, notify);
 	} else {
-		lr->phase = lr->phase == PH_LISTING ? PH_IDLE : PH_GONE;
+		lr_to(lr, lr->phase == PH_LISTING ? PH_IDLE : PH_GONE);
 		lr_finish_locked(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc),
 				 notify);
 	}
@@ -2000,7 +2080,7 @@ static void lr_restart(struct zkl_lockreq *lr, struct zkl_link *notify)
 	err = lr_new_tag(lr);
 
 	if (err < 0) {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		lr_finish_locked(lr, err, notify);
 		return;
 	}
@@ -2018,11 +2098,11 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 		if (lr->outcome == LR_PENDING)
 			lr_restart(lr, notify);
 		else
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 		break;
 	case PH_RECOVERING:
 	case PH_CHECKING:
-		lr->phase = PH_RECOVERING;
+		lr_to(lr, PH_RECOVERING);
 		lr_list(lr, notify);
 		break;
 	case PH_LISTING:
@@ -2087,7 +2167,7 @@ static void lr_watch_fired(struct zkl_watch *w, const char *path,
 
 	lr_begin_entry_locked(lr, LR_HOLD_WATCH);
 	if (lr->phase == PH_WATCHING) {
-		lr->phase = PH_LISTING;
+		lr_to(lr, PH_LISTING);
 		if (strncmp(path, lr->dir, dirlen) != 0 ||
 		    path[dirlen] != '/') {
 			lr_list(lr, notify); /* not a node of ours to name */
@@ -2122,7 +2202,7 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 		/* stale */
 	} else if (lr->phase == PH_WATCHING || lr->phase == PH_LISTING) {
 		lr_unwatch(lr);
-		lr->phase = PH_LISTING;
+		lr_to(lr, PH_LISTING);
 		lr_list(lr, notify); /* to the back: a listing in flight may
 				      * have read the old limit */
 	} else if (lr->phase == PH_CREATING && list_linked(&lr->qwait.link)) {
@@ -2143,7 +2223,7 @@ static void lr_waiter_gone(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	lr->grant_awaits_own = 0;
 	lr_unwatch(lr);
-	lr->phase = PH_LISTING;
+	lr_to(lr, PH_LISTING);
 	lr_list(lr, notify);
 }
 
@@ -2156,7 +2236,7 @@ static void lr_deferred_gone(struct zkl_lockreq *lr, struct zkl_link *notify)
 		"lock node %s was deleted by another client before its grant "
 		"could be told: the request fails",
 		lr->node);
-	lr->phase = PH_GONE;
+	lr_to(lr, PH_GONE);
 	lr_unwatch_all(lr);
 	lr_tell_locked(lr, -EIO, notify);
 	lr->outcome = LR_FINISHED;
@@ -2196,10 +2276,10 @@ static void lr_own_fired(struct zkl_watch *w, const char *path,
 		const char *why = "its lock node was deleted by another client";
 		log_msg(LOG_WARNING, "lock node %s: %s: the lock is lost",
 			lr->node, why);
-		lr->phase = PH_GONE;
-		if (lr->gops) {
+		lr_to(lr, PH_GONE);
+		if (lr_kinds[lr->kind]->lost) {
 			lr->lost = 1;
-			lr->gops->lost(lr, why, notify);
+			lr_kinds[lr->kind]->lost(lr, why, notify);
 		} else {
 			lr_lose_locked(lr, why, notify);
 		}
@@ -2234,7 +2314,7 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	 * not expect them, and are dropped. */
 	/* A member queues again only with its multi-lock's next
 	 * transaction (multilock.c): it ends here. */
-	if (lr->outcome == LR_PENDING && requeue && !lr->group) {
+	if (lr->outcome == LR_PENDING && requeue && lr->kind != LR_MEMBER) {
 		lr_requeue_locked(lr);
 	} else {
 		lr_end_with_session_locked(lr, lost);
@@ -2260,8 +2340,8 @@ int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 	 * owner's: if the session lives, the lease goes on.  A member is
 	 * declared lost by its multi-lock, which alone the owner holds; its
 	 * margin runs here as any node's. */
-	if (j->declared && lr->outcome == LR_HELD && !lr->lost && !lr->group &&
-	    !lr->mutex_names) {
+	if (j->declared && lr->outcome == LR_HELD && !lr->lost &&
+	    lr_is_owners_lock(lr)) {
 		lr_lose_locked(lr,
 			       "ZooKeeper did not answer in time: the session "
 			       "may end before it does (jeopardy)",
@@ -2310,17 +2390,17 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st)
 	int lease = lr->mode == ZKL_MODE_LEASE;
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	if (lr->mutex_names || lr->group)
+	if (!lr_is_owners_lock(lr))
 		return; /* a peer lease's or a multi-lock's step, counted as
 			 * that lease or multi-lock */
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		st->held++;
 		st->leases_held += lease;
-		st->held_by[lr->mode][lr->kind]++;
+		st->held_by[lr->mode][lr->metrics_kind]++;
 	} else if (lr->outcome == LR_PENDING) {
 		st->waiting++;
 		st->leases_waiting += lease;
-		st->waiting_by[lr->mode][lr->kind]++;
+		st->waiting_by[lr->mode][lr->metrics_kind]++;
 	}
 }
 
@@ -2334,11 +2414,23 @@ static const struct zkl_member_ops lr_member_ops = {
 	.hold_check_locked = lr_hold_check,
 };
 
-void lr_wire(struct zkl_lockreq *lr)
-{
-	lr->member.ops = &lr_member_ops;
-	lr->watch.fired_locked = lr_watch_fired;
-	lr->limit_watch.fired_locked = lr_limit_fired;
-	lr->own_watch.fired_locked = lr_own_fired;
-	lr->qwait.listed_locked = lr_listed;
-}
+/* The plain machine: every step its own. */
+const struct lr_kind_ops lr_plain_kind = {
+	.name = "plain",
+	.owners_lock = 1,
+};
+
+/* A peer's own lock on a peer lease's way: the plain machine with the
+ * peer's names; the lease is what its owner holds. */
+const struct lr_kind_ops lr_peer_mutex_kind = {
+	.name = "peer mutex",
+	.peer_names = 1,
+};
+
+const struct lr_kind_ops *const lr_kinds[LR_KINDS] = {
+	[LR_PLAIN] = &lr_plain_kind,
+	[LR_MULTI] = &multilock_kind,
+	[LR_MEMBER] = &multilock_member_kind,
+	[LR_PEER_LEASE] = &peerlease_kind,
+	[LR_PEER_MUTEX] = &lr_peer_mutex_kind,
+};

@@ -59,19 +59,66 @@ enum lr_hold {
 	LR_HOLDS
 };
 
-/* What a member of a multi-lock leaves to it (multilock.c), so that the
- * files below never call up. */
-struct lr_group_ops {
-	/* Instead of a create of its own: wait, in PH_NEW, for the
-	 * multi-lock's transaction.  Returns 0 or -errno. */
-	int (*create)(struct zkl_lockreq *member);
-	/* The member, held, lost its node to another client (`why`). */
-	void (*lost)(struct zkl_lockreq *member, const char *why,
-		     struct zkl_link *notify);
-	/* After a lost reply, the member found its node (the transaction
-	 * happened); it may be let go here. */
-	void (*found)(struct zkl_lockreq *member, struct zkl_link *notify);
+/*
+ * What a lock request is.  Fixed when it is made; what differs between
+ * kinds is in its struct lr_kind_ops (lr_kinds[]), never in a flag.
+ * Adding a kind: a value here, a struct lr_kind_ops in the module that
+ * carries it, its entry in lr_kinds[] (lockreq.c), and a test of its
+ * life in tests/unit (fake_zk.c scripts ZooKeeper).
+ */
+enum lr_kind {
+	LR_PLAIN,      /* a mount's own node in one resource: write, read or
+			* a lease in the mount's own layout */
+	LR_MULTI,      /* a multi-lock (multilock.c): no node of its own, one
+			* LR_MEMBER per resource */
+	LR_MEMBER,     /* a multi-lock's node in one resource (lr->group) */
+	LR_PEER_LEASE, /* a lease in Curator's or kazoo's layout
+			* (peerlease.c) */
+	LR_PEER_MUTEX, /* the peer's own lock, taken on a peer lease's way
+			* (the lease's lr->mutex) */
+	LR_KINDS
 };
+
+/* A NULL member says: as the plain machine does (LR_PLAIN is all NULL). */
+struct lr_kind_ops {
+	const char *name; /* for assertions and the log */
+	/* What the session calls on it (internal.h). */
+	const struct zkl_member_ops *member_ops;
+	/* Its watches fired: a node ahead (a peer lease: its leases), and
+	 * the resource's limit. */
+	void (*watch_fired)(struct zkl_watch *w, const char *path,
+			    enum zkl_watch_event ev, struct zkl_link *notify);
+	void (*limit_fired)(struct zkl_watch *w, const char *path,
+			    enum zkl_watch_event ev, struct zkl_link *notify);
+	/* lockreq_start, s->lock held.  Returns 0 or -errno.  NULL: it is
+	 * started by the request that made it, never by an owner. */
+	int (*start_locked)(struct zkl_lockreq *lr, struct zkl_link *notify);
+	/* Nobody wants its node any more (the outcome is FINISHED). */
+	void (*abandon_locked)(struct zkl_lockreq *lr, struct zkl_link *notify);
+	/* Its node's create step.  Returns 0 or -errno. */
+	int (*create)(struct zkl_lockreq *lr);
+	/* After a lost create reply, its node was found.  NULL: nothing
+	 * more to do. */
+	void (*found)(struct zkl_lockreq *lr, struct zkl_link *notify);
+	/* Held, it lost its node to another client (`why`).  NULL: it is
+	 * lost on its own (lr_lose_locked). */
+	void (*lost)(struct zkl_lockreq *lr, const char *why,
+		     struct zkl_link *notify);
+	/* A lock its owner holds as such, not a step of another request:
+	 * counted, shared, limited in time, reported lost. */
+	unsigned owners_lock : 1;
+	/* Its nodes take the peer's own names (names_format_mutex). */
+	unsigned peer_names : 1;
+	/* It counts the holders itself (a peer lease): a listing of its
+	 * queue reads no limit. */
+	unsigned own_count : 1;
+};
+
+/* The kinds (lockreq.c), by enum lr_kind. */
+extern const struct lr_kind_ops *const lr_kinds[LR_KINDS];
+extern const struct lr_kind_ops lr_plain_kind, lr_peer_mutex_kind;
+extern const struct lr_kind_ops multilock_kind, multilock_member_kind;
+extern const struct lr_kind_ops peerlease_kind;
 
 /* A resource removed between creating its znode and queueing in it is
  * recreated this many times before the open fails. */
@@ -116,10 +163,9 @@ struct zkl_lockreq {
 	 * request takes, with its owner's hold, until its node is known
 	 * gone or the request lets it go (lr_heir_detach_locked). */
 	struct zkl_lockreq *heir_of;
-	/* A member of a multi-lock: the multi-lock, and what the member
-	 * leaves to it. */
+	/* A member's multi-lock; NULL for every other kind. */
 	struct zkl_lockreq *group;
-	const struct lr_group_ops *gops;
+	enum lr_kind kind;
 	int refs;        /* the sum of holds[] */
 	unsigned owners; /* the owner's OWNER hold stands for this many
 			  * releases to come (lockreq_share) */
@@ -133,26 +179,24 @@ struct zkl_lockreq {
 				   * 'gone' waits for the end of its run */
 	unsigned try_only : 1;
 	unsigned lost : 1;
-	unsigned maybe_stray : 1;   /* a create's reply was lost: a duplicate
+	unsigned maybe_stray : 1;    /* a create's reply was lost: a duplicate
 				   * node of ours may turn up */
-	unsigned marked : 1;        /* a held lease: its node bears the mark */
-	unsigned peer : 1;          /* a lease in Curator's or kazoo's layout */
-	unsigned jeopardy_wait : 1; /* lost in jeopardy at lost_ms: its node
+	unsigned marked : 1;         /* a held lease: its node bears the mark */
+	unsigned jeopardy_wait : 1;  /* lost in jeopardy at lost_ms: its node
 				     * stays for the margin (lr_jeopardy) */
-	unsigned grant_deferred : 1;   /* granted in a jeopardy: told once it
+	unsigned grant_deferred : 1; /* granted in a jeopardy: told once it
 				      * ends (lr_tell_locked), unless the
 				      * session does first */
-	unsigned multi : 1;            /* a multi-lock (members) */
-	unsigned wants_create : 1;     /* a member: waits, in PH_NEW, for its
+	unsigned wants_create : 1;   /* a member: waits, in PH_NEW, for its
 				    * multi-lock's transaction */
-	unsigned passing : 1;          /* held, and being replaced by an heir:
+	unsigned passing : 1;        /* held, and being replaced by an heir:
 				      * its node's changes are the heir's */
-	unsigned inherited : 1;        /* an heir: czxid is its write lock's
+	unsigned inherited : 1;      /* an heir: czxid is its write lock's
 				      * token, kept in its data */
-	unsigned revoke_asked : 1;     /* held, and asked to let go (its node
+	unsigned revoke_asked : 1;   /* held, and asked to let go (its node
 				      * got the revocation mark) at revoke_ms */
-	unsigned revoke_told : 1;      /* ... and its owner was told so */
-	unsigned own_known : 1;        /* own_watch's get came back: the node
+	unsigned revoke_told : 1;    /* ... and its owner was told so */
+	unsigned own_known : 1;      /* own_watch's get came back: the node
 				      * existed then, and any deletion since
 				      * is told before any later news (on
 				      * connection own_conn only) */
@@ -160,7 +204,6 @@ struct zkl_lockreq {
 				  * view grants, but only a listing or
 				  * own_known proves the node is there */
 
-	unsigned mutex_names : 1; /* a peer's lock: the peer's own names */
 	unsigned recount : 1;     /* a peer lease: a watch fired while the
 				   * count was on its way */
 	unsigned acl_checked : 1; /* a peer lease with credentials: the ACL
@@ -196,7 +239,7 @@ struct zkl_lockreq {
 	 * counted as ended (once); when it was made and when its owner was
 	 * told it holds, CLOCK_BOOTTIME ms; when its create and its delete
 	 * were sent, CLOCK_MONOTONIC us. */
-	unsigned kind : 2, metrics_ended : 1;
+	unsigned metrics_kind : 2, metrics_ended : 1;
 	int64_t made_ms, told_ms, create_sent_us, delete_sent_us;
 	lockreq_done_fn done;
 	void *arg;
@@ -215,6 +258,13 @@ struct zkl_lockreq {
 /* Its node holds: the owner was told so, or will be once the jeopardy
  * ends (grant_deferred).  What keeps a held node right (its watch, a
  * lease's mark) applies to both. */
+/* Is lr a lock its owner holds as such (not a multi-lock's member, nor a
+ * peer lease's step)?  Only those count. */
+static inline int lr_is_owners_lock(const struct zkl_lockreq *lr)
+{
+	return lr_kinds[lr->kind]->owners_lock;
+}
+
 static inline int lr_node_holds(const struct zkl_lockreq *lr)
 {
 	return lr->outcome == LR_HELD || lr->grant_deferred;
@@ -224,12 +274,14 @@ static inline int lr_node_holds(const struct zkl_lockreq *lr)
  * ZooKeeper appends ("%010d" of an int32, sign included) and a NUL. */
 #define LR_SEQ_ROOM 12
 
-/* One allocation for a request on `dir` (where its node goes) of the
- * resource `res`: the fields lockreq_new documents, the OWNER hold, phase
- * NEW, no handlers yet (lr_wire).  mutex_names: a peer's own lock
- * (names_format_mutex). */
+/* The one place a request's phase changes. */
+void lr_to(struct zkl_lockreq *lr, enum lr_phase to);
+
+/* One allocation for a request of `kind` on `dir` (where its node goes)
+ * of the resource `res`: the fields lockreq_new documents, the OWNER
+ * hold, phase NEW, the kind's handlers. */
 int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
-	     enum zkl_mode mode, int mutex_names, unsigned flags,
+	     enum lr_kind kind, enum zkl_mode mode, unsigned flags,
 	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
 	     struct zkl_lockreq **out);
 /* A fresh tag in the create path (same length), for a new session; or
@@ -323,9 +375,8 @@ int lr_start_with_locked(struct zkl_lockreq *lr,
 void lr_release_sub_locked(struct zkl_lockreq *lr, struct zkl_lockreq *sub,
 			   struct zkl_link *notify);
 
-/* The session's calls on a plain request: its member hooks,
- * watch handlers and listing reply, set up; a request's count. */
-void lr_wire(struct zkl_lockreq *lr);
+/* The session's calls on a plain request (its kind's member_ops may use
+ * them): a request's count, */
 void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 /* The jeopardy clock's sweep (internal.h): a held lock is lost while the
  * jeopardy is declared; its node is deleted a margin later, once
@@ -365,8 +416,6 @@ void lr_revoke_tell(struct lr_revoke_report *r);
 void lr_revoke_forget_locked(struct zkl_lockreq *lr);
 
 /* A multi-lock (multilock.c). */
-int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify);
-void multilock_abandon_locked(struct zkl_lockreq *g, struct zkl_link *notify);
 /* Delete the nodes of every member that has one to delete now: two or
  * more in one transaction, a single one alone.  Each member, let go
  * later, finds its delete on its way or done.  s->lock held. */
@@ -384,11 +433,5 @@ int lr_note_data(const struct zkl_lockreq *lr, int asked, const void *data,
  * lock lost (-EIO); its data changed since read (a mark from another
  * host) is -EAGAIN, for the writer to try again. */
 int lr_note_err(int rc);
-
-/* A lease in a peer's layout (peerlease.c). */
-extern const struct zkl_member_ops peerlease_member_ops;
-void peerlease_wire(struct zkl_lockreq *lr);
-int peerlease_start_locked(struct zkl_lockreq *lr);
-void peerlease_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 
 #endif

@@ -307,6 +307,7 @@ static void maxhold_on_read(int rc, const char *value, int len,
 int maxhold_read(struct zkl_session *s, const char *dir, maxhold_read_fn cb,
 		 void *arg)
 {
+	struct zkl_link notify;
 	const char *res = maxhold_res_of(s, dir);
 	size_t pathlen = strlen(s->base) + sizeof(MAXHOLD_NODE) + 1;
 	struct maxhold_query *q;
@@ -322,9 +323,9 @@ int maxhold_read(struct zkl_session *s, const char *dir, maxhold_read_fn cb,
 	maxhold_path(s, q->path, pathlen);
 	strcpy(q->path + pathlen, res);
 	q->res = q->path + pathlen;
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	rc = zoo_aget(s->zh, q->path, 0, maxhold_on_read, q);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (rc != ZOK) {
 		free(q);
 		return zkerr_errno(rc);
@@ -342,17 +343,18 @@ static void maxhold_next_round(struct zkl_session *s);
  * ZooKeeper's code. */
 static int maxhold_send_get(struct maxhold_round *r)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = r->s;
 	int rc;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	while (!list_empty(&s->maxhold_stores)) {
 		struct zkl_link *l = s->maxhold_stores.next;
 		list_del(l);
 		list_add_tail(&r->edits, l);
 	}
 	rc = zoo_aget(s->zh, r->path, 0, maxhold_on_got, r);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return rc;
 }
 
@@ -417,10 +419,11 @@ static void maxhold_on_deleted(int rc, const void *data)
  * empty one is deleted. */
 static int maxhold_send_write(struct maxhold_round *r, int version, size_t len)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = r->s;
 	int rc;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (len == 0)
 		rc = zoo_adelete(s->zh, r->path, version, maxhold_on_deleted,
 				 r);
@@ -430,7 +433,7 @@ static int maxhold_send_write(struct maxhold_round *r, int version, size_t len)
 	else
 		rc = zoo_aset(s->zh, r->path, r->text, (int)len, version,
 			      maxhold_on_set, r);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return rc;
 }
 
@@ -502,6 +505,7 @@ static void maxhold_on_got(int rc, const char *value, int len,
  * session has none in flight any more. */
 static void maxhold_next_round(struct zkl_session *s)
 {
+	struct zkl_link notify;
 	size_t pathlen = strlen(s->base) + sizeof(MAXHOLD_NODE) + 1;
 	struct maxhold_round *r = NULL;
 	int rc;
@@ -509,13 +513,13 @@ static void maxhold_next_round(struct zkl_session *s)
 	struct zkl_link failed;
 
 	list_init(&failed);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	s->maxhold_storing = !list_empty(&s->maxhold_stores);
 	if (s->maxhold_storing && !(r = calloc(1, sizeof(*r) + pathlen))) {
 		list_move_all(&s->maxhold_stores, &failed);
 		s->maxhold_storing = 0;
 	}
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (!r) /* none asked, or out of memory */
 		return maxhold_tell_all(&failed, -ENOMEM);
 	r->s = s;
@@ -529,6 +533,7 @@ static void maxhold_next_round(struct zkl_session *s)
 int maxhold_store(struct zkl_session *s, const char *dir, unsigned secs,
 		  maxhold_stored_fn cb, void *arg)
 {
+	struct zkl_link notify;
 	const char *res = maxhold_res_of(s, dir);
 	struct maxhold_edit *e;
 	int start;
@@ -542,11 +547,11 @@ int maxhold_store(struct zkl_session *s, const char *dir, unsigned secs,
 	e->arg = arg;
 	e->secs = secs;
 	strcpy(e->res, res);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	list_add_tail(&s->maxhold_stores, &e->link);
 	start = !s->maxhold_storing;
 	s->maxhold_storing = 1;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (start)
 		maxhold_next_round(s);
 	return 0;
@@ -574,6 +579,7 @@ static void maxhold_load_locked(struct zkl_session *s);
 static void maxhold_watcher(zhandle_t *zh, int type, int state,
 			    const char *path, void *ctx)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = ctx;
 
 	(void)zh;
@@ -581,23 +587,24 @@ static void maxhold_watcher(zhandle_t *zh, int type, int state,
 	(void)path;
 	if (type == ZOO_SESSION_EVENT)
 		return;
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	s->maxhold_current = 0;
 	maxhold_load_locked(s);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 /* The session of a reply, or NULL for one of a handle closed since (its
  * flags were reset with the new handle's). */
 static struct zkl_session *maxhold_reply_session(const void *data)
 {
+	struct zkl_link notify;
 	const struct zkl_maxhold_slot *slot = data;
 	struct zkl_session *s = slot->s;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (slot == &s->mh[s->mh_slot])
 		return s;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return NULL;
 }
 
@@ -718,11 +725,12 @@ unsigned session_maxhold_of_locked(struct zkl_session *s, const char *dir)
 
 unsigned session_maxhold(struct zkl_session *s, const char *dir)
 {
+	struct zkl_link notify;
 	unsigned secs;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	secs = session_maxhold_of_locked(s, dir);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return secs;
 }
 
@@ -796,7 +804,7 @@ static int64_t lr_maxhold_limit_ms(const struct zkl_lockreq *lr)
 {
 	unsigned least = 0;
 
-	if (!lr->multi)
+	if (lr->kind != LR_MULTI)
 		return (int64_t)session_maxhold_of_locked(lr->s, lr->res) *
 		       1000;
 	for (unsigned i = 0; i < lr->nmembers; i++) {
@@ -818,7 +826,7 @@ static int lr_maxhold_node_idle(const struct zkl_lockreq *lr)
 /* Ask lr's node, or each of a multi-lock's members'. */
 static void lr_maxhold_ask_all(struct zkl_lockreq *lr)
 {
-	if (!lr->multi)
+	if (lr->kind != LR_MULTI)
 		return lr_maxhold_ask(lr);
 	for (unsigned i = 0; i < lr->nmembers; i++)
 		if (lr_maxhold_node_idle(lr->members[i]))
@@ -832,8 +840,8 @@ void lr_hold_check(struct zkl_member *m, int64_t now, struct zkl_link *notify)
 	int64_t limit, held;
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	if (lr->outcome != LR_HELD || lr->lost || lr->group ||
-	    lr->mutex_names || (!lr->multi && !lr_maxhold_node_idle(lr)))
+	if (lr->outcome != LR_HELD || lr->lost || !lr_is_owners_lock(lr) ||
+	    (lr->kind != LR_MULTI && !lr_maxhold_node_idle(lr)))
 		return;
 	limit = lr_maxhold_limit_ms(lr);
 	held = now - lr->granted_ms;

@@ -58,12 +58,6 @@ static void ml_member_done(struct zkl_lockreq *m, int err, void *arg);
 static void ml_member_lost(struct zkl_lockreq *m, const char *why,
 			   struct zkl_link *notify);
 
-static const struct lr_group_ops ml_group_ops = {
-	.create = ml_member_create,
-	.lost = ml_member_lost,
-	.found = ml_member_found,
-};
-
 /* New members for the resources `dirs`, not started, into *out.
  * Returns 0 or -errno (nothing made). */
 static int ml_make_members(struct zkl_lockreq *g, const char *const *dirs,
@@ -75,7 +69,7 @@ static int ml_make_members(struct zkl_lockreq *g, const char *const *dirs,
 
 	for (; err == 0 && made < n; made++) {
 		struct zkl_lockreq *m;
-		err = lr_alloc(g->s, dirs[made], dirs[made], g->mode, 0,
+		err = lr_alloc(g->s, dirs[made], dirs[made], LR_MEMBER, g->mode,
 			       g->try_only ? LOCKREQ_TRY : 0, g->data,
 			       g->datalen, ml_member_done, g, &m);
 		/* The multi-lock's own tag: its owner's F_GETLK skips the
@@ -84,9 +78,7 @@ static int ml_make_members(struct zkl_lockreq *g, const char *const *dirs,
 			lr_free(m);
 		if (err < 0)
 			break;
-		lr_wire(m);
 		m->group = g;
-		m->gops = &ml_group_ops;
 		members[made] = m;
 	}
 	if (err < 0) {
@@ -132,12 +124,13 @@ static void ml_let_go(struct zkl_lockreq *g, struct zkl_link *notify)
 	free(members);
 }
 
-void multilock_abandon_locked(struct zkl_lockreq *g, struct zkl_link *notify)
+static void multilock_abandon_locked(struct zkl_lockreq *g,
+				     struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&g->s->lock);
 	g->outcome = LR_FINISHED;
 	ml_let_go(g, notify);
-	g->phase = PH_GONE;
+	lr_to(g, PH_GONE);
 }
 
 static void ml_fail(struct zkl_lockreq *g, int err, struct zkl_link *notify)
@@ -161,13 +154,14 @@ static int ml_start_members(struct zkl_lockreq *g)
 	return err < 0 ? err : ml_send_locked(g);
 }
 
-int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify)
+static int multilock_start_locked(struct zkl_lockreq *g,
+				  struct zkl_link *notify)
 {
 	int err = -ECANCELED;
 
 	if (g->outcome == LR_PENDING) {
 		list_add_tail(&g->s->live, &g->member.live);
-		g->phase = PH_CREATING;
+		lr_to(g, PH_CREATING);
 		err = g->s->dead ? -ENOTCONN
 		      : g->try_only && !session_is_connected_locked(g->s)
 			      ? -EAGAIN /* answered now, as a plain try */
@@ -177,7 +171,7 @@ int multilock_start_locked(struct zkl_lockreq *g, struct zkl_link *notify)
 		/* Nothing was granted: what comes is gone-news only. */
 		g->outcome = LR_FINISHED;
 		ml_let_go(g, notify);
-		g->phase = PH_GONE;
+		lr_to(g, PH_GONE);
 	}
 	return err;
 }
@@ -191,7 +185,7 @@ static void ml_grant(struct zkl_lockreq *g, struct zkl_link *notify)
 			token = g->members[i]->czxid;
 	g->czxid = token;
 	lr_set_node(g, g->members[0]->node, NULL); /* fits: same path */
-	g->phase = PH_IDLE;
+	lr_to(g, PH_IDLE);
 	lr_tell_locked(g, 0, notify);
 	for (unsigned i = 0; i < g->nmembers; i++)
 		lr_revoke_post_locked(g->members[i], notify);
@@ -257,7 +251,7 @@ static void ml_restart(struct zkl_lockreq *g, struct zkl_link *notify)
 	ml_let_go(g, notify); /* the old ones, now that their dirs are copied */
 	g->members = fresh;
 	g->nmembers = n;
-	g->phase = PH_CREATING;
+	lr_to(g, PH_CREATING);
 	err = ml_start_members(g);
 	if (err < 0)
 		ml_fail(g, err, notify);
@@ -338,6 +332,25 @@ static const struct zkl_member_ops ml_member_ops = {
 	.hold_check_locked = lr_hold_check,
 };
 
+/* The multi-lock itself: no node of its own, its members' one
+ * transaction, one hold for all. */
+const struct lr_kind_ops multilock_kind = {
+	.name = "multi-lock",
+	.member_ops = &ml_member_ops,
+	.start_locked = multilock_start_locked,
+	.abandon_locked = multilock_abandon_locked,
+	.owners_lock = 1,
+};
+
+/* A member: the plain machine, but created, found and lost with its
+ * multi-lock. */
+const struct lr_kind_ops multilock_member_kind = {
+	.name = "multi-lock member",
+	.create = ml_member_create,
+	.found = ml_member_found,
+	.lost = ml_member_lost,
+};
+
 int lockreq_new_multi(struct zkl_session *s, const char *const *dirs, size_t n,
 		      enum zkl_mode mode, unsigned flags, const void *data,
 		      size_t datalen, lockreq_done_fn done, void *arg,
@@ -348,13 +361,10 @@ int lockreq_new_multi(struct zkl_session *s, const char *const *dirs, size_t n,
 
 	if (n == 0 || n > LOCKREQ_MULTI_MAX || mode == ZKL_MODE_LEASE)
 		return -EINVAL;
-	err = lr_alloc(s, dirs[0], dirs[0], mode, 0, flags, data, datalen, done,
-		       arg, &g);
+	err = lr_alloc(s, dirs[0], dirs[0], LR_MULTI, mode, flags, data,
+		       datalen, done, arg, &g);
 	if (err < 0)
 		return err;
-	lr_wire(g);
-	g->multi = 1;
-	g->member.ops = &ml_member_ops;
 	err = ml_make_members(g, dirs, n, &g->members);
 	if (err < 0) {
 		lr_free(g);
@@ -367,16 +377,18 @@ int lockreq_new_multi(struct zkl_session *s, const char *const *dirs, size_t n,
 
 int lockreq_member_token(struct zkl_lockreq *lr, size_t i, int64_t *token)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = lr->s;
 	int err = 0;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	err = lr_held_err_locked(lr);
-	if (err == 0 && i >= (lr->multi ? lr->nmembers : 1))
+	if (err == 0 && i >= (lr->kind == LR_MULTI ? lr->nmembers : 1))
 		err = -ERANGE;
 	if (err == 0)
-		*token = lr->multi ? lr->members[i]->czxid : lr->czxid;
-	pthread_mutex_unlock(&s->lock);
+		*token = lr->kind == LR_MULTI ? lr->members[i]->czxid
+					      : lr->czxid;
+	session_leave(s, &notify);
 	return err;
 }
 
@@ -479,7 +491,7 @@ int ml_send_locked(struct zkl_lockreq *g)
 		struct zkl_lockreq *m = c->item[i].m;
 		lr_hold(m, LR_HOLD_CALL);
 		m->wants_create = 0;
-		m->phase = PH_CREATING;
+		lr_to(m, PH_CREATING);
 		m->create_attempts++;
 	}
 	return 0;
@@ -493,7 +505,7 @@ void ml_member_found(struct zkl_lockreq *m, struct zkl_link *notify)
 	for (unsigned i = 0; err < 0 && i < m->group->nmembers; i++) {
 		struct zkl_lockreq *o = m->group->members[i];
 		if (o->wants_create && o->phase == PH_NEW) {
-			o->phase = PH_GONE;
+			lr_to(o, PH_GONE);
 			lr_finish_locked(o, err, notify);
 		}
 	}
@@ -503,7 +515,7 @@ void ml_member_found(struct zkl_lockreq *m, struct zkl_link *notify)
 int ml_member_create(struct zkl_lockreq *m)
 {
 	m->wants_create = 1;
-	m->phase = PH_NEW;
+	lr_to(m, PH_NEW);
 	return ml_send_locked(m->group);
 }
 
@@ -516,16 +528,16 @@ static int ml_created_one(struct zkl_lockreq *m, int rc, const char *path,
 		return 0; /* the session expired under us */
 	if (rc == ZOK) {
 		if (lr_set_node(m, path, NULL) < 0) {
-			m->phase = PH_GONE;
+			lr_to(m, PH_GONE);
 			lr_finish_locked(m, -ENAMETOOLONG, notify);
 		} else if (m->outcome == LR_FINISHED) {
 			lr_delete(m);
 		} else {
-			m->phase = PH_LISTING; /* lists once the token is in */
+			lr_to(m, PH_LISTING); /* lists once the token is in */
 		}
 	} else if (lr_is_connection_loss(rc)) {
 		/* Created or not?  Each member's listing tells, for all. */
-		m->phase = PH_RECOVERING;
+		lr_to(m, PH_RECOVERING);
 		m->maybe_stray = 1;
 		if (m->try_only)
 			lr_finish_locked(m, -EAGAIN, notify);
@@ -535,13 +547,13 @@ static int ml_created_one(struct zkl_lockreq *m, int rc, const char *path,
 		int err = session_create_parents_locked(m->s, m->dir);
 		if (err == 0) {
 			m->wants_create = 1;
-			m->phase = PH_NEW;
+			lr_to(m, PH_NEW);
 			return 1;
 		}
-		m->phase = PH_GONE;
+		lr_to(m, PH_GONE);
 		lr_finish_locked(m, err, notify);
 	} else {
-		m->phase = PH_GONE;
+		lr_to(m, PH_GONE);
 		lr_finish_locked(m, zkerr_errno(rc), notify);
 	}
 	return 0;
@@ -574,7 +586,7 @@ static void ml_on_created(int rc, const void *data)
 		for (unsigned i = 0; err < 0 && i < c->n; i++) {
 			struct zkl_lockreq *m = c->item[i].m;
 			if (m->wants_create && m->phase == PH_NEW) {
-				m->phase = PH_GONE;
+				lr_to(m, PH_GONE);
 				lr_finish_locked(m, err, &notify);
 			}
 		}
@@ -635,7 +647,7 @@ static void ml_on_token(int rc, const struct Stat *st, const void *data)
 				/* Read with the owner check once connected:
 				 * its listing's answer, lost too, finds it
 				 * recovering. */
-				m->phase = PH_RECOVERING;
+				lr_to(m, PH_RECOVERING);
 		}
 		lr_tell_gone_locked(m, &notify);
 		lr_drop_locked(m, LR_HOLD_CALL);

@@ -73,12 +73,11 @@ static int pl_start_mutex(struct zkl_lockreq *lr)
 	int err = names_peer_dir(lr->s->dialect, NAMES_PEER_LOCK, lr->res, dir);
 
 	if (err == 0)
-		err = lr_alloc(lr->s, dir, dir, ZKL_MODE_WRITE, 1,
+		err = lr_alloc(lr->s, dir, dir, LR_PEER_MUTEX, ZKL_MODE_WRITE,
 			       lr->try_only ? LOCKREQ_TRY : 0, lr->data,
 			       lr->datalen, pl_mutex_done, lr, &m);
 	if (err < 0)
 		return err;
-	lr_wire(m);
 	err = lr_start_locked(m);
 	if (err < 0) {
 		lr_drop_locked(m, LR_HOLD_OWNER);
@@ -86,7 +85,7 @@ static int pl_start_mutex(struct zkl_lockreq *lr)
 	}
 	lr->mutex = m;
 	lr_hold(lr, LR_HOLD_MUTEX);
-	lr->phase = PH_MUTEX;
+	lr_to(lr, PH_MUTEX);
 	return 0;
 }
 
@@ -103,12 +102,12 @@ static void pl_mutex_done(struct zkl_lockreq *m, int err, void *arg)
 	} else if (lr->outcome != LR_PENDING || lr->phase != PH_MUTEX) {
 		pl_release_mutex(lr, &notify); /* the session ended under us */
 	} else if (err < 0) {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		pl_fail(lr, err, &notify);
 	} else if (m->lost) {
 		/* Granted, then lost with its session before we ran: start
 		 * again on the next one. */
-		lr->phase = PH_NEW;
+		lr_to(lr, PH_NEW);
 		lr_defer(lr, &notify);
 	} else if (pl_kazoo(lr)) {
 		pl_count(lr, &notify);
@@ -127,8 +126,10 @@ static int pl_first_step(struct zkl_lockreq *lr)
 	return pl_start_mutex(lr);
 }
 
-int peerlease_start_locked(struct zkl_lockreq *lr)
+static int peerlease_start_locked(struct zkl_lockreq *lr,
+				  struct zkl_link *notify)
 {
+	(void)notify;
 	return lr_start_with_locked(lr, pl_first_step);
 }
 
@@ -146,7 +147,7 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 		if (err == 0)
 			err = pl_start_mutex(lr);
 		if (err < 0) {
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 			pl_fail(lr, err, notify);
 		}
 		break;
@@ -201,7 +202,7 @@ static void pl_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	lr_end_entry_locked(lr, notify);
 }
 
-const struct zkl_member_ops peerlease_member_ops = {
+static const struct zkl_member_ops peerlease_member_ops = {
 	.resume_locked = pl_resume,
 	.expired_locked = pl_expired,
 	.jeopardy_locked = lr_jeopardy,
@@ -209,15 +210,6 @@ const struct zkl_member_ops peerlease_member_ops = {
 	.count_locked = lr_count,
 	.hold_check_locked = lr_hold_check,
 };
-
-void peerlease_wire(struct zkl_lockreq *lr)
-{
-	lr->peer = 1;
-	lr->member.ops = &peerlease_member_ops;
-	lr->watch.fired_locked = pl_leases_fired;
-	lr->limit_watch.fired_locked = pl_limit_fired;
-	lr->qwait.wants_limit = 0;
-}
 
 /*
  * What every step of a lease in a peer's layout uses:
@@ -264,24 +256,25 @@ static void pl_on_deleted(int rc, const void *data)
 		if (lr_is_connection_loss(rc))
 			lr_defer(lr, &notify); /* must not leave it behind */
 		else
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 	}
 	lr_end_completion(lr, &notify);
 }
 
 static void pl_delete(struct zkl_lockreq *lr)
 {
-	lr->phase = PH_DELETING;
+	lr_to(lr, PH_DELETING);
 	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_adelete(lr->s->zh, lr->node, -1, pl_on_deleted, lr) != ZOK) {
 		lr_drop_locked(
 			lr,
 			LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 	}
 }
 
-void peerlease_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+static void peerlease_abandon_locked(struct zkl_lockreq *lr,
+				     struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	lr_unwatch_all(lr);
@@ -296,7 +289,7 @@ void peerlease_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 		if (lr_has_node(lr) && lr->phase != PH_GONE)
 			pl_delete(lr);
 		else
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 		return;
 	}
 }
@@ -310,7 +303,7 @@ static void pl_fail(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 
 static void pl_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	lr->phase = PH_IDLE;
+	lr_to(lr, PH_IDLE);
 	lr_unwatch_all(lr);
 	pl_release_mutex(lr, notify);
 	lr_tell_locked(lr, 0, notify);
@@ -367,12 +360,12 @@ static void pl_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 			  pl_on_created, lr);
 	if (rc != ZOK) {
 		lr_drop_locked(lr, LR_HOLD_CALL);
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		pl_fail(lr, zkerr_errno(rc), notify);
 		return;
 	}
 	lr->create_attempts++;
-	lr->phase = PH_CREATING;
+	lr_to(lr, PH_CREATING);
 }
 
 static void pl_on_limit(int rc, const char *value, int len,
@@ -467,7 +460,7 @@ static void pl_on_children(int rc, const struct String_vector *sv,
 	} else if (lr->recount) {
 		pl_count(lr, &notify);
 	} else {
-		lr->phase = PH_WATCHING;
+		lr_to(lr, PH_WATCHING);
 	}
 	lr_end_completion(lr, &notify);
 }
@@ -480,7 +473,7 @@ static void pl_count(struct zkl_lockreq *lr, struct zkl_link *notify)
 
 	lr_unwatch_all(lr);
 	lr->recount = 0;
-	lr->phase = PH_COUNTING;
+	lr_to(lr, PH_COUNTING);
 	err = session_watch_armed_locked(s, lr->res, &lr->limit_watch);
 	if (err == 0) {
 		lr_hold(lr, LR_HOLD_LIMIT);
@@ -538,10 +531,10 @@ static void pl_limit_fired(struct zkl_watch *w, const char *path,
 /* After a lost create reply: is lr->node ours? */
 static void pl_check(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	lr->phase = PH_CHECKING;
+	lr_to(lr, PH_CHECKING);
 	if (pl_call(lr, zoo_aexists(lr->s->zh, lr->node, 0, pl_on_checked,
 				    lr)) < 0) {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		pl_fail(lr, -ENOTCONN, notify);
 	}
 }
@@ -561,7 +554,7 @@ static void pl_on_found(int rc, const struct String_vector *sv,
 	} else if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
 	} else if (rc != ZOK && rc != ZNONODE) {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		pl_fail(lr, zkerr_errno(rc), &notify);
 	} else {
 		for (i = 0; rc == ZOK && i < sv->count; i++)
@@ -571,7 +564,7 @@ static void pl_on_found(int rc, const struct String_vector *sv,
 		    lr_set_node(lr, lr->dir, sv->data[i]) == 0)
 			pl_check(lr, &notify);
 		else if (lr->outcome == LR_FINISHED)
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 		else
 			pl_create(lr, &notify);
 	}
@@ -588,12 +581,12 @@ static void pl_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 			return;
 		}
 	} else {
-		lr->phase = PH_RECOVERING;
+		lr_to(lr, PH_RECOVERING);
 		if (pl_call(lr, zoo_aget_children(lr->s->zh, lr->dir, 0,
 						  pl_on_found, lr)) == 0)
 			return;
 	}
-	lr->phase = PH_GONE;
+	lr_to(lr, PH_GONE);
 	pl_fail(lr, -ENOTCONN, notify);
 }
 
@@ -620,13 +613,13 @@ static void pl_on_created(int rc, const char *name, const struct Stat *st,
 	} else if (rc == ZOK) {
 		lr->czxid = st->czxid;
 		if (lr_set_node(lr, name, NULL) < 0) {
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 			pl_fail(lr, -ENAMETOOLONG, &notify);
 		} else {
 			pl_have_node(lr, &notify);
 		}
 	} else if (lr_is_connection_loss(rc)) {
-		lr->phase = PH_RECOVERING; /* created or not: look */
+		lr_to(lr, PH_RECOVERING); /* created or not: look */
 		lr->maybe_stray = 1;
 		lr_defer(lr, &notify);
 	} else if (rc == ZNODEEXISTS && pl_kazoo(lr) &&
@@ -639,13 +632,13 @@ static void pl_on_created(int rc, const char *name, const struct Stat *st,
 		int err = session_create_parents_locked(lr->s, lr->dir);
 
 		if (err < 0) {
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 			pl_fail(lr, err, &notify);
 		} else {
 			pl_create(lr, &notify);
 		}
 	} else {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		pl_fail(lr, zkerr_errno(rc), &notify);
 	}
 	lr_end_completion(lr, &notify);
@@ -667,14 +660,27 @@ static void pl_on_checked(int rc, const struct Stat *st, const void *data)
 	} else if (rc == ZOK || rc == ZNONODE) {
 		lr->node[0] = '\0'; /* not made, or not by us */
 		if (lr->outcome == LR_FINISHED)
-			lr->phase = PH_GONE;
+			lr_to(lr, PH_GONE);
 		else if (pl_kazoo(lr))
 			pl_count(lr, &notify);
 		else
 			pl_create(lr, &notify);
 	} else {
-		lr->phase = PH_GONE;
+		lr_to(lr, PH_GONE);
 		pl_fail(lr, zkerr_errno(rc), &notify);
 	}
 	lr_end_completion(lr, &notify);
 }
+
+/* A lease in a peer's layout: the peer's lock first, then a lease node
+ * counted against the limit; its own watches and session hooks. */
+const struct lr_kind_ops peerlease_kind = {
+	.name = "peer lease",
+	.member_ops = &peerlease_member_ops,
+	.watch_fired = pl_leases_fired,
+	.limit_fired = pl_limit_fired,
+	.start_locked = peerlease_start_locked,
+	.abandon_locked = peerlease_abandon_locked,
+	.owners_lock = 1,
+	.own_count = 1,
+};

@@ -146,12 +146,13 @@ static void resource_done(struct resource_op *op, int rc)
 /* Send op again (its verb changed), from its completion. */
 static void resource_resend(struct resource_op *op)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = op->s; /* op may be gone once it is sent */
 	int rc;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	rc = resource_send_locked(op);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (rc != ZOK)
 		resource_done(op, rc);
 }
@@ -198,15 +199,16 @@ static struct resource_op *resource_done_op(struct zkl_session *s,
 /* Send a new op; returns 0, or -errno with op freed (no callback). */
 static int resource_start(struct resource_op *op)
 {
+	struct zkl_link notify;
 	struct zkl_session *s;
 	int rc;
 
 	if (!op)
 		return -ENOMEM;
 	s = op->s; /* op may be gone once it is sent */
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	rc = resource_send_locked(op);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (rc != ZOK) {
 		free(op);
 		return zkerr_errno(rc);

@@ -35,16 +35,17 @@ struct revoke_ctx {
  * lock of ours held. */
 static void revoke_one_done(struct revoke_ctx *c, int rc)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = c->s;
 	int last;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (rc == ZOK)
 		c->r.done++;
 	else if (rc != ZNONODE) /* released meanwhile: nothing to do */
 		c->r.failed++;
 	last = --c->pending == 0;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (!last)
 		return;
 	c->cb(0, &c->r, c->arg);
@@ -217,6 +218,7 @@ static int revoke_is_mounts(const struct holders_node *n)
 static int revoke_break_mounts(struct revoke_ctx *c, const char *path,
 			       const struct holders_node *n)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = c->s;
 	size_t plen = strlen(path) + 1, mlen = sizeof(REVOKE_BREAK_MARK);
 	struct revoke_break *b = calloc(1, sizeof(*b) + plen);
@@ -235,7 +237,7 @@ static int revoke_break_mounts(struct revoke_ctx *c, const char *path,
 		 * still names its holder. */
 		memcpy(marked, REVOKE_BREAK_MARK "\n", mlen);
 		memcpy(marked + mlen, n->data, n->len);
-		pthread_mutex_lock(&s->lock);
+		session_enter(s, &notify);
 		rc = zoo_aset(s->zh, path, marked, (int)(mlen + n->len), -1,
 			      revoke_break_on_marked, NULL);
 		if (rc == ZOK) {
@@ -249,7 +251,7 @@ static int revoke_break_mounts(struct revoke_ctx *c, const char *path,
 				session_clock_now() +
 					session_break_bound_ms_locked(s));
 		}
-		pthread_mutex_unlock(&s->lock);
+		session_leave(s, &notify);
 	}
 	free(marked);
 	if (rc != ZOK)
@@ -279,26 +281,27 @@ static int revoke_takes(const struct revoke_ctx *c,
  * answer cannot be the last before the sender's share. */
 static void revoke_send(struct revoke_ctx *c, const struct holders_node *n)
 {
+	struct zkl_link notify;
 	char path[NAMES_MAX_NODE_PATH + 1];
 	int rc = ZBADARGUMENTS;
 
-	pthread_mutex_lock(&c->s->lock);
+	session_enter(c->s, &notify);
 	c->pending++;
-	pthread_mutex_unlock(&c->s->lock);
+	session_leave(c->s, &notify);
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s%s", c->dir, n->where,
 			     n->name) >= sizeof(path)) {
 		/* not sent */
 	} else if (c->how == REVOKE_BREAK && revoke_is_mounts(n)) {
 		rc = revoke_break_mounts(c, path, n);
 	} else {
-		pthread_mutex_lock(&c->s->lock);
+		session_enter(c->s, &notify);
 		rc = c->how == REVOKE_ASK
 			     ? zoo_aset(c->s->zh, path, REVOKE_MARK,
 					(int)strlen(REVOKE_MARK), -1,
 					revoke_on_set, c)
 			     : zoo_adelete(c->s->zh, path, -1,
 					   revoke_on_deleted, c);
-		pthread_mutex_unlock(&c->s->lock);
+		session_leave(c->s, &notify);
 	}
 	if (rc != ZOK)
 		revoke_one_done(c, rc); /* not sent: no answer will come */
@@ -466,7 +469,7 @@ void lr_break_seen_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 				  "file)";
 
 	ZKL_ASSERT_HELD(&lr->s->lock);
-	if (lr->mutex_names || lr->passing || owner->lost ||
+	if (lr->kind == LR_PEER_MUTEX || lr->passing || owner->lost ||
 	    owner->outcome == LR_FINISHED)
 		return; /* a lease's step, an heir's business, or over */
 	if (lr->outcome == LR_PENDING && !lr->grant_deferred &&
@@ -478,7 +481,7 @@ void lr_break_seen_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 		/* Granted in a jeopardy and not told yet, or waiting: it
 		 * fails, and its node goes (the finish unwatches it). */
 		lr_finish_locked(lr, -EIO, notify);
-	} else if (lr->peer) {
+	} else if (lr->kind == LR_PEER_LEASE) {
 		/* A peer's layout deletes its own way: the breaker does, a
 		 * bound later; its holder is told now. */
 		lr_unwatch_all(lr);

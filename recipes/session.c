@@ -81,9 +81,8 @@ static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
 {
 	struct zkl_link notify, lost;
 
-	list_init(&notify);
 	list_init(&lost);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	if (zh != s->zh) {
 		/* an expired handle being closed */
 	} else if (zstate == ZOO_CONNECTED_STATE) {
@@ -250,15 +249,16 @@ static void *session_keeper(void *arg)
  * neither running. */
 static int session_start_threads(struct zkl_session *s)
 {
+	struct zkl_link notify;
 	int rc = session_clock_start(s);
 
 	if (rc < 0)
 		return rc;
 	rc = -pthread_create(&s->keeper, NULL, session_keeper, s);
 	if (rc < 0) {
-		pthread_mutex_lock(&s->lock);
+		session_enter(s, &notify);
 		s->closing = 1;
-		pthread_mutex_unlock(&s->lock);
+		session_leave(s, &notify);
 		session_clock_stop(s);
 	}
 	return rc;
@@ -283,6 +283,7 @@ static int session_wait_connected(struct zkl_session *s, int timeout_ms)
 int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		 char *err, size_t errlen)
 {
+	struct zkl_link notify;
 	struct zkl_session *s = calloc(1, sizeof(*s));
 	int rc;
 
@@ -321,11 +322,11 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	if (opts->zk_log_level)
 		zoo_set_debug_level((ZooLogLevel)opts->zk_log_level);
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	session_clock_new_handle_locked(s);
 	session_maxhold_new_handle_locked(s);
 	s->zh = session_new_handle(s);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (!s->zh) {
 		rc = errno ? -errno : -EINVAL;
 		snprintf(err, errlen, "cannot use ZooKeeper servers '%s': %s",
@@ -456,11 +457,12 @@ const char *session_base(const struct zkl_session *s)
 
 int64_t session_id(struct zkl_session *s)
 {
+	struct zkl_link notify;
 	int64_t id;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	id = s->client_id;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return id;
 }
 
@@ -496,8 +498,9 @@ static void session_server_text(zhandle_t *zh, char *out, size_t size)
 
 void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 {
+	struct zkl_link notify;
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	out->state = s->state;
 	out->dead = s->dead;
 	out->session_id = s->client_id;
@@ -515,16 +518,17 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	out->maxhold_breaks = s->maxhold_breaks;
 	out->delete_retries = s->delete_retries;
 	session_clock_stats_locked(s, out);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 enum zkl_conn_state session_state(struct zkl_session *s)
 {
+	struct zkl_link notify;
 	enum zkl_conn_state st;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	st = s->state;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	return st;
 }
 
@@ -593,9 +597,10 @@ void session_metrics_answered_locked(struct zkl_session *s,
 
 void session_metrics(struct zkl_session *s, struct zkl_session_metrics *out)
 {
-	pthread_mutex_lock(&s->lock);
+	struct zkl_link notify;
+	session_enter(s, &notify);
 	memcpy(out, &s->metrics, sizeof(*out));
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 /*
@@ -604,19 +609,21 @@ void session_metrics(struct zkl_session *s, struct zkl_session_metrics *out)
  */
 void session_set_lost_hook(struct zkl_session *s, session_lost_fn fn, void *arg)
 {
-	pthread_mutex_lock(&s->lock);
+	struct zkl_link notify;
+	session_enter(s, &notify);
 	s->lost_hook = fn;
 	s->lost_arg = arg;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 void session_set_revoke_hook(struct zkl_session *s, session_lost_fn fn,
 			     void *arg)
 {
-	pthread_mutex_lock(&s->lock);
+	struct zkl_link notify;
+	session_enter(s, &notify);
 	s->revoke_hook = fn;
 	s->revoke_arg = arg;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 void session_tell_lost(struct zkl_lost *item)
@@ -674,9 +681,8 @@ static void session_finish_all(struct zkl_session *s)
 {
 	struct zkl_link notify, lost;
 
-	list_init(&notify);
 	list_init(&lost);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	s->dead = 1;
 	for (struct zkl_link *l = s->live.next; l != &s->live;) {
 		struct zkl_link *next = l->next;
@@ -704,11 +710,12 @@ static void session_finish_all(struct zkl_session *s)
 
 void session_close(struct zkl_session *s)
 {
+	struct zkl_link notify;
 	session_drain(s);
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	s->closing = 1;
 	pthread_cond_broadcast(&s->state_changed);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	pthread_join(s->keeper, NULL);
 	session_clock_stop(s);
 	zookeeper_close(s->zh);

@@ -145,6 +145,7 @@ static int session_check_base_acl(struct zkl_session *s, char *err,
 
 int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 {
+	struct zkl_link notify;
 	char probe[NAMES_MAX_NODE_PATH + 64];
 	struct String_vector children = { 0 };
 	struct Stat st;
@@ -163,9 +164,9 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 		return session_probe_failed(s, rc, "create nodes", "create",
 					    err, errlen);
 	/* The server's clock, before any lock node tells it (holders). */
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	session_note_server_time_locked(s, st.ctime);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	rc = s->auth ? session_learn_identity(s, probe, err, errlen) : 0;
 	if (rc == 0) {
 		int zrc = zoo_get_children(s->zh, s->base, 0, &children);

@@ -417,10 +417,11 @@ int session_clock_start(struct zkl_session *s)
 
 void session_clock_stop(struct zkl_session *s)
 {
-	pthread_mutex_lock(&s->lock);
+	struct zkl_link notify;
+	session_enter(s, &notify);
 	assert(s->closing);
 	pthread_cond_broadcast(&s->clock_changed);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	pthread_join(s->clock, NULL);
 }
 
@@ -447,12 +448,13 @@ void session_note_server_time_locked(struct zkl_session *s, int64_t ctime_ms)
 
 int64_t session_server_now_ms(struct zkl_session *s)
 {
+	struct zkl_link notify;
 	int64_t stamp, at;
 
-	pthread_mutex_lock(&s->lock);
+	session_enter(s, &notify);
 	stamp = s->server_stamp_ms;
 	at = s->server_stamp_at;
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 	if (stamp == 0) /* no node created yet: only our clock knows */
 		return clock_wall_ms();
 	return stamp + (session_clock_now() - at);

@@ -1,19 +1,37 @@
 #!/usr/bin/python3
-"""The structure doc/design.md promises, checked: recipes/ (the lock
-recipes, which know nothing of FUSE) never calls fs/ (the daemon).  A
-file calls another when it calls a function defined there; comments and
+"""The structure doc/design.md describes, checked against the sources.
+
+Rules by module, not by line count (files are cut by concept):
+  1. recipes/ (the lock recipes, which know nothing of FUSE) never calls
+     fs/ (the daemon), nor does fs/ include recipes' private headers.
+  2. The session (session.c, session_clock.c, session_acl.c, watch.c,
+     queue.c) never names a lock request: it calls its members, watches
+     and listing waiters through the callbacks they carry.
+  3. Only the lock request machine writes a request's phase, in one
+     function (lr_to in recipes/lockreq.c, which checks each move).
+  4. One way to take the session's mutex: session_enter (recipes/
+     internal.h).  Only a function that waits on one of the session's
+     conditions takes it raw, since pthread_cond_wait needs the mutex.
+  5. doc/design.md's module list ("Modules: who calls whom") names every
+     source file and, for each, exactly the files it calls.
+
+A file calls another when it calls a function defined there; comments and
 strings are not calls.  Prints each problem; exit status 1 if any.
 
-Files are cut by concept, not by a line count, and the files of one
-concept may call each other (STYLE.md retired the 400-line cap and the
-file-level "no circle" rule, which hid upward calls behind function
-pointers)."""
+    structure.py ROOT            check
+    structure.py ROOT --print    print the module list design.md should hold
+"""
 import re
 import sys
 from pathlib import Path
 
-root = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-files = sorted(p for d in ("fs", "recipes") for p in (root / d).glob("*.[ch]"))
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+root = Path(args[0] if args else ".")
+PRINT = "--print" in sys.argv
+DIRS = ("fs", "recipes")
+SESSION = {"session.c", "session_clock.c", "session_acl.c", "watch.c",
+           "queue.c"}
+PRIVATE = {"lr.h", "internal.h", "watchtab.h", "heartbeat.h", "notice.h"}
 problems = []
 
 
@@ -24,32 +42,126 @@ def code_of(text):
     return re.sub(r'"(\\.|[^"\\\n])*"|\'(\\.|[^\'\\\n])*\'', '""', text)
 
 
-# A definition: a name and "(" at the start of a line's declarator, the
-# body's "{" on a line of its own further on, not static.
-DEF = re.compile(r"^(?!static\b)[A-Za-z_][\w \t\*]*?\b(\w+)\(([^;{]*?)\)\s*\n\{",
-                 re.M)
-defined = {}
-code = {}
-for p in files:
-    if p.suffix != ".c":
-        continue
-    code[p] = code_of(p.read_text())
-    for m in DEF.finditer(code[p]):
-        defined.setdefault(m.group(1), p)
+def functions(text):
+    """(name, body) of each function defined in the code text: a name and
+    "(" at the start of a line, the body's "{" and "}" at its start too."""
+    for m in re.finditer(r"^[A-Za-z_][^\n;{}]*?\b(\w+)\([^;{}]*?\)\s*\n\{\n"
+                         r"(.*?)^\}", text, re.M | re.S):
+        yield m.group(1), m.group(2)
 
-calls = {p: set() for p in code}
-for p, text in code.items():
-    for name in set(re.findall(r"\b(\w+)\s*\(", text)):
+
+files = sorted(p for d in DIRS for p in (root / d).glob("*.[ch]"))
+code = {p: code_of(p.read_text()) for p in files}
+rel = {p: f"{p.parent.name}/{p.name}" for p in files}
+
+# Who defines what: public functions of .c files, and the static inline
+# functions of headers (which are calls into that header's module).
+defined = {}
+for p in files:
+    for name, _ in functions(code[p]):
+        line = re.search(r"^[^\n]*\b" + name + r"\(", code[p], re.M).group(0)
+        if p.suffix == ".c" and not line.startswith("static"):
+            defined.setdefault(name, p)
+for p in files:
+    if p.suffix == ".c":
+        continue
+    c = p.with_suffix(".c")
+    for name, _ in functions(code[p]):
+        defined.setdefault(name, c if c in code else p)
+
+calls = {p: set() for p in files if p.suffix == ".c"}
+for p in calls:
+    for name in set(re.findall(r"\b(\w+)\s*\(", code[p])):
         q = defined.get(name)
-        if q and q != p:
+        if q and q != p and q.suffix == ".c":
             calls[p].add(q)
 
+# 1. recipes/ never calls fs/; fs/ uses recipes' public headers only.
 for p, qs in sorted(calls.items()):
     for q in sorted(qs):
         if p.parent.name == "recipes" and q.parent.name == "fs":
-            problems.append(f"{p.relative_to(root)} calls "
-                            f"{q.relative_to(root)}: recipes/ must not "
+            problems.append(f"{rel[p]} calls {rel[q]}: recipes/ must not "
                             "call the daemon")
+for p in files:
+    if p.parent.name != "fs":
+        continue
+    for h in re.findall(r'#include "([\w.]+)"', p.read_text()):
+        if h in PRIVATE:
+            problems.append(f"{rel[p]} includes recipes/{h}, which is "
+                            "private to recipes/")
+
+# 2. The session never names a lock request.
+for p in files:
+    if p.parent.name == "recipes" and p.name in SESSION:
+        for m in re.finditer(r"\b(zkl_lockreq|lr_\w+|lockreq_\w+|"
+                             r"multilock_\w+|peerlease_\w+)\b", code[p]):
+            line = code[p].count("\n", 0, m.start()) + 1
+            problems.append(f"{rel[p]}:{line}: names {m.group(1)}: the "
+                            "session must not name a lock request")
+
+# 3. Only lr_to writes a phase.
+for p in files:
+    for name, body in functions(code[p]):
+        if re.search(r"->phase\s*=[^=]", body) and not (
+                rel[p] == "recipes/lockreq.c" and name == "lr_to"):
+            problems.append(f"{rel[p]}: {name} writes a phase: only lr_to "
+                            "(recipes/lockreq.c) may")
+
+# 4. The session's mutex is taken by session_enter, or raw only around a
+#    wait on one of its conditions.
+for p in files:
+    if p.parent.name != "recipes":
+        continue
+    for name, body in functions(code[p]):
+        if re.search(r"pthread_mutex_lock\(", body) and name != \
+                "session_enter" and not re.search(
+                    r"pthread_cond_(timed)?wait\(", body):
+            problems.append(f"{rel[p]}: {name} takes the session's mutex "
+                            "raw: use session_enter/session_leave")
+
+
+# 5. design.md's module list.
+def module_list():
+    out = []
+    for d in DIRS:
+        out.append(f"{d}/")
+        for p in sorted((p for p in calls if p.parent.name == d),
+                        key=lambda p: p.name):
+            qs = sorted(calls[p], key=lambda q: (q.parent.name != d,
+                                                 rel[q]))
+            names = [q.name if q.parent.name == d else rel[q] for q in qs]
+            line = f"  {p.name:<16}→ "
+            text = ", ".join(names) if names else "(nothing)"
+            # wrap at 76 columns under the arrow
+            words, cur = text.split(" "), line
+            lines = []
+            for w in words:
+                if len(cur) + len(w) + 1 > 76 and cur.strip() != "→":
+                    lines.append(cur.rstrip())
+                    cur = " " * 20
+                cur += w + " "
+            lines.append(cur.rstrip())
+            out.extend(lines)
+    return out
+
+
+if PRINT:
+    print("\n".join(module_list()))
+    sys.exit(0)
+
+design = (root / "doc" / "design.md").read_text()
+m = re.search(r"## Modules: who calls whom\n.*?```\n(.*?)```", design, re.S)
+if not m:
+    problems.append("doc/design.md: no module list under "
+                    "'## Modules: who calls whom'")
+else:
+    want = module_list()
+    have = m.group(1).rstrip("\n").split("\n")
+    if have != want:
+        problems.append("doc/design.md's module list differs from the "
+                        "calls in the sources; the list they make "
+                        f"(tests/static/structure.py {root} --print):")
+        problems.extend("    " + line for line in want)
 
 for line in problems:
     print(line)
