@@ -1,14 +1,17 @@
 """pytest fixtures: one ZooKeeper server for the run, two fresh mounts and
 a fresh base path per test, and the check that no lock znode is left."""
 import os
+import signal
 import sys
 import uuid
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Mounts, ZooKeeper, kazoo_client  # noqa: E402
-from services import CuratorJava  # noqa: E402
+from harness import (Mounts, ZooKeeper, kazoo_client, status,  # noqa: E402
+                     wait_until)
+from services import CuratorJava, start_service  # noqa: E402
+from tcpproxy import TcpProxy  # noqa: E402
 
 
 # What each build's run of the suite leaves out, by marker (pytest.ini
@@ -84,3 +87,51 @@ def curator_java():
     java = CuratorJava()
     yield java
     java.remove()
+
+
+@pytest.fixture
+def cut_off(zookeeper, zk, base):
+    """A mount whose connection to ZooKeeper goes through a proxy that the
+    test holds and cuts; nothing of it may be left afterwards."""
+    proxy = TcpProxy(zookeeper.port)
+    mounts = Mounts(proxy.connect + base)
+    try:
+        yield proxy, mounts.new()
+        proxy.accept()
+        wait_until(lambda: status(mounts.started[0])["state"] == "connected",
+                   20, "the mount to be connected again")
+    finally:
+        mounts.finish(zk, base)
+        proxy.stop()
+
+
+@pytest.fixture
+def paused(mounts):
+    """Mounts whose daemon a test may SIGSTOP: resumed whatever happens."""
+    stopped = []
+    yield stopped
+    for m in stopped:
+        if m.proc.poll() is None:
+            os.kill(m.proc.pid, signal.SIGCONT)
+
+
+# Another tool's services (the peers marker's tests).
+@pytest.fixture(params=["curator", "kazoo"])
+def tool(request):
+    return request.param
+
+
+@pytest.fixture
+def service(request, tool, zookeeper, mounts):
+    """The tool's service; closed before the end-of-test checks (it is set
+    up after `mounts`, so torn down before)."""
+    svc = start_service(request, tool, zookeeper.connect)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def two(tool, mounts):
+    """Two mounts (two hosts) of the tool's dialect."""
+    return (mounts.new("-o", f"dialect={tool}"),
+            mounts.new("-o", f"dialect={tool}"))

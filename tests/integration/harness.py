@@ -747,3 +747,9 @@ def expect_impostor_spared(mount, impostor):
         f"pid {pid}, which only took the gone holder's pid, was signalled:\n{log}"
     assert impostor.poll() is None, f"pid {pid} ended: {impostor.returncode}"
     assert re.search(rf"pid {pid} \([^)]*\) is gone", log), log
+
+
+def status(mount):
+    """MOUNT/.status as a dict: each line's first word -> the rest."""
+    with open(mount.path(".status")) as f:
+        return dict(line.split(" ", 1) for line in f.read().splitlines())

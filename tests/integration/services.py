@@ -154,3 +154,12 @@ def kazoo_service(hosts, session_ms=4000):
     return LockService("kazoo", [
         sys.executable, os.path.join(HERE, "kazoo_locks.py"), hosts,
         str(session_ms)])
+
+
+def start_service(request, tool, connect, session_ms=4000):
+    """A service of tool ("curator" or "kazoo") on connect; a Curator one
+    runs the program the curator_java fixture compiled."""
+    if tool == "curator":
+        return request.getfixturevalue("curator_java").service(connect,
+                                                               session_ms)
+    return kazoo_service(connect, session_ms)

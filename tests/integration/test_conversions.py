@@ -11,10 +11,9 @@ import tempfile
 
 import pytest
 
-from harness import (HERE, Driver, Locker, finish_all, lock_nodes,
+from harness import (HERE, Driver, Locker, finish_all, lock_nodes, status,
                      wait_until)
 from test_core import still_waiting
-from test_hangs import cut_off, status  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.concurrency
 

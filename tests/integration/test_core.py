@@ -1,13 +1,11 @@
 """Core semantics (README.md, "Semantics"): write/read files block on open and
 release on close, across two mounts (two ZooKeeper sessions)."""
-import os
 import signal
-import subprocess
 import time
 
 import pytest
 
-from harness import Locker, lock_nodes, wait_until
+from harness import Locker, lock_nodes
 
 pytestmark = pytest.mark.concurrency
 

@@ -10,9 +10,8 @@ import time
 
 import pytest
 
-from harness import HERE, Locker, lock_nodes, wait_until
+from harness import HERE, Locker, lock_nodes, status, wait_until
 from test_core import still_waiting
-from test_operability import status
 
 pytestmark = pytest.mark.concurrency
 

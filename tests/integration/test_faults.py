@@ -7,9 +7,8 @@ import pytest
 
 from harness import (Driver, Locker, exec_holder, expect_impostor_spared,
                      expect_killed_by, lock_nodes, pid_of_a_gone_holder,
-                     wait_until)
+                     status, wait_until)
 from test_core import still_waiting
-from test_operability import status
 
 pytestmark = pytest.mark.concurrency
 
@@ -17,16 +16,6 @@ pytestmark = pytest.mark.concurrency
 def session_of(locker):
     fields = dict(line.split(" ", 1) for line in locker.command("read").split("|")[1:])
     return fields["session"]
-
-
-@pytest.fixture
-def paused(mounts):
-    """Mounts whose daemon a test may SIGSTOP: resumed whatever happens."""
-    stopped = []
-    yield stopped
-    for m in stopped:
-        if m.proc.poll() is None:
-            os.kill(m.proc.pid, signal.SIGCONT)
 
 
 def test_expired_session_loses_holder_and_requeues_waiter(zk, base, mounts, paused):

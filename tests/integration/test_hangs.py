@@ -2,7 +2,6 @@
 the answer can be given at once -- a try says EAGAIN, a signal ends a wait,
 a killed process goes -- and what is left in ZooKeeper is cleaned up once
 the connection is back."""
-import errno
 import os
 import signal
 import subprocess
@@ -10,29 +9,11 @@ import time
 
 import pytest
 
-from harness import Driver, Locker, Mounts, lock_nodes, wait_until
-from tcpproxy import TcpProxy
-from test_operability import status
+from harness import Driver, Locker, lock_nodes, status, wait_until
 
 pytestmark = pytest.mark.concurrency
 
 TRY_WRITE = os.O_WRONLY | os.O_NONBLOCK
-
-
-@pytest.fixture
-def cut_off(zookeeper, zk, base):
-    """A mount whose connection to ZooKeeper goes through a proxy that the
-    test holds and cuts; nothing of it may be left afterwards."""
-    proxy = TcpProxy(zookeeper.port)
-    mounts = Mounts(proxy.connect + base)
-    try:
-        yield proxy, mounts.new()
-        proxy.accept()
-        wait_until(lambda: status(mounts.started[0])["state"] == "connected",
-                   20, "the mount to be connected again")
-    finally:
-        mounts.finish(zk, base)
-        proxy.stop()
 
 
 def answered_within(seconds, call, *args):

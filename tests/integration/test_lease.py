@@ -12,7 +12,6 @@ import pytest
 from harness import Locker, Mounts, lock_nodes, wait_until
 from tcpproxy import TcpProxy
 from test_core import still_waiting
-from test_faults import paused  # noqa: F401 (a fixture)
 from test_names_and_errors import expect_errno
 
 pytestmark = pytest.mark.concurrency

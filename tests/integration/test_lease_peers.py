@@ -3,7 +3,6 @@ leases in the layout of Curator's InterProcessSemaphoreV2, a mount of
 dialect kazoo in that of kazoo's Semaphore, so that the real Java and
 Python services (services.py) and the mounts share one set of N leases,
 served in the order of the peer's own lock."""
-import errno
 import fcntl
 import os
 import re
@@ -16,11 +15,9 @@ from kazoo.exceptions import NoNodeError
 from harness import Locker, wait_until
 from services import kazoo_service
 from test_core import still_waiting
-from test_faults import paused  # noqa: F401 (a fixture)
 from test_lease import (expire_session, lease, read_limit, status_of,
                         write_limit)
-from test_services import (CURATOR_TAG, curator_java, flock_n,  # noqa: F401
-                           service, tool, two)
+from test_services import CURATOR_TAG, flock_n
 
 pytestmark = pytest.mark.peers
 

@@ -12,10 +12,9 @@ import time
 
 import pytest
 
-from harness import Driver, Locker, Mounts, lock_nodes, wait_until
+from harness import Driver, Locker, Mounts, lock_nodes, status, wait_until
 from tcpproxy import TcpProxy
 from test_core import still_waiting
-from test_hangs import status
 from test_names_and_errors import expect_errno
 from test_revoke import write_as
 

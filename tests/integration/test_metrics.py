@@ -20,11 +20,10 @@ import urllib.request
 import pytest
 
 from harness import (Driver, Locker, Mounts, free_port, lock_nodes, running,
-                     wait_until, zklockfs_binary)
+                     status, wait_until, zklockfs_binary)
 from readme import readme_block
 from tcpproxy import TcpProxy
-from test_hangs import answered_within, cut_off  # noqa: F401 (fixture)
-from test_operability import status
+from test_hangs import answered_within
 from test_revoke import revoke
 
 # Other programs reading the text (the node exporter, Prometheus) are the

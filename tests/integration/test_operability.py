@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from harness import (Locker, is_mounted, lock_nodes, wait_until,
+from harness import (Locker, is_mounted, lock_nodes, status, wait_until,
                      zklockfs_binary)
 from test_core import still_waiting
 
@@ -26,11 +26,6 @@ def holders(mount, resource):
     with open(mount.path(resource, "holders")) as f:
         text = f.read()
     return [dict(zip(FIELDS, line.split(" ", 10))) for line in text.splitlines()]
-
-
-def status(mount):
-    with open(mount.path(".status")) as f:
-        return dict(line.split(" ", 1) for line in f.read().splitlines())
 
 
 def comm(pid):

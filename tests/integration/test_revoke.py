@@ -16,10 +16,9 @@ import pytest
 
 from harness import (Driver, Locker, exec_holder, expect_impostor_spared,
                      expect_killed_by, lock_nodes, pid_of_a_gone_holder,
-                     running, wait_until)
+                     running, status, wait_until)
 from test_core import still_waiting
 from test_exclusion import try_open
-from test_hangs import status
 from test_names_and_errors import expect_errno
 
 pytestmark = pytest.mark.concurrency

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from harness import Driver, Locker, lock_nodes, wait_until
-from services import kazoo_service
+from services import start_service
 from test_names_and_errors import expect_errno
 
 pytestmark = pytest.mark.peers
@@ -28,34 +28,6 @@ WRITER_NODE = {"curator": CURATOR_TAG + r"__WRIT__\d{10}",
                "kazoo": r"[0-9a-f]{32}__lock__\d{10}"}
 READER_NODE = {"curator": CURATOR_TAG + r"__READ__\d{10}",
                "kazoo": r"[0-9a-f]{32}__rlock__\d{10}"}
-
-
-def start_service(request, tool, connect, session_ms=4000):
-    if tool == "curator":
-        return request.getfixturevalue("curator_java").service(connect,
-                                                               session_ms)
-    return kazoo_service(connect, session_ms)
-
-
-@pytest.fixture(params=["curator", "kazoo"])
-def tool(request):
-    return request.param
-
-
-@pytest.fixture
-def service(request, tool, zookeeper, mounts):
-    """The tool's service; closed before the end-of-test checks (it is set
-    up after `mounts`, so torn down before)."""
-    svc = start_service(request, tool, zookeeper.connect)
-    yield svc
-    svc.close()
-
-
-@pytest.fixture
-def two(tool, mounts):
-    """Two mounts (two hosts) of the tool's dialect."""
-    return (mounts.new("-o", f"dialect={tool}"),
-            mounts.new("-o", f"dialect={tool}"))
 
 
 def flock_n(path):

@@ -11,11 +11,10 @@ import time
 import pytest
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
-from harness import Child, Driver, Locker, lock_nodes, wait_until
+from harness import Child, Driver, Locker, lock_nodes, status, wait_until
 from test_lease import write_limit
 from test_maxhold import GRACE_MIN, set_maxhold
 from test_exclusion import try_open
-from test_operability import status
 from test_revoke import revoke
 
 pytestmark = pytest.mark.concurrency
