@@ -230,6 +230,12 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 int session_awget_locked(struct zkl_session *s, const char *path,
 			 data_completion_t done, const void *data);
 
+/* Take back a watch w that watchtab_add registered on path (`first`: its
+ * answer) when the get that was to set it could not be sent.  s->lock
+ * held. */
+void session_watch_undo_locked(struct zkl_session *s, const char *path,
+			       struct zkl_watch *w, int first);
+
 /* Wake every watch registered for path with ev, and forget the path: no
  * ZooKeeper watch is set on it (the get that would have set one found the
  * node gone, or could not be answered).  s->lock held. */

@@ -1297,14 +1297,8 @@ void lr_watch_own(struct zkl_lockreq *lr)
 			return;
 		}
 		lr_drop_locked(lr, LR_HOLD_CALL);
-		if (err > 0) {
-			/* No entry may claim a watch nobody asked for. */
-			struct zkl_link taken;
-			watchtab_take(&s->watches, lr->node, &taken);
-			list_del(&lr->own_watch.link);
-		} else {
-			watchtab_remove(&s->watches, &lr->own_watch);
-		}
+		/* No entry may claim a watch nobody asked for. */
+		session_watch_undo_locked(s, lr->node, &lr->own_watch, err > 0);
 		err = -ENOTCONN;
 	}
 	/* Unwatched, a deletion or a break mark would go unseen: try

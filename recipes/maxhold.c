@@ -593,18 +593,19 @@ static void maxhold_watcher(zhandle_t *zh, int type, int state,
 	session_leave(s, &notify);
 }
 
-/* The session of a reply, or NULL for one of a handle closed since (its
- * flags were reset with the new handle's). */
-static struct zkl_session *maxhold_reply_session(const void *data)
+/* The session of a reply, entered (session_enter on notify: the caller
+ * leaves it), or NULL for one of a handle closed since (its flags were
+ * reset with the new handle's). */
+static struct zkl_session *maxhold_reply_session(const void *data,
+						 struct zkl_link *notify)
 {
-	struct zkl_link notify;
 	const struct zkl_maxhold_slot *slot = data;
 	struct zkl_session *s = slot->s;
 
-	session_enter(s, &notify);
+	session_enter(s, notify);
 	if (slot == &s->mh[s->mh_slot])
 		return s;
-	session_leave(s, &notify);
+	session_leave(s, notify);
 	return NULL;
 }
 
@@ -623,7 +624,8 @@ static void maxhold_loaded_locked(struct zkl_session *s, int ok)
 
 static void maxhold_on_exists(int rc, const struct Stat *st, const void *data)
 {
-	struct zkl_session *s = maxhold_reply_session(data);
+	struct zkl_link notify;
+	struct zkl_session *s = maxhold_reply_session(data, &notify);
 
 	(void)st;
 	if (!s)
@@ -631,7 +633,7 @@ static void maxhold_on_exists(int rc, const struct Stat *st, const void *data)
 	if (rc == ZOK) /* created between our get and this exists */
 		s->maxhold_again = 1;
 	maxhold_loaded_locked(s, rc == ZNONODE);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 /* The table's data parsed: 0 and t, or -errno.  Outside the session's
@@ -655,6 +657,7 @@ static void maxhold_on_loaded(int rc, const char *value, int len,
 	const struct zkl_maxhold_slot *slot = data;
 	char path[NAMES_MAX_NODE_PATH + sizeof(MAXHOLD_NODE) + 1];
 	struct maxhold_table t = { 0 };
+	struct zkl_link notify;
 	struct zkl_session *s;
 	int err = 0;
 
@@ -662,7 +665,7 @@ static void maxhold_on_loaded(int rc, const char *value, int len,
 	/* The base never changes: no lock needed to read it. */
 	if (rc == ZOK)
 		err = maxhold_parse_reply(slot->s->base, value, len, &t);
-	s = maxhold_reply_session(data);
+	s = maxhold_reply_session(data, &notify);
 	if (!s) {
 		maxhold_table_free(&t);
 		return;
@@ -675,12 +678,12 @@ static void maxhold_on_loaded(int rc, const char *value, int len,
 		maxhold_path(s, path, sizeof(path));
 		if (zoo_awexists(s->zh, path, maxhold_watcher, s,
 				 maxhold_on_exists, slot) == ZOK) {
-			pthread_mutex_unlock(&s->lock);
+			session_leave(s, &notify);
 			return; /* still loading */
 		}
 	}
 	maxhold_loaded_locked(s, rc == ZOK && err == 0);
-	pthread_mutex_unlock(&s->lock);
+	session_leave(s, &notify);
 }
 
 static void maxhold_load_locked(struct zkl_session *s)

@@ -283,16 +283,23 @@ static void session_watch_reply(int rc, const char *value, int len,
 	free(ctx);
 }
 
-/* Undo the registration of w, the first watch on path, when ZooKeeper was
- * not asked to watch it after all.  The whole entry goes: an entry left
- * behind would tell the next waiter on path that a watch is already set,
- * and that waiter would wait for an event that never comes. */
-static void session_unwatch_first_locked(struct zkl_session *s,
-					 const char *path, struct zkl_watch *w)
+/* Undo the registration of w when ZooKeeper was not asked to watch path
+ * after all.  When w was the first watch on path, the whole entry goes:
+ * an entry left behind would tell the next waiter on path that a watch
+ * is already set, and that waiter would wait for an event that never
+ * comes. */
+void session_watch_undo_locked(struct zkl_session *s, const char *path,
+			       struct zkl_watch *w, int first)
 {
 	struct zkl_link taken;
-	size_t n = watchtab_take(&s->watches, path, &taken);
+	size_t n;
 
+	ZKL_ASSERT_HELD(&s->lock);
+	if (!first) {
+		watchtab_remove(&s->watches, w);
+		return;
+	}
+	n = watchtab_take(&s->watches, path, &taken);
 	assert(n == 1 && taken.next == &w->link);
 	(void)n;
 	list_del(&w->link);
@@ -325,10 +332,7 @@ int session_watch_locked(struct zkl_session *s, const char *path,
 	if (err == 0)
 		return 0;
 	free(ctx);
-	if (first)
-		session_unwatch_first_locked(s, path, w);
-	else
-		watchtab_remove(&s->watches, w);
+	session_watch_undo_locked(s, path, w, first);
 	return err;
 }
 

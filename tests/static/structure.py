@@ -10,8 +10,10 @@ Rules by module, not by line count (files are cut by concept):
   3. Only the lock request machine writes a request's phase, in one
      function (lr_to in recipes/lockreq.c, which checks each move).
   4. One way to take the session's mutex: session_enter (recipes/
-     internal.h).  Only a function that waits on one of the session's
-     conditions takes it raw, since pthread_cond_wait needs the mutex.
+     internal.h), and to drop it: session_leave, which runs the notices
+     posted meanwhile.  Only a function that waits on one of the
+     session's conditions takes it raw (pthread_cond_wait needs the
+     mutex), and one that runs its notices itself drops it raw.
   5. doc/design.md's module list ("Modules: who calls whom") names every
      source file and, for each, exactly the files it calls.
 
@@ -108,16 +110,24 @@ for p in files:
                             "(recipes/lockreq.c) may")
 
 # 4. The session's mutex is taken by session_enter, or raw only around a
-#    wait on one of its conditions.
+#    wait on one of its conditions; it is dropped by session_leave, or raw
+#    by a function that then runs its notices itself (notice_run_all).
 for p in files:
     if p.parent.name != "recipes":
         continue
     for name, body in functions(code[p]):
-        if re.search(r"pthread_mutex_lock\(", body) and name != \
-                "session_enter" and not re.search(
-                    r"pthread_cond_(timed)?wait\(", body):
+        waits = re.search(r"pthread_cond_(timed)?wait\(", body)
+        if re.search(r"pthread_mutex_lock\(", body) and \
+                name != "session_enter" and not waits:
             problems.append(f"{rel[p]}: {name} takes the session's mutex "
                             "raw: use session_enter/session_leave")
+        if re.search(r"pthread_mutex_unlock\(", body) and \
+                name not in ("session_leave", "zkl_mutex_is_locked") and \
+                not waits and \
+                "notice_run_all(" not in body:
+            problems.append(f"{rel[p]}: {name} drops the session's mutex "
+                            "raw, and its notices would not run: use "
+                            "session_leave")
 
 
 # 5. design.md's module list.
