@@ -68,7 +68,7 @@ int fuse_reply_open(fuse_req_t req, const struct fuse_file_info *fi)
 {
 	void (*meanwhile)(void) = while_replying_open;
 
-	(void)fi;
+	((struct fake_req *)req)->fh = fi->fh;
 	while_replying_open = NULL;
 	if (meanwhile)
 		meanwhile();

@@ -14,7 +14,8 @@ struct fake_req {
 	fuse_interrupt_func_t func;
 	void *data;
 	int replies;
-	int err; /* of the last error reply; 0 for open */
+	int err;     /* of the last error reply; 0 for open */
+	uint64_t fh; /* what fuse_reply_open answered */
 };
 
 /* The mount every request belongs to, and the caller every request has. */

@@ -1,7 +1,7 @@
 /*
  * fault.c - see fault.h.  Only code linked into the test executable goes
  * through these (libc's own allocations do not), which is what is wanted:
- * the recipes and the tests, not Criterion.
+ * the recipes, the daemon's fs/ and the tests, not Criterion.
  */
 #include "fault.h"
 
@@ -11,10 +11,12 @@
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t size);
+void *__real_aligned_alloc(size_t alignment, size_t size);
 void __real_free(void *p);
 void *__wrap_malloc(size_t size);
 void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t size);
+void *__wrap_aligned_alloc(size_t alignment, size_t size);
 void __wrap_free(void *p);
 char *__wrap_strdup(const char *s);
 
@@ -68,6 +70,14 @@ void *__wrap_realloc(void *p, size_t size)
 	if (!p)
 		return __wrap_malloc(size);
 	return fault_now() ? NULL : __real_realloc(p, size);
+}
+
+/* The daemon's inode table allocates its entries aligned (fs/tree.c). */
+void *__wrap_aligned_alloc(size_t alignment, size_t size)
+{
+	return fault_now()
+		       ? NULL
+		       : fault_counted(__real_aligned_alloc(alignment, size));
 }
 
 void __wrap_free(void *p)

@@ -12,11 +12,15 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "fake_fuse.h"
 #include "fake_tree.h"
 #include "fault.h"
 #include "internal.h"
+#include "lockfile.h"
 #include "lockquery.h"
 #include "lockreq.h"
 #include "revoke.h"
@@ -510,4 +514,140 @@ static void query(int clean)
 Test(faults, queries)
 {
 	run_all_faults(query, "1", ZKL_STYLE_ZKLOCKFS);
+}
+
+/* ---- the daemon's side (fs/): opens parked until granted ---------------- */
+
+static uint64_t fs_dir_ino, fs_write_ino;
+
+/* Open MOUNT/r/write for r, and let ZooKeeper answer what it sent. */
+static void fs_open(struct fake_req *r)
+{
+	struct fuse_file_info fi = { .flags = O_WRONLY };
+
+	lockfile_open((fuse_req_t)r, fs_write_ino, &fi, NULL);
+	fake_tree_settle(fake_fs.session);
+}
+
+/* Close what r opened, if its open was answered with the file. */
+static void fs_close(struct fake_req *r)
+{
+	struct fake_req release = { 0 };
+	struct fuse_file_info fi = { .fh = r->fh };
+
+	if (r->replies != 1 || r->err != 0 || !r->fh)
+		return;
+	lockfile_release((fuse_req_t)&release, fs_write_ino, &fi);
+	r->fh = 0;
+	fake_tree_settle(fake_fs.session);
+	cr_assert_eq(release.replies, 1,
+		     "%s fault %ld: a RELEASE answered %d "
+		     "times",
+		     run_kind, run_n, release.replies);
+}
+
+/* How many open files hold their lock now (a lock lost with its session
+ * holds no more). */
+static int fs_holders(void)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&fake_fs.lock);
+	for (struct zkl_link *l = fake_fs.lockfiles.next;
+	     l != &fake_fs.lockfiles; l = l->next) {
+		struct lockfile *lf =
+			ZKL_CONTAINER_OF(l, struct lockfile, link);
+		n += lf->held && lockreq_holds(lf->held) == 1;
+	}
+	pthread_mutex_unlock(&fake_fs.lock);
+	return n;
+}
+
+/* A refused call means a dead handle: its session ends, and the waits
+ * queue again on the next (the fake refuses one call on a live one). */
+static void fs_after_refusal(int *expired)
+{
+	if (*expired || !fake_call_failed())
+		return;
+	*expired = 1;
+	fake_tree_expire(fake_fs.session);
+	fake_tree_settle(fake_fs.session);
+}
+
+/* Two opens of write on one mount: the second waits for the first's
+ * close, then holds.  Each open is answered once, never both granted at
+ * once, and everything the daemon allocated is freed at unmount. */
+static int fs_run_once(enum fault_kind kind, long n)
+{
+	struct fake_req a = { 0 }, b = { 0 };
+	long before;
+	int hit, refused, expired = 0;
+
+	run_kind = kind_names[kind];
+	run_n = n;
+	fake_tree_reset();
+	fake_tree_add("/b", NULL);
+	fake_tree_add("/b/r", NULL);
+	before = fault_alloc_live();
+	fake_mount(&fs_dir_ino, &fs_write_ino);
+	fake_ctx.pid = gettid(); /* no signal pending: nothing cancels */
+	arm(kind, n);
+	fs_open(&a);
+	fs_after_refusal(&expired);
+	fs_open(&b);
+	fs_after_refusal(&expired);
+	cr_assert_leq(fs_holders(), 1, "%s fault %ld: two writers hold",
+		      run_kind, run_n);
+	fs_close(&a);
+	fs_after_refusal(&expired);
+	fs_close(&b);
+	fs_after_refusal(&expired);
+	/* Whatever waits for a time (a watch set again, a refused delete's
+	 * next try) comes now. */
+	for (int i = 0; i < 100 && fake_run_due(fake_fs.session) > 0; i++)
+		fake_tree_settle(fake_fs.session);
+	fs_close(&a); /* granted on the next session */
+	fs_close(&b);
+	refused = kind == FAULT_CALL && fake_call_failed();
+	hit = disarm(kind);
+	fake_tree_settle(fake_fs.session);
+	cr_assert_eq(a.replies, 1,
+		     "%s fault %ld: the first open answered %d "
+		     "times",
+		     run_kind, run_n, a.replies);
+	cr_assert_eq(b.replies, 1,
+		     "%s fault %ld: the second open answered "
+		     "%d times",
+		     run_kind, run_n, b.replies);
+	if (n == 0)
+		cr_assert(!a.err && !b.err, "a clean run failed an open");
+	cr_assert(list_empty(&fake_fs.waiters) && list_empty(&fake_fs.failing),
+		  "%s fault %ld: a parked request was left", run_kind, run_n);
+	cr_assert(list_empty(&fake_fs.lockfiles),
+		  "%s fault %ld: an open file was not freed", run_kind, run_n);
+	cr_assert_eq(fake_pending(), 0);
+	if (!refused)
+		cr_assert_eq(fake_tree_ephemerals(), 0,
+			     "%s fault %ld: a node of ours was left behind",
+			     run_kind, run_n);
+	fake_unmount();
+	cr_assert_eq(fault_alloc_live(), before,
+		     "%s fault %ld: %ld blocks "
+		     "leaked",
+		     run_kind, run_n, fault_alloc_live() - before);
+	return hit;
+}
+
+Test(faults, parked_opens)
+{
+	for (int k = FAULT_ALLOC; k <= FAULT_REPLY; k++) {
+		long n = 1;
+		while (fs_run_once((enum fault_kind)k, n)) {
+			cr_assert_lt(n, 5000, "%s faults never end",
+				     kind_names[k]);
+			n++;
+		}
+		cr_assert_gt(n, 1, "no %s fault was ever hit", kind_names[k]);
+	}
+	fs_run_once(FAULT_ALLOC, 0);
 }
