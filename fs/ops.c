@@ -471,7 +471,8 @@ void dir_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-struct dir_mkdir_ctx {
+/* A mkdir or rmdir waiting for ZooKeeper: whom to answer, about what. */
+struct dir_change_ctx {
 	fuse_req_t req;
 	struct zkl_fs *fs;
 	fuse_ino_t parent;
@@ -480,7 +481,7 @@ struct dir_mkdir_ctx {
 
 static void dir_mkdir_done(int err, void *arg)
 {
-	struct dir_mkdir_ctx *ctx = arg;
+	struct dir_change_ctx *ctx = arg;
 	struct fuse_entry_param e;
 
 	if (err == 0)
@@ -497,7 +498,7 @@ void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	struct tree_res *dir = tree_res_of(&fs->tree, parent);
 	size_t len = strlen(name) + 1;
-	struct dir_mkdir_ctx *ctx;
+	struct dir_change_ctx *ctx;
 	enum tree_kind kind;
 	char path[NAMES_MAX_NODE_PATH + 1];
 	int err;
@@ -534,16 +535,9 @@ void dir_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	}
 }
 
-struct dir_rmdir_ctx {
-	fuse_req_t req;
-	struct zkl_fs *fs;
-	fuse_ino_t parent;
-	char name[];
-};
-
 static void dir_rmdir_done(int err, void *arg)
 {
-	struct dir_rmdir_ctx *ctx = arg;
+	struct dir_change_ctx *ctx = arg;
 
 	/* Before the reply: the kernel's next lookup must find a new entry,
 	 * not the inode it now holds for removed. */
@@ -559,7 +553,7 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tree_res *dir = tree_res_of(&fs->tree, parent);
 	enum tree_kind kind;
 	char path[NAMES_MAX_NODE_PATH + 1];
-	struct dir_rmdir_ctx *ctx;
+	struct dir_change_ctx *ctx;
 	int err;
 
 	/* .all and its list directories hold no znode to remove. */
