@@ -13,7 +13,7 @@
  *
  * Each member queues, watches and is granted as any request does (one
  * watch at most, herd-free); the multi-lock holds once every member does.
- * A member's create is the multi-lock's (lr_group_ops.create): it waits in
+ * A member's create is the multi-lock's (multilock_member_kind.create): it waits in
  * PH_NEW until every member without a node is waiting, then one
  * transaction creates them all.  A reply lost with the connection is
  * recovered by each member by its own tag; the transaction is atomic, so
@@ -40,7 +40,7 @@
  * -errno (nothing sent).  s->lock held. */
 static int ml_send_locked(struct zkl_lockreq *g);
 
-/* A member's create step (lr_group_ops.create): ask for the
+/* A member's create step (multilock_member_kind.create): ask for the
  * transaction. */
 static int ml_member_create(struct zkl_lockreq *m);
 
@@ -50,7 +50,7 @@ static int ml_member_create(struct zkl_lockreq *m);
 static void *ml_txn_alloc(size_t head, size_t item, unsigned n, zoo_op_t **ops,
 			  zoo_op_result_t **results);
 
-/* A member found its node after a lost reply (lr_group_ops.found): the
+/* A member found its node after a lost reply (multilock_member_kind.found): the
  * others that found none fail, and with them the multi-lock. */
 static void ml_member_found(struct zkl_lockreq *m, struct zkl_link *notify);
 
