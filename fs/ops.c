@@ -20,9 +20,10 @@
 #include <sys/statvfs.h>
 
 /*
- * Route each file operation to the kind of file it is about:
- * a lock file (lockfile.c, flock.c) or a text file (textfile.c).  Their open files are different structures, so nothing
- * else may look at fi->fh before this choice.
+ * Route each file operation to the kind of file it is about: a lock file
+ * (lockfile.c, flock.c) or a text file (textfile.c).  Their open files
+ * are different structures, so nothing else may look at fi->fh before
+ * this choice.
  */
 static int file_is_text(fuse_ino_t ino)
 {
@@ -52,8 +53,8 @@ void file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	lockfile_read(req, ino, size, off, fi);
 }
 
-/* Text files other than the settings and revoke are opened read-only: the kernel sends no
- * write for them. */
+/* Text files other than the settings and revoke are opened read-only: the
+ * kernel sends no write for them. */
 void file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		off_t off, struct fuse_file_info *fi)
 {

@@ -511,7 +511,7 @@ void waiter_put(struct waiter *w)
 	free(w);
 }
 
-/* ---- deadlocks, failures and cancels -------------------------------------- */
+/* ---- deadlocks, failures and cancels ------------------------------------ */
 
 int waiter_would_deadlock_locked(const struct waiter *w, enum zkl_mode mode)
 {

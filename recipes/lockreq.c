@@ -1942,19 +1942,17 @@ static void lr_limit_unknown(struct zkl_lockreq *lr, struct zkl_link *notify)
 	lr_finish_locked(lr, err == -EBADMSG ? -EIO : err, notify);
 }
 
-/* Look at the queue (the session's view of it): held, or watch what can
- * unblock us -- the one node ahead, or for the first waiter of a
- * semaphore every lease ahead.
- *
- * A grant needs our node to be there as late as the news that cleared the
- * way.  A listing just back shows both at once.  The view with nodes
- * marked gone since does not: another client may have deleted our node
- * meanwhile, and the next waiter, on any host, be granted too.  Our own
- * watch is set before the first watch on a node ahead, and so before any
- * news that can clear the way from the view, and ZooKeeper tells a client of changes in the order
- * they happened, so once its get is back (own_known) a deletion of our
- * node would have been told first (lr_own_fired).  Until then the grant
- * waits for that answer. */
+/* Look at the queue (the session's view of it): held, or watch what can unblock
+ * us -- the one node ahead, or for the first waiter of a semaphore every lease
+ * ahead. A grant needs our node to be there as late as the news that cleared
+ * the way.  A listing just back shows both at once.  The view with nodes marked
+ * gone since does not: another client may have deleted our node meanwhile, and
+ * the next waiter, on any host, be granted too.  Our own watch is set before
+ * the first watch on a node ahead, and so before any news that can clear the
+ * way from the view, and ZooKeeper tells a client of changes in the order they
+ * happened, so once its get is back (own_known) a deletion of our node would
+ * have been told first (lr_own_fired).  Until then the grant waits for that
+ * answer. */
 static void lr_evaluate(struct zkl_lockreq *lr, int listed,
 			struct zkl_link *notify)
 {

@@ -13,9 +13,9 @@
  *
  * Each member queues, watches and is granted as any request does (one
  * watch at most, herd-free); the multi-lock holds once every member does.
- * A member's create is the multi-lock's (multilock_member_kind.create): it waits in
- * PH_NEW until every member without a node is waiting, then one
- * transaction creates them all.  A reply lost with the connection is
+ * A member's create is the multi-lock's (multilock_member_kind.create):
+ * it waits in PH_NEW until every member without a node is waiting, then
+ * one transaction creates them all.  A reply lost with the connection is
  * recovered by each member by its own tag; the transaction is atomic, so
  * they find all or none, and those that find none ask again together.
  *
