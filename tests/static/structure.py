@@ -15,7 +15,8 @@ Rules by module, not by line count (files are cut by concept):
      session's conditions takes it raw (pthread_cond_wait needs the
      mutex), and one that runs its notices itself drops it raw.
   5. doc/design.md's module list ("Modules: who calls whom") names every
-     source file and, for each, exactly the files it calls.
+     source file and, for each, exactly the files it calls; its lock list
+     ("Locks and their order") names every file that declares a mutex.
 
 A file calls another when it calls a function defined there; comments and
 strings are not calls.  Prints each problem; exit status 1 if any.
@@ -172,6 +173,14 @@ else:
                         "calls in the sources; the list they make "
                         f"(tests/static/structure.py {root} --print):")
         problems.extend("    " + line for line in want)
+
+locks = re.search(r"### Locks and their order\n(.*?)\n## ", design, re.S)
+for p in files:
+    if re.search(r"^\s*pthread_mutex_t \w+;", code[p], re.M) and \
+            p.name != "held.h" and \
+            (not locks or p.name not in locks.group(1)):
+        problems.append(f"{rel[p]} declares a mutex that doc/design.md's "
+                        "'Locks and their order' does not name")
 
 for line in problems:
     print(line)
