@@ -24,11 +24,9 @@ static int deadlock_conflict(enum zkl_mode held, enum zkl_mode asked)
 }
 
 /* A single resource's lock file: the resource, else NULL. */
-static struct tree_res *deadlock_res(struct zkl_fs *fs, fuse_ino_t ino)
+static const struct tree_res *deadlock_res(const struct lockfile *lf)
 {
-	if (tree_role_of(&fs->tree, ino) == TREE_ROLE_MULTI)
-		return NULL;
-	return tree_res_of(&fs->tree, ino);
+	return lf->multi ? NULL : lf->res;
 }
 
 static int deadlock_seen(const struct deadlock_walk *d, uint64_t owner)
@@ -42,7 +40,7 @@ static int deadlock_seen(const struct deadlock_walk *d, uint64_t owner)
 /* Add the holders of conflicting locks on res, but `asker`, to the owners
  * reached.  Returns 1 if the target is one of them, -1 if the walk is
  * too big to finish, else 0. */
-static int deadlock_holders(struct deadlock_walk *d, struct tree_res *res,
+static int deadlock_holders(struct deadlock_walk *d, const struct tree_res *res,
 			    enum zkl_mode mode, uint64_t asker)
 {
 	struct zkl_fs *fs = d->fs;
@@ -52,7 +50,7 @@ static int deadlock_holders(struct deadlock_walk *d, struct tree_res *res,
 		struct posixlock *p =
 			ZKL_CONTAINER_OF(l, struct posixlock, link);
 
-		if (p->owner == asker || deadlock_res(fs, p->ino) != res ||
+		if (p->owner == asker || deadlock_res(p->via) != res ||
 		    !lockreq_holds(p->lr) ||
 		    !deadlock_conflict(lockreq_mode(p->lr), mode))
 			continue;
@@ -76,12 +74,12 @@ static int deadlock_expand(struct deadlock_walk *d, uint64_t owner)
 	for (struct zkl_link *l = fs->waiters.next; l != &fs->waiters;
 	     l = l->next) {
 		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
-		struct tree_res *res;
+		const struct tree_res *res;
 		int found;
 
 		if (w->owner != owner || !w->lr || (w->flags & LOCKREQ_TRY))
 			continue;
-		res = deadlock_res(fs, w->lf->ino);
+		res = deadlock_res(w->lf);
 		found = res ? deadlock_holders(d, res, lockreq_mode(w->lr),
 					       owner)
 			    : 0;
@@ -91,11 +89,12 @@ static int deadlock_expand(struct deadlock_walk *d, uint64_t owner)
 	return 0;
 }
 
-int deadlock_would_close_locked(struct zkl_fs *fs, fuse_ino_t ino,
-				uint64_t owner, enum zkl_mode mode)
+int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
+				enum zkl_mode mode)
 {
+	struct zkl_fs *fs = lf->fs;
 	struct deadlock_walk d = { .fs = fs, .target = owner };
-	struct tree_res *res = deadlock_res(fs, ino);
+	const struct tree_res *res = deadlock_res(lf);
 	int found;
 
 	ZKL_ASSERT_HELD(&fs->lock);

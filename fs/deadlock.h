@@ -20,11 +20,13 @@
  * from the asker, a cycle or not: Linux gives up after 10 links. */
 #define DEADLOCK_MAX_OWNERS 256
 
-/* Would lock owner `owner`, waiting for a lock of `mode` on lock file
- * ino, wait for itself: is a holder of that resource this mount's lock
+struct lockfile;
+
+/* Would lock owner `owner`, waiting for a lock of `mode` through lock file
+ * lf, wait for itself: is a holder of that resource this mount's lock
  * owner that waits, through such a chain, for a lock `owner` holds?
  * fs->lock held. */
-int deadlock_would_close_locked(struct zkl_fs *fs, fuse_ino_t ino,
-				uint64_t owner, enum zkl_mode mode);
+int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
+				enum zkl_mode mode);
 
 #endif

@@ -288,9 +288,8 @@ struct getlk_query {
 	const char *skip[LOCKQUERY_MAX_SKIP];
 	size_t nskip;
 	char guids[LOCKQUERY_MAX_SKIP][NAMES_GUID_LEN + 1];
-	const char *paths[MULTINAME_MAX_ITEMS];
-	int n, next;
-	char buf[]; /* the paths */
+	struct lockfile *lf; /* referenced: its zpaths are asked about */
+	size_t next;
 };
 
 static void getlk_answered(int err, const struct lockquery_answer *a,
@@ -299,8 +298,8 @@ static void getlk_answered(int err, const struct lockquery_answer *a,
 /* Ask about the next resource.  Returns 0 (the answer comes) or -errno. */
 static int getlk_ask_next(struct getlk_query *q)
 {
-	return lockquery_start(q->fs->session, q->paths[q->next++], q->mode,
-			       q->skip, q->nskip, getlk_answered, q);
+	return lockquery_start(q->fs->session, q->lf->zpaths[q->next++],
+			       q->mode, q->skip, q->nskip, getlk_answered, q);
 }
 
 /* F_GETLK's l_pid: the blocking holder's pid if it is on this host and
@@ -324,7 +323,7 @@ static void getlk_answered(int err, const struct lockquery_answer *a, void *arg)
 {
 	struct getlk_query *q = arg;
 
-	if (err == 0 && !a->blocked && q->next < q->n) {
+	if (err == 0 && !a->blocked && q->next < q->lf->nzpaths) {
 		err = getlk_ask_next(q);
 		if (err == 0)
 			return;
@@ -343,6 +342,7 @@ static void getlk_answered(int err, const struct lockquery_answer *a, void *arg)
 		}
 		fuse_reply_lock(q->req, &q->lock);
 	}
+	lockfile_put(q->lf);
 	free(q);
 }
 
@@ -362,7 +362,7 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 	if (!lockfile_whole_file(lock))
 		return fs_reply_err(req, EINVAL);
-	q = malloc(sizeof(*q) + TREE_MULTI_BUF);
+	q = malloc(sizeof(*q));
 	if (!q)
 		return fs_reply_err(req, ENOMEM);
 	q->req = req;
@@ -384,7 +384,7 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	mine[1] = p ? p->lr : NULL;
 	covered = lockfile_covers(mine[0], mode) ||
 		  lockfile_covers(mine[1], mode) ||
-		  (nlineage && reentrant_find_locked(fs, ino, mode, lineage,
+		  (nlineage && reentrant_find_locked(lf, mode, lineage,
 						     nlineage, &again) > 0);
 	for (size_t k = 0; k < LOCKQUERY_MAX_SKIP; k++) {
 		if (!mine[k] || lockreq_owners(mine[k]) > 1)
@@ -400,10 +400,9 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		lock->l_type = F_UNLCK;
 		return (void)fuse_reply_lock(req, lock);
 	}
-	q->n = lockfile_zpaths(lf, q->buf, TREE_MULTI_BUF, q->paths);
+	q->lf = lf;
+	lockfile_get(lf);
 	err = getlk_ask_next(q);
-	if (err < 0) {
-		free(q);
-		fs_reply_err(req, -err);
-	}
+	if (err < 0)
+		getlk_answered(err, NULL, q);
 }

@@ -40,6 +40,8 @@ void lockfile_put(struct lockfile *lf)
 		lockreq_release(lf->held);
 	if (lf->ph)
 		fuse_pollhandle_destroy(lf->ph);
+	if (lf->zpaths != lf->zpath_only)
+		free(lf->zpaths);
 	free(lf);
 }
 
@@ -69,19 +71,39 @@ void lockfile_zpath(struct zkl_fs *fs, fuse_ino_t ino,
 	(void)rc;
 }
 
-int lockfile_zpaths(const struct lockfile *lf, char *buf, size_t size,
-		    const char *paths[MULTINAME_MAX_ITEMS])
+/* Resolve lf's znode paths (lf->zpaths): a list directory's are its
+ * resources', copied into one allocation.  Returns 0 or -errno. */
+static int lockfile_resolve_zpaths(struct lockfile *lf)
 {
+	const char *paths[MULTINAME_MAX_ITEMS];
+	size_t bytes;
+	char *buf, *names;
 	int n;
 
-	if (!lf->multi) {
-		paths[0] = lf->zpath;
-		return 1;
-	}
-	n = tree_multi_zpaths(lf->fs->tree.root.name, lf->res->name, buf, size,
-			      paths);
+	lf->zpath_only[0] = lf->zpath;
+	lf->zpaths = lf->zpath_only;
+	lf->nzpaths = 1;
+	if (!lf->multi)
+		return 0;
+	buf = malloc(TREE_MULTI_BUF);
+	if (!buf)
+		return -ENOMEM;
+	n = tree_multi_zpaths(lf->fs->tree.root.name, lf->res->name, buf,
+			      TREE_MULTI_BUF, paths);
 	assert(n > 0); /* tree_lookup checked it */
-	return n;
+	bytes = (size_t)(paths[n - 1] - buf) + strlen(paths[n - 1]) + 1;
+	lf->zpaths = malloc((size_t)n * sizeof(*lf->zpaths) + bytes);
+	if (!lf->zpaths) {
+		lf->zpaths = lf->zpath_only;
+		free(buf);
+		return -ENOMEM;
+	}
+	names = memcpy(lf->zpaths + n, buf, bytes);
+	for (int i = 0; i < n; i++)
+		lf->zpaths[i] = names + (paths[i] - buf);
+	lf->nzpaths = (size_t)n;
+	free(buf);
+	return 0;
 }
 
 int lockfile_new_request(struct lockfile *lf, enum zkl_mode mode,
@@ -90,23 +112,14 @@ int lockfile_new_request(struct lockfile *lf, enum zkl_mode mode,
 			 struct zkl_lockreq **out)
 {
 	struct zkl_fs *fs = lf->fs;
-	const char *paths[MULTINAME_MAX_ITEMS];
-	char *buf;
-	int n;
 
 	if (!lf->multi)
 		return lockreq_new(fs->session, lf->zpath, mode, flags, data,
 				   len, done, arg, out);
 	if (mode == ZKL_MODE_LEASE)
 		return -EINVAL; /* a list directory has no lease file */
-	buf = malloc(TREE_MULTI_BUF);
-	if (!buf)
-		return -ENOMEM;
-	n = lockfile_zpaths(lf, buf, TREE_MULTI_BUF, paths);
-	n = lockreq_new_multi(fs->session, paths, (size_t)n, mode, flags, data,
-			      len, done, arg, out);
-	free(buf);
-	return n;
+	return lockreq_new_multi(fs->session, lf->zpaths, lf->nzpaths, mode,
+				 flags, data, len, done, arg, out);
 }
 
 /* ---- the table of fcntl locks ------------------------------------------ */
@@ -278,6 +291,10 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	lf->res = tree_res_of(&fs->tree, ino);
 	lf->multi = lf->res->role == TREE_ROLE_MULTI;
 	lockfile_zpath(fs, ino, lf->zpath);
+	if (lockfile_resolve_zpaths(lf) < 0) {
+		free(lf);
+		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
+	}
 	lf->fi = *fi;
 	lf->state = LF_OPENING;
 	atomic_init(&lf->refs, 1); /* the open file's */

@@ -43,6 +43,11 @@ struct lockfile {
 	struct tree_res *res;
 	int multi;
 	char zpath[NAMES_MAX_NODE_PATH + 1];
+	/* The znode paths its lock takes, also resolved at open: zpath
+	 * alone, or a list directory's resources (one allocation). */
+	const char **zpaths;
+	size_t nzpaths;
+	const char *zpath_only[1];
 	/* The open file's reference (dropped by RELEASE, or when the OPEN
 	 * fails) and one per parked request on this file. */
 	atomic_int refs;
@@ -123,12 +128,6 @@ static inline enum zkl_mode lockfile_mode_of_type(short type)
 {
 	return type == F_WRLCK ? ZKL_MODE_WRITE : ZKL_MODE_READ;
 }
-
-/* The resource znode path of lf (paths[0] = lf->zpath), or of each
- * resource of a list directory's, into buf (TREE_MULTI_BUF bytes are
- * enough), with paths[i] pointing at each.  Returns how many. */
-int lockfile_zpaths(const struct lockfile *lf, char *buf, size_t size,
-		    const char *paths[MULTINAME_MAX_ITEMS]);
 
 /* A lock request for `mode` on lf's resource, or on every resource of a
  * list directory's (lockreq_new, lockreq_new_multi; their arguments and

@@ -21,65 +21,61 @@ int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked)
 /* What a search needs: the resource, its lock files' inodes, the
  * asker's lineage, and the best lock found so far. */
 struct reentrant_search {
-	struct zkl_fs *fs;
-	struct tree_res *res;
+	const struct tree_res *res;
 	uint64_t inos[3];
 	const struct lineage_proc *lineage;
 	size_t n;
 	struct zkl_lockreq *best;
 };
 
-/* Is lr, held by `holder` through lock file lf_ino, a lock of the
+/* Is lr, held by `holder` through lock file via, a lock of the
  * resource that the lineage holds: taken by one of its processes, which
  * still runs and still has a descriptor of the resource's lock files
  * open (a process that passed its descriptor on and closed its own
  * holds nothing)?  A write lock is preferred. */
-static void reentrant_consider(struct reentrant_search *q, fuse_ino_t lf_ino,
+static void reentrant_consider(struct reentrant_search *q,
+			       const struct lockfile *via,
 			       struct lineage_proc holder,
 			       struct zkl_lockreq *lr)
 {
-	struct zkl_fs *fs = q->fs;
-
-	if (!lr || tree_res_of(&fs->tree, lf_ino) != q->res ||
-	    tree_role_of(&fs->tree, lf_ino) == TREE_ROLE_MULTI ||
-	    !lineage_has(q->lineage, q->n, holder) || !lockreq_holds(lr) ||
+	if (!lr || via->res != q->res || via->multi || !lockreq_holds(lr) ||
 	    lockreq_mode(lr) == ZKL_MODE_LEASE ||
 	    (q->best && lockreq_mode(q->best) == ZKL_MODE_WRITE) ||
+	    !lineage_has(q->lineage, q->n, holder) ||
 	    !lineage_has_open(holder, q->inos, 3))
 		return;
 	q->best = lr;
 }
 
-int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+int reentrant_find_locked(const struct lockfile *lf, enum zkl_mode mode,
 			  const struct lineage_proc *lineage, size_t n,
 			  struct zkl_lockreq **held)
 {
+	struct zkl_fs *fs = lf->fs;
 	struct reentrant_search q = {
-		.fs = fs,
-		.res = tree_res_of(&fs->tree, ino),
+		.res = lf->res,
 		.lineage = lineage,
 		.n = n,
 	};
 
 	ZKL_ASSERT_HELD(&fs->lock);
-	if (!q.res || mode == ZKL_MODE_LEASE ||
-	    tree_role_of(&fs->tree, ino) == TREE_ROLE_MULTI)
+	if (mode == ZKL_MODE_LEASE || lf->multi)
 		return 0;
 	q.inos[0] = tree_ino(&fs->tree, q.res, TREE_WRITE);
 	q.inos[1] = tree_ino(&fs->tree, q.res, TREE_READ);
 	q.inos[2] = tree_ino(&fs->tree, q.res, TREE_LOCK);
 	for (struct zkl_link *l = fs->lockfiles.next; l != &fs->lockfiles;
 	     l = l->next) {
-		struct lockfile *lf =
+		struct lockfile *open =
 			ZKL_CONTAINER_OF(l, struct lockfile, link);
-		if (lf->state == LF_OPEN)
-			reentrant_consider(&q, lf->ino, lf->holder, lf->held);
+		if (open->state == LF_OPEN)
+			reentrant_consider(&q, open, open->holder, open->held);
 	}
 	for (struct zkl_link *l = fs->posix_locks.next; l != &fs->posix_locks;
 	     l = l->next) {
 		struct posixlock *p =
 			ZKL_CONTAINER_OF(l, struct posixlock, link);
-		reentrant_consider(&q, p->ino, p->holder, p->lr);
+		reentrant_consider(&q, p->via, p->holder, p->lr);
 	}
 	if (!q.best)
 		return 0;
@@ -87,16 +83,17 @@ int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
 	return reentrant_verdict(lockreq_mode(q.best), mode);
 }
 
-int reentrant_take(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+int reentrant_take(const struct lockfile *lf, enum zkl_mode mode,
 		   const struct lineage_proc *lineage, size_t n,
 		   struct zkl_lockreq **held)
 {
+	struct zkl_fs *fs = lf->fs;
 	int verdict;
 
 	pthread_mutex_lock(&fs->lock);
-	verdict = fs->stopping ? 0
-			       : reentrant_find_locked(fs, ino, mode, lineage,
-						       n, held);
+	verdict = fs->stopping
+			  ? 0
+			  : reentrant_find_locked(lf, mode, lineage, n, held);
 	/* Under fs->lock: its holder cannot let it go meanwhile. */
 	if (verdict > 0 && lockreq_share(*held) < 0)
 		verdict = 0;

@@ -28,7 +28,9 @@
  * the holder waiting for itself), or 0 (not this one: a lease). */
 int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked);
 
-/* The lock a request of `mode` on lock file ino, by a process whose
+struct lockfile;
+
+/* The lock a request of `mode` through lock file lf, by a process whose
  * lineage (process.h) is lineage[0..n), takes again: a held write lock of
  * its resource, else a held read lock, taken through any open file
  * description or as an fcntl lock of this mount by one of them that
@@ -37,14 +39,14 @@ int reentrant_verdict(enum zkl_mode held, enum zkl_mode asked);
  * reentrant_verdict's 1 or -EDEADLK, or 0 if no such lock is held.  A
  * list directory's and a lease file's requests never take a lock again.
  * fs->lock held. */
-int reentrant_find_locked(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+int reentrant_find_locked(const struct lockfile *lf, enum zkl_mode mode,
 			  const struct lineage_proc *lineage, size_t n,
 			  struct zkl_lockreq **held);
 
 /* reentrant_find_locked, taking fs->lock, and the lock found shared
  * (lockreq_share) for the caller, who owns that hold then.  Nothing at
  * unmount (0).  Returns 1 (*held shared), -EDEADLK, or 0. */
-int reentrant_take(struct zkl_fs *fs, fuse_ino_t ino, enum zkl_mode mode,
+int reentrant_take(const struct lockfile *lf, enum zkl_mode mode,
 		   const struct lineage_proc *lineage, size_t n,
 		   struct zkl_lockreq **held);
 

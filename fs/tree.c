@@ -82,7 +82,8 @@ enum tree_kind tree_kind_of(uint64_t ino)
 	return (enum tree_kind)(ino & TREE_KIND_MAX);
 }
 
-uint64_t tree_ino(struct tree *t, struct tree_res *r, enum tree_kind kind)
+uint64_t tree_ino(const struct tree *t, const struct tree_res *r,
+		  enum tree_kind kind)
 {
 	if (r == &t->root && kind == TREE_DIR)
 		return FUSE_ROOT_ID;

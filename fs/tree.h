@@ -219,7 +219,8 @@ int tree_zpath(const struct tree_res *r, char *out, size_t size);
 int tree_child_zpath(const struct tree_res *dir, const char *name, char *out,
 		     size_t size);
 enum tree_kind tree_kind_of(uint64_t ino);
-uint64_t tree_ino(struct tree *t, struct tree_res *r, enum tree_kind kind);
+uint64_t tree_ino(const struct tree *t, const struct tree_res *r,
+		  enum tree_kind kind);
 
 /* Look up the file name `name` in directory `parent` and count one kernel
  * reference.  Returns 0 and the child's inode number, -ENOENT for a name

@@ -388,8 +388,8 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	}
 	if (w->nlineage) {
 		struct zkl_lockreq *held = NULL;
-		int verdict = reentrant_take(fs, lf->ino, mode, w->lineage,
-					     w->nlineage, &held);
+		int verdict = reentrant_take(lf, mode, w->lineage, w->nlineage,
+					     &held);
 		if (verdict > 0) {
 			w->lr = held; /* an unmount's failure lets it go */
 			waiter_done(held, 0, w);
@@ -516,7 +516,7 @@ void waiter_put(struct waiter *w)
 int waiter_would_deadlock_locked(const struct waiter *w, enum zkl_mode mode)
 {
 	return w->owner && !(w->flags & LOCKREQ_TRY) &&
-	       deadlock_would_close_locked(w->fs, w->lf->ino, w->owner, mode);
+	       deadlock_would_close_locked(w->lf, w->owner, mode);
 }
 
 int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode)

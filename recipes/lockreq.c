@@ -66,10 +66,14 @@ static int lr_watch_one(struct zkl_lockreq *lr, const char *name);
 static int lr_watch_ahead(struct zkl_lockreq *lr, size_t me);
 /* A lease: the resource's data, for changes of the limit (once). */
 static int lr_watch_limit(struct zkl_lockreq *lr);
-/* Stop watching nodes (lr_watch_one, lr_watch_ahead). */
-static void lr_unwatch(struct zkl_lockreq *lr);
-/* ... and the limit: what only a waiter watches. */
-static void lr_unwatch_waits(struct zkl_lockreq *lr);
+/* How much of its watching a request stops (lr_unwatch_to): each level
+ * takes the ones before it too. */
+enum lr_unwatching {
+	LR_UNWATCH_AHEAD, /* the nodes it waits for (lr_watch_one, _ahead) */
+	LR_UNWATCH_WAITS, /* ... and the limit: what only a waiter watches */
+	LR_UNWATCH_ALL,   /* ... and its own node (lr_unwatch_all) */
+};
+static void lr_unwatch_to(struct zkl_lockreq *lr, enum lr_unwatching upto);
 /* The basic steps. */
 static int lr_line_up(struct zkl_lockreq *lr);
 /* ... or for ms, then resume once connected (a step ZooKeeper refused). */
@@ -635,7 +639,7 @@ void lr_free(struct zkl_lockreq *lr)
 	assert(!notice_posted(&lr->notice) && !list_linked(&lr->member.resume));
 	assert(!lr->mutex && !lr->members);
 	if (lr->q)
-		queue_put_locked(lr->q);
+		queue_put_locked(lr->q, &lr->leaving);
 	free(lr);
 }
 
@@ -691,7 +695,6 @@ static void lr_free_locked(struct zkl_lockreq *lr)
 		if (list_empty(&lr->s->live)) /* session_close may wait */
 			pthread_cond_broadcast(&lr->s->state_changed);
 	}
-	queue_leaving_done(&lr->leaving);
 	lr_free(lr);
 }
 
@@ -704,11 +707,14 @@ void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h)
 		lr_free_locked(lr);
 }
 
+/* The reference stays; only its reason changes. */
 static void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from,
 			   enum lr_hold to)
 {
-	lr_hold(lr, to);
-	lr_drop_locked(lr, from); /* never the last: `to` is held */
+	assert(from < LR_HOLDS && lr->holds[from] > 0 && lr->refs > 0);
+	assert(to < LR_HOLDS && (!lr_hold_is_single(to) || lr->holds[to] == 0));
+	lr->holds[from]--;
+	lr->holds[to]++;
 }
 
 /* ---- telling the owner ------------------------------------------------ */
@@ -1201,7 +1207,7 @@ static int lr_watch_ahead(struct zkl_lockreq *lr, size_t me)
 		if (err == 0)
 			err = session_watch_locked(lr->s, path, &a->watch);
 		if (err < 0) {
-			lr_unwatch(lr);
+			lr_unwatch_to(lr, LR_UNWATCH_AHEAD);
 			return err;
 		}
 		lr->nahead++;
@@ -1226,14 +1232,25 @@ static int lr_watch_limit(struct zkl_lockreq *lr)
 	return err;
 }
 
-static void lr_unwatch(struct zkl_lockreq *lr)
+/* Each watch armed keeps a hold of its own, dropped with it. */
+static void lr_unwatch_to(struct zkl_lockreq *lr, enum lr_unwatching upto)
 {
-	if (watchtab_remove(&lr->s->watches, &lr->watch))
-		lr_drop_locked(lr, LR_HOLD_WATCH);
+	const struct {
+		struct zkl_watch *watch;
+		enum lr_hold hold;
+	} armed[] = {
+		[LR_UNWATCH_AHEAD] = { &lr->watch, LR_HOLD_WATCH },
+		[LR_UNWATCH_WAITS] = { &lr->limit_watch, LR_HOLD_LIMIT },
+		[LR_UNWATCH_ALL] = { &lr->own_watch, LR_HOLD_OWN },
+	};
+
 	if (lr->ahead) {
 		lr_drop_ahead(lr);
 		lr_drop_locked(lr, LR_HOLD_AHEAD);
 	}
+	for (size_t i = 0; i <= upto; i++)
+		if (watchtab_remove(&lr->s->watches, armed[i].watch))
+			lr_drop_locked(lr, armed[i].hold);
 }
 
 /* The get that set the own watch: the node's data (is it the revocation
@@ -1309,18 +1326,9 @@ void lr_watch_own(struct zkl_lockreq *lr)
 	lr_defer_for(lr, LR_WATCH_RETRY_MS);
 }
 
-static void lr_unwatch_waits(struct zkl_lockreq *lr)
-{
-	lr_unwatch(lr);
-	if (watchtab_remove(&lr->s->watches, &lr->limit_watch))
-		lr_drop_locked(lr, LR_HOLD_LIMIT);
-}
-
 void lr_unwatch_all(struct zkl_lockreq *lr)
 {
-	lr_unwatch_waits(lr);
-	if (watchtab_remove(&lr->s->watches, &lr->own_watch))
-		lr_drop_locked(lr, LR_HOLD_OWN);
+	lr_unwatch_to(lr, LR_UNWATCH_ALL);
 }
 
 /*
@@ -1911,7 +1919,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	lr_to(lr, PH_IDLE);
-	lr_unwatch_waits(lr); /* its own node stays watched */
+	lr_unwatch_to(lr, LR_UNWATCH_WAITS); /* its own node stays watched */
 	if (lr->mode == ZKL_MODE_LEASE) {
 		queue_mark_granted(lr->q, lr_node_name(lr));
 		lr_mark(lr);
@@ -2193,7 +2201,7 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 	if (lr->outcome != LR_PENDING) {
 		/* stale */
 	} else if (lr->phase == PH_WATCHING || lr->phase == PH_LISTING) {
-		lr_unwatch(lr);
+		lr_unwatch_to(lr, LR_UNWATCH_AHEAD);
 		lr_to(lr, PH_LISTING);
 		lr_list(lr, notify); /* to the back: a listing in flight may
 				      * have read the old limit */
@@ -2214,7 +2222,7 @@ static void lr_limit_fired(struct zkl_watch *w, const char *path,
 static void lr_waiter_gone(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
 	lr->grant_awaits_own = 0;
-	lr_unwatch(lr);
+	lr_unwatch_to(lr, LR_UNWATCH_AHEAD);
 	lr_to(lr, PH_LISTING);
 	lr_list(lr, notify);
 }

@@ -8,6 +8,7 @@
 #include "lockrule.h"
 #include "zkerr.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,12 +57,15 @@ static void queue_clear_view(struct zkl_queue *q)
 	q->n = q->lo = 0;
 }
 
-void queue_put_locked(struct zkl_queue *q)
+void queue_put_locked(struct zkl_queue *q, struct zkl_queue_leaving *l)
 {
+	if (l)
+		queue_leaving_done(l);
 	if (--q->refs > 0)
 		return;
-	strtab_remove(&q->s->queues, &q->item);
+	assert(list_empty(&q->leaving));
 	queue_clear_view(q);
+	strtab_remove(&q->s->queues, &q->item);
 	free(q);
 }
 
@@ -179,7 +183,7 @@ static void queue_on_limit(int rc, const char *value, int len,
 	} else if (q->in_flight) {
 		q->limit_rc = rc; /* this listing's, not a fact of the view */
 	}
-	queue_put_locked(q);
+	queue_put_locked(q, NULL);
 	session_leave(s, &notify);
 }
 
@@ -211,7 +215,7 @@ static void queue_on_acl(int rc, struct ACL_vector *acl, struct Stat *stat,
 				q->dir, foreign, fix);
 		}
 	}
-	queue_put_locked(q);
+	queue_put_locked(q, NULL);
 	session_leave(s, &notify);
 }
 
@@ -331,7 +335,7 @@ static void queue_on_listed(int rc, const struct String_vector *children,
 						   &notify);
 		}
 	}
-	queue_put_locked(q);
+	queue_put_locked(q, NULL);
 	session_leave(s, &notify);
 }
 

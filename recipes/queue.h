@@ -102,7 +102,9 @@ struct zkl_queue {
 /* The queue of resource znode `dir`, with a reference for the caller.
  * Returns NULL when out of memory. */
 struct zkl_queue *queue_get_locked(struct zkl_session *s, const char *dir);
-void queue_put_locked(struct zkl_queue *q);
+/* Drop a reference; a request's leaving mark (below), if given, goes with
+ * it. */
+void queue_put_locked(struct zkl_queue *q, struct zkl_queue_leaving *l);
 
 /* Line up w for a listing that reflects every request the session has
  * sent so far; w->listed_locked is called when it comes.
