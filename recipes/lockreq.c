@@ -58,6 +58,56 @@ static void lr_pass_locked(struct zkl_lockreq *lr, enum lr_hold from,
 static void lr_notice_run(struct zkl_notice *n);
 static void lr_report_lost(struct zkl_lockreq *lr, struct zkl_link *lost);
 static void lr_delete_strays(struct zkl_lockreq *lr, ssize_t me);
+struct lr_call *lr_call_new(struct zkl_lockreq *lr)
+{
+	struct lr_call *c = malloc(sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->lr = lr;
+	c->step = UINT64_MAX; /* until sent */
+	lr_hold(lr, LR_HOLD_CALL);
+	return c;
+}
+
+void lr_call_sent(struct lr_call *c)
+{
+	ZKL_ASSERT_HELD(&c->lr->s->lock);
+	c->step = c->lr->step;
+}
+
+void lr_call_unsent(struct lr_call *c)
+{
+	lr_drop_locked(c->lr, LR_HOLD_CALL);
+	free(c);
+}
+
+int lr_call_sent_if(struct lr_call *c, int rc)
+{
+	if (!c)
+		return -ENOMEM;
+	if (rc != ZOK) {
+		lr_call_unsent(c);
+		return zkerr_errno(rc);
+	}
+	lr_call_sent(c);
+	return 0;
+}
+
+int lr_call_current(const struct lr_call *c)
+{
+	ZKL_ASSERT_HELD(&c->lr->s->lock);
+	return c->step == c->lr->step;
+}
+
+void lr_call_end(struct lr_call *c, struct zkl_link *notify)
+{
+	struct zkl_lockreq *lr = c->lr;
+
+	free(c);
+	lr_end_completion(lr, notify);
+}
+
 static void lr_ignore_void(int rc, const void *data);
 /* The node `name` of the queue (a lease also for its mark). */
 static int lr_watch_one(struct zkl_lockreq *lr, const char *name);
@@ -77,7 +127,6 @@ static void lr_unwatch_to(struct zkl_lockreq *lr, enum lr_unwatching upto);
 /* The basic steps. */
 static int lr_line_up(struct zkl_lockreq *lr);
 /* ... or for ms, then resume once connected (a step ZooKeeper refused). */
-static void lr_defer_for(struct zkl_lockreq *lr, int ms);
 static void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* lockreq_release of a plain request, s->lock held. */
 static void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
@@ -179,6 +228,7 @@ void lr_to(struct zkl_lockreq *lr, enum lr_phase to)
 		assert(!"a phase move outside the diagram");
 	}
 	lr->phase = to;
+	lr->step++;
 }
 
 /*
@@ -926,22 +976,31 @@ void lr_delete_begin_locked(struct zkl_lockreq *lr)
 	lr_to(lr, PH_DELETING);
 	lr->leaving.name = lr_node_name(lr);
 	queue_leaving_add(lr->q, &lr->leaving);
-	lr_hold(lr, LR_HOLD_CALL);
 }
 
 void lr_delete_unsent_locked(struct zkl_lockreq *lr)
 {
 	/* Only a dead handle refuses; its nodes die with it. */
-	lr_drop_locked(lr, LR_HOLD_CALL);
 	lr_to(lr, PH_GONE);
 }
 
+static void lr_delete_refused(struct zkl_lockreq *lr, int rc);
+
 void lr_delete(struct zkl_lockreq *lr)
 {
+	struct lr_call *c;
+
 	lr_delete_begin_locked(lr);
+	c = lr_call_new(lr);
+	if (!c)
+		return lr_delete_refused(lr, ZSYSTEMERROR); /* again soon */
 	lr->delete_sent_us = session_metrics_now_us();
-	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, lr) != ZOK)
+	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, c) != ZOK) {
 		lr_delete_unsent_locked(lr);
+		lr_call_unsent(c);
+		return;
+	}
+	lr_call_sent(c);
 }
 
 /* ZooKeeper refused to delete our node (an ACL changed by another
@@ -967,8 +1026,7 @@ static void lr_delete_refused(struct zkl_lockreq *lr, int rc)
 
 void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
 {
-	if (lr->phase != PH_DELETING)
-		return;
+	assert(lr->phase == PH_DELETING);
 	if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, notify); /* must not leave it behind */
 	} else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED &&
@@ -995,7 +1053,7 @@ void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify)
 	session_resume_when_connected_locked(lr->s, &lr->member, notify);
 }
 
-static void lr_defer_for(struct zkl_lockreq *lr, int ms)
+void lr_defer_for(struct zkl_lockreq *lr, int ms)
 {
 	/* Waiting already (for the connection, or a time): the resume hook
 	 * redoes whatever its phase wants. */
@@ -1117,16 +1175,18 @@ void lr_mark(struct zkl_lockreq *lr)
 
 static void lr_on_deleted(int rc, const void *data)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct lr_call *c = (struct lr_call *)data;
+	struct zkl_lockreq *lr = c->lr;
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
-	if (lr->phase == PH_DELETING)
+	if (lr_call_current(c)) {
 		session_metrics_answered_locked(s, ZKL_OP_DELETE, rc,
 						lr->delete_sent_us);
-	lr_deleted_locked(lr, rc, &notify);
-	lr_end_completion(lr, &notify);
+		lr_deleted_locked(lr, rc, &notify);
+	}
+	lr_call_end(c, &notify);
 }
 
 /*
@@ -1451,7 +1511,8 @@ void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
 void lr_requeue_locked(struct zkl_lockreq *lr)
 {
 	lr_to(lr, PH_NEW);
-	lr->grant_deferred = 0; /* its node went with the session */
+	lr->node[0] = '\0'; /* its node went with the session */
+	lr->grant_deferred = 0;
 	if (list_linked(&lr->member.resume)) {
 		/* Waiting for a time (lr_defer_for): for the next session
 		 * instead, with the same hold. */
@@ -1506,7 +1567,7 @@ void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
  * again while the write lock still holds.
  */
 struct lr_heir_txn {
-	struct zkl_lockreq *lr;
+	struct lr_call call; /* the request, and the step it is sent for */
 	zoo_op_t ops[3];
 	zoo_op_result_t results[3];
 	struct Stat set_stat; /* room for the set's answer (unused) */
@@ -1563,12 +1624,12 @@ static void lr_heir_settle(struct zkl_lockreq *lr, struct zkl_link *notify)
 static void lr_heir_on_sent(int rc, const void *data)
 {
 	struct lr_heir_txn *t = (struct lr_heir_txn *)data;
-	struct zkl_lockreq *lr = t->lr;
+	struct zkl_lockreq *lr = t->call.lr;
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
-	if (lr->phase != PH_CREATING) {
+	if (!lr_call_current(&t->call)) {
 		/* The session expired under us: nothing to do. */
 	} else if (rc == ZOK) {
 		lr_heir_settle(lr, &notify);
@@ -1631,7 +1692,7 @@ static int lr_heir_send(struct zkl_lockreq *lr)
 		free(t);
 		return -ENOMEM;
 	}
-	t->lr = lr;
+	t->call.lr = lr;
 	zoo_create_op_init(&t->ops[0], lr->node, t->data, (int)len, lr->s->acl,
 			   ZOO_EPHEMERAL, t->created, sizeof(t->created));
 	zoo_set_op_init(&t->ops[1], from->node, "", 0, -1, &t->set_stat);
@@ -1644,6 +1705,7 @@ static int lr_heir_send(struct zkl_lockreq *lr)
 	}
 	lr_hold(lr, LR_HOLD_CALL);
 	lr_to(lr, PH_CREATING);
+	lr_call_sent(&t->call);
 	from->passing = 1;
 	lr_unwatch_all(from); /* its node's changes are ours now */
 	return 0;
@@ -1660,23 +1722,27 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data);
 
 int lr_queue_create(struct zkl_lockreq *lr)
 {
+	struct lr_call *c;
 	int rc;
 
 	if (lr_kinds[lr->kind]->create) /* a member: by its multi-lock */
 		return lr_kinds[lr->kind]->create(lr);
 	if (lr->heir_of) /* a downgrade: in its write lock's place */
 		return lr_heir_send(lr);
-	lr_hold(lr, LR_HOLD_CALL);
+	c = lr_call_new(lr);
+	if (!c)
+		return -ENOMEM;
 	lr->create_sent_us = session_metrics_now_us();
 	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
 			  (int)lr->datalen, lr->s->acl,
-			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, lr);
+			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, c);
 	if (rc != ZOK) {
-		lr_drop_locked(lr, LR_HOLD_CALL);
+		lr_call_unsent(c);
 		return zkerr_errno(rc);
 	}
 	lr->create_attempts++;
 	lr_to(lr, PH_CREATING);
+	lr_call_sent(c);
 	/* Pipelined: the session orders our requests, so a listing sent now
 	 * already contains the node created just before it.  If this fails,
 	 * the create's reply lines up again. */
@@ -1776,32 +1842,35 @@ void lr_release_sub_locked(struct zkl_lockreq *lr, struct zkl_lockreq *sub,
 
 static void lr_check_owner(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	int rc;
+	struct lr_call *c;
+	int rc = ZSYSTEMERROR; /* no record, no call */
 
 	lr_to(lr, PH_CHECKING);
-	lr_hold(lr, LR_HOLD_CALL);
-	rc = zoo_aexists(lr->s->zh, lr->node, 0, lr_on_checked, lr);
-	if (rc != ZOK) {
-		lr_drop_locked(lr, LR_HOLD_CALL);
-		lr_to(lr, PH_GONE);
-		lr_finish_locked(lr, zkerr_errno(rc), notify);
-	}
+	c = lr_call_new(lr);
+	if (c)
+		rc = zoo_aexists(lr->s->zh, lr->node, 0, lr_on_checked, c);
+	if (rc == ZOK)
+		return lr_call_sent(c);
+	if (c)
+		lr_call_unsent(c);
+	lr_to(lr, PH_GONE);
+	lr_finish_locked(lr, zkerr_errno(rc), notify);
 }
 
 static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			  const void *data)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct lr_call *c = (struct lr_call *)data;
+	struct zkl_lockreq *lr = c->lr;
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
-	if (lr->phase == PH_CREATING)
-		session_metrics_answered_locked(s, ZKL_OP_CREATE, rc,
-						lr->create_sent_us);
-	if (lr->phase != PH_CREATING) {
-		/* The session expired under us: nothing to do. */
-	} else if (rc == ZOK) {
+	if (!lr_call_current(c)) /* the session expired under us */
+		return lr_call_end(c, &notify);
+	session_metrics_answered_locked(s, ZKL_OP_CREATE, rc,
+					lr->create_sent_us);
+	if (rc == ZOK) {
 		lr->czxid = st->czxid;
 		session_note_server_time_locked(s, st->ctime);
 		if (lr_set_node(lr, name, NULL) < 0) {
@@ -1839,7 +1908,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			lr_finish_locked(lr, zkerr_errno(rc), &notify);
 		}
 	}
-	lr_end_completion(lr, &notify);
+	lr_call_end(c, &notify);
 }
 
 /* After a lost create reply: is there a node with our GUID?  An heir
@@ -1872,12 +1941,13 @@ static void lr_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 
 static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct lr_call *c = (struct lr_call *)data;
+	struct zkl_lockreq *lr = c->lr;
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
-	if (lr->phase != PH_CHECKING) {
+	if (!lr_call_current(c)) {
 		/* stale */
 	} else if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
@@ -1908,7 +1978,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 		lr_to(lr, PH_GONE);
 		lr_finish_locked(lr, zkerr_errno(rc), &notify);
 	}
-	lr_end_completion(lr, &notify);
+	lr_call_end(c, &notify);
 }
 
 /*
@@ -2126,7 +2196,12 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 			lr_mark(lr); /* its reply was lost with the connection */
 		lr_watch_own(lr);    /* if it could not be set */
 		break;
-	default:
+	case PH_CREATING: /* its reply comes, with the connection's loss */
+	case PH_GONE:
+		break;
+	case PH_MUTEX:
+	case PH_COUNTING:
+		assert(!"a peer lease's phase in a plain request");
 		break;
 	}
 	lr_end_entry_locked(lr, notify);
@@ -2296,8 +2371,8 @@ static void lr_own_fired(struct zkl_watch *w, const char *path,
 	lr_end_entry_locked(lr, notify);
 }
 
-static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
-		       struct zkl_link *notify)
+void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
+		struct zkl_link *notify)
 {
 	struct zkl_lockreq *lr =
 		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
@@ -2310,16 +2385,23 @@ static void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	lr_unwatch_all(lr);
 	if (queue_leave_line_locked(&lr->qwait))
 		lr_drop_locked(lr, LR_HOLD_LINE);
-	/* Replies still to come from the old handle find a phase that does
-	 * not expect them, and are dropped. */
-	/* A member queues again only with its multi-lock's next
-	 * transaction (multilock.c): it ends here. */
+	/* Replies still to come from the old handle answer a step moved
+	 * past (struct lr_call), and are dropped.  A member queues again
+	 * only with its multi-lock's next transaction (multilock.c): it ends
+	 * here.  A peer lease waiting for the peer's lock waits on: that
+	 * lock, a request of its own, queues again by itself. */
 	if (lr->outcome == LR_PENDING && requeue && lr->kind != LR_MEMBER) {
-		lr_requeue_locked(lr);
+		if (lr->phase != PH_MUTEX)
+			lr_requeue_locked(lr);
 	} else {
 		lr_end_with_session_locked(lr, lost);
 		queue_leaving_done(&lr->leaving);
-		lr_finish_locked(lr, -ENOTCONN, notify);
+		if (lr_kinds[lr->kind]->has_subs) {
+			lr_tell_locked(lr, -ENOTCONN, notify);
+			lr->outcome = LR_FINISHED;
+		} else {
+			lr_finish_locked(lr, -ENOTCONN, notify);
+		}
 	}
 	lr_end_entry_locked(lr, notify);
 }

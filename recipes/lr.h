@@ -112,6 +112,10 @@ struct lr_kind_ops {
 	/* It counts the holders itself (a peer lease): a listing of its
 	 * queue reads no limit. */
 	unsigned own_count : 1;
+	/* It has requests of its own under it (a multi-lock's members, a
+	 * peer lease's lock), which the session walks too: when the session
+	 * ends it is told, and let go later, never then (lr_expired). */
+	unsigned has_subs : 1;
 };
 
 /* The kinds (lockreq.c), by enum lr_kind. */
@@ -172,6 +176,8 @@ struct zkl_lockreq {
 	unsigned short holds[LR_HOLDS]; /* per kind (enum lr_hold) */
 	enum lr_outcome outcome;
 	enum lr_phase phase;
+	uint64_t step; /* moves so far (lr_to): what a reply is checked
+			* against (struct lr_call) */
 	int notify_err;
 	unsigned notify_gone : 1; /* the notify entry is for gone_fn */
 	unsigned gone_told : 1;   /* gone_fn has been queued */
@@ -315,6 +321,36 @@ void lr_end_entry_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* The end of a completion: report a node that is gone, drop its CALL
  * hold, unlock and run the notices. */
 void lr_end_completion(struct zkl_lockreq *lr, struct zkl_link *notify);
+
+/*
+ * A call sent for one step of the machine (a create, an exists, a
+ * delete, a listing of a peer's leases) has a record of the request and
+ * of the step it was sent for as its `data`.  lr_to counts every move
+ * (lr->step), so the reply answers the request's present step only if it
+ * has not moved since.  The phase alone cannot tell: a request queued
+ * again on a new session is CREATING again while the old session's
+ * reply to its first create may still be on its way.  A transaction
+ * keeps the step in its own record (lr_heir_txn, ml_create).
+ */
+struct lr_call {
+	struct zkl_lockreq *lr;
+	uint64_t step;
+};
+/* A record for a call lr is about to send, with the call's CALL hold.
+ * Returns NULL when out of memory (nothing held then). */
+struct lr_call *lr_call_new(struct zkl_lockreq *lr);
+/* Sent, for the step lr has moved to (call it after that lr_to). */
+void lr_call_sent(struct lr_call *c);
+/* Not sent: the record and its hold go. */
+void lr_call_unsent(struct lr_call *c);
+/* The outcome of sending c's call: rc, or no record (c NULL, nothing
+ * sent).  Returns 0 (sent: lr_call_sent), or -errno (-ENOMEM without a
+ * record; the record is gone). */
+int lr_call_sent_if(struct lr_call *c, int rc);
+/* Its reply: does it answer lr's present step?  Session lock held. */
+int lr_call_current(const struct lr_call *c);
+/* The end of its reply: the record goes, then lr_end_completion. */
+void lr_call_end(struct lr_call *c, struct zkl_link *notify);
 /* A held lock is lost for a reason other than the session's end (`why`, a
  * string constant): mark it, count it, and post its report. */
 void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
@@ -351,8 +387,14 @@ void lr_delete(struct zkl_lockreq *lr);
 void lr_delete_begin_locked(struct zkl_lockreq *lr);
 void lr_delete_unsent_locked(struct zkl_lockreq *lr);
 void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify);
+/* The session ended (member ops, every kind): queued again on the next
+ * one if it waits and `requeue`, else ended, a held lock lost. */
+void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
+		struct zkl_link *notify);
 /* Wait for the connection to come back, then resume (member ops). */
 void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
+/* ... or for ms, then resume once connected (a step ZooKeeper refused). */
+void lr_defer_for(struct zkl_lockreq *lr, int ms);
 int lr_is_connection_loss(int rc);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
 

@@ -268,27 +268,6 @@ static void ml_resume(struct zkl_member *mem, struct zkl_link *notify)
 	lr_end_entry_locked(g, notify);
 }
 
-/* The session is over.  A waiting multi-lock starts again on the next
- * one; its members, ended by their own hooks, are let go then, never
- * here: the session is walking its members. */
-static void ml_expired(struct zkl_member *mem, int requeue,
-		       struct zkl_link *lost, struct zkl_link *notify)
-{
-	struct zkl_lockreq *g =
-		ZKL_CONTAINER_OF(mem, struct zkl_lockreq, member);
-
-	ZKL_ASSERT_HELD(&g->s->lock);
-	lr_hold(g, LR_HOLD_ENTRY);
-	if (g->outcome == LR_PENDING && requeue) {
-		lr_requeue_locked(g);
-	} else {
-		lr_end_with_session_locked(g, lost);
-		lr_tell_locked(g, -ENOTCONN, notify);
-		g->outcome = LR_FINISHED;
-	}
-	lr_end_entry_locked(g, notify);
-}
-
 /* Declared while held: the multi-lock is lost (reported once), and each
  * member's node waits out the margin in the member's own sweep. */
 static int ml_jeopardy(struct zkl_member *mem, const struct zkl_jeopardy *j,
@@ -325,7 +304,7 @@ static const char *ml_lost_node(const struct zkl_member *mem)
 
 static const struct zkl_member_ops ml_member_ops = {
 	.resume_locked = ml_resume,
-	.expired_locked = ml_expired,
+	.expired_locked = lr_expired,
 	.jeopardy_locked = ml_jeopardy,
 	.lost_node_locked = ml_lost_node,
 	.count_locked = lr_count,
@@ -340,6 +319,7 @@ const struct lr_kind_ops multilock_kind = {
 	.start_locked = multilock_start_locked,
 	.abandon_locked = multilock_abandon_locked,
 	.owners_lock = 1,
+	.has_subs = 1,
 };
 
 /* A member: the plain machine, but created, found and lost with its
@@ -399,9 +379,17 @@ int lockreq_member_token(struct zkl_lockreq *lr, size_t i, int64_t *token)
  */
 struct ml_item {
 	struct zkl_lockreq *m; /* with a CALL hold until the reply's end */
+	uint64_t step;         /* m's step the create is sent for (lr_call) */
 	int token;             /* ... the token's reply's end (ml_ask_token) */
 	char path[NAMES_MAX_NODE_PATH + 1]; /* the created node's */
 };
+
+/* Is the item's member still in the LISTING its create's reply put it in
+ * (not let go or expired since)? */
+static int ml_item_listing(const struct ml_item *item)
+{
+	return item->step == item->m->step && item->m->phase == PH_LISTING;
+}
 
 /* A transaction in flight: the members it creates, its ops and results. */
 struct ml_create {
@@ -492,6 +480,7 @@ int ml_send_locked(struct zkl_lockreq *g)
 		lr_hold(m, LR_HOLD_CALL);
 		m->wants_create = 0;
 		lr_to(m, PH_CREATING);
+		c->item[i].step = m->step;
 		m->create_attempts++;
 	}
 	return 0;
@@ -521,10 +510,13 @@ int ml_member_create(struct zkl_lockreq *m)
 
 /* One member's share of the transaction's answer (lr_on_created's cases,
  * with the token still to read).  Returns 1 if it asks again. */
-static int ml_created_one(struct zkl_lockreq *m, int rc, const char *path,
-			  struct zkl_link *notify)
+static int ml_created_one(struct ml_item *item, int rc, struct zkl_link *notify)
 {
-	if (m->phase != PH_CREATING)
+	struct zkl_lockreq *m = item->m;
+	const char *path = item->path;
+	int again = 0;
+
+	if (item->step != m->step)
 		return 0; /* the session expired under us */
 	if (rc == ZOK) {
 		if (lr_set_node(m, path, NULL) < 0) {
@@ -548,15 +540,17 @@ static int ml_created_one(struct zkl_lockreq *m, int rc, const char *path,
 		if (err == 0) {
 			m->wants_create = 1;
 			lr_to(m, PH_NEW);
-			return 1;
+			again = 1;
+		} else {
+			lr_to(m, PH_GONE);
+			lr_finish_locked(m, err, notify);
 		}
-		lr_to(m, PH_GONE);
-		lr_finish_locked(m, err, notify);
 	} else {
 		lr_to(m, PH_GONE);
 		lr_finish_locked(m, zkerr_errno(rc), notify);
 	}
-	return 0;
+	item->step = m->step; /* the step the token's reply is for */
+	return again;
 }
 
 static void ml_on_created(int rc, const void *data)
@@ -570,14 +564,13 @@ static void ml_on_created(int rc, const void *data)
 	/* A transaction fails whole: its first error is every member's
 	 * (ZNONODE: a resource's znode is missing, made again for all). */
 	for (unsigned i = 0; i < c->n; i++)
-		again |= ml_created_one(c->item[i].m, rc, c->item[i].path,
-					&notify);
+		again |= ml_created_one(&c->item[i], rc, &notify);
 	if (rc == ZOK) {
 		/* The token: every node of one transaction has its zxid.  Its
 		 * answer comes before any listing sent after it. */
 		token_asked = ml_ask_token(c);
 		for (unsigned i = 0; i < c->n; i++)
-			if (c->item[i].m->phase == PH_LISTING)
+			if (ml_item_listing(&c->item[i]))
 				lr_list(c->item[i].m, &notify);
 	}
 	if (again) {
@@ -612,7 +605,7 @@ static int ml_ask_token(struct ml_create *c)
 	const char *node = NULL;
 
 	for (unsigned i = 0; i < c->n; i++) {
-		c->item[i].token = c->item[i].m->phase == PH_LISTING;
+		c->item[i].token = ml_item_listing(&c->item[i]);
 		if (c->item[i].token && !node)
 			node = c->item[i].m->node;
 	}
@@ -640,7 +633,7 @@ static void ml_on_token(int rc, const struct Stat *st, const void *data)
 			continue;
 		/* Replies come in order: the member's listing is still to
 		 * come, unless it was let go meanwhile. */
-		if (m->phase == PH_LISTING) {
+		if (ml_item_listing(&c->item[i])) {
 			if (rc == ZOK)
 				m->czxid = st->czxid;
 			else
@@ -764,21 +757,23 @@ struct ml_delete {
 	unsigned n;
 	zoo_op_t *ops;
 	zoo_op_result_t *results;
-	struct zkl_lockreq *m[];
+	struct lr_call item[]; /* each member, with a CALL hold */
 };
 
 static void ml_on_deleted(int rc, const void *data)
 {
 	struct ml_delete *d = (struct ml_delete *)data;
-	struct zkl_session *s = d->m[0]->s;
+	struct zkl_session *s = d->item[0].lr->s;
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
 	for (unsigned i = 0; i < d->n; i++) {
-		struct zkl_lockreq *m = d->m[i];
-		if (rc == ZOK || lr_is_connection_loss(rc)) {
+		struct zkl_lockreq *m = d->item[i].lr;
+		if (!lr_call_current(&d->item[i])) {
+			/* stale: the session expired under us */
+		} else if (rc == ZOK || lr_is_connection_loss(rc)) {
 			lr_deleted_locked(m, rc, &notify);
-		} else if (m->phase == PH_DELETING) {
+		} else {
 			/* One was gone (deleted by another client): the
 			 * transaction did nothing; one by one, then. */
 			queue_leaving_done(&m->leaving);
@@ -820,7 +815,7 @@ void ml_delete_together_locked(struct zkl_lockreq *g)
 		}
 		return;
 	}
-	d = ml_txn_alloc(sizeof(*d), sizeof(d->m[0]), k, &ops, &results);
+	d = ml_txn_alloc(sizeof(*d), sizeof(d->item[0]), k, &ops, &results);
 	if (!d)
 		return; /* the same, one by one */
 	d->n = k;
@@ -834,12 +829,18 @@ void ml_delete_together_locked(struct zkl_lockreq *g)
 		lr_unwatch_all(m);
 		lr_delete_begin_locked(m);
 		zoo_delete_op_init(&d->ops[k], m->node, -1);
-		d->m[k++] = m;
+		d->item[k++].lr = m;
 	}
 	rc = zoo_amulti(g->s->zh, (int)k, d->ops, d->results, ml_on_deleted, d);
-	if (rc != ZOK) {
-		for (unsigned i = 0; i < k; i++)
-			lr_delete_unsent_locked(d->m[i]);
-		free(d);
+	for (unsigned i = 0; i < k; i++) {
+		struct lr_call *c = &d->item[i];
+		if (rc != ZOK) {
+			lr_delete_unsent_locked(c->lr);
+			continue;
+		}
+		lr_hold(c->lr, LR_HOLD_CALL);
+		lr_call_sent(c);
 	}
+	if (rc != ZOK)
+		free(d);
 }

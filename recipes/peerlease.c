@@ -170,41 +170,21 @@ static void pl_resume(struct zkl_member *m, struct zkl_link *notify)
 		} else
 			lr_watch_own(lr); /* its watch could not be set */
 		break;
-	default:
+	case PH_MUTEX:    /* the peer's lock resumes by itself */
+	case PH_CREATING: /* its reply comes, with the connection's loss */
+	case PH_WATCHING: /* the session sets its watches again */
+	case PH_GONE:
 		break;
-	}
-	lr_end_entry_locked(lr, notify);
-}
-
-/* The session is over.  The peer's lock is a member of its own: a pending
- * one queues again by itself (and we keep waiting for it), a held one is
- * lost.  It is let go later, never here: the session is walking its
- * members. */
-static void pl_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
-		       struct zkl_link *notify)
-{
-	struct zkl_lockreq *lr =
-		ZKL_CONTAINER_OF(m, struct zkl_lockreq, member);
-
-	ZKL_ASSERT_HELD(&lr->s->lock);
-	lr_hold(lr, LR_HOLD_ENTRY);
-	lr_unwatch_all(lr);
-	if (lr->outcome == LR_PENDING && requeue) {
-		if (lr->phase != PH_MUTEX) {
-			lr_requeue_locked(lr);
-			lr->node[0] = '\0';
-		}
-	} else {
-		lr_end_with_session_locked(lr, lost);
-		lr_tell_locked(lr, -ENOTCONN, notify);
-		lr->outcome = LR_FINISHED;
+	case PH_LISTING:
+		assert(!"a plain request's phase in a peer lease");
+		break;
 	}
 	lr_end_entry_locked(lr, notify);
 }
 
 static const struct zkl_member_ops peerlease_member_ops = {
 	.resume_locked = pl_resume,
-	.expired_locked = pl_expired,
+	.expired_locked = lr_expired,
 	.jeopardy_locked = lr_jeopardy,
 	.lost_node_locked = lr_lost_node,
 	.count_locked = lr_count,
@@ -248,29 +228,34 @@ static void pl_release_mutex(struct zkl_lockreq *lr, struct zkl_link *notify)
 
 static void pl_on_deleted(int rc, const void *data)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct lr_call *c = (struct lr_call *)data;
+	struct zkl_lockreq *lr = c->lr;
 	struct zkl_link notify;
 
 	session_enter(lr->s, &notify);
-	if (lr->phase == PH_DELETING) {
+	if (lr_call_current(c)) {
 		if (lr_is_connection_loss(rc))
 			lr_defer(lr, &notify); /* must not leave it behind */
 		else
 			lr_to(lr, PH_GONE);
 	}
-	lr_end_completion(lr, &notify);
+	lr_call_end(c, &notify);
 }
 
 static void pl_delete(struct zkl_lockreq *lr)
 {
+	struct lr_call *c;
+	int err;
+
 	lr_to(lr, PH_DELETING);
-	lr_hold(lr, LR_HOLD_CALL);
-	if (zoo_adelete(lr->s->zh, lr->node, -1, pl_on_deleted, lr) != ZOK) {
-		lr_drop_locked(
-			lr,
-			LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
+	c = lr_call_new(lr);
+	err = lr_call_sent_if(c, c ? zoo_adelete(lr->s->zh, lr->node, -1,
+						 pl_on_deleted, c)
+				   : ZSYSTEMERROR);
+	if (err == -ENOMEM)
+		lr_defer_for(lr, LR_WATCH_RETRY_MS); /* pl_resume: again */
+	else if (err < 0) /* only a dead handle refuses: the node dies too */
 		lr_to(lr, PH_GONE);
-	}
 }
 
 static void peerlease_abandon_locked(struct zkl_lockreq *lr,
@@ -285,7 +270,13 @@ static void peerlease_abandon_locked(struct zkl_lockreq *lr,
 	case PH_CHECKING:
 	case PH_DELETING:
 		return; /* the step in flight deletes what it finds */
-	default:
+	case PH_NEW:
+	case PH_MUTEX:
+	case PH_LISTING:
+	case PH_COUNTING:
+	case PH_WATCHING:
+	case PH_IDLE:
+	case PH_GONE:
 		if (lr_has_node(lr) && lr->phase != PH_GONE)
 			pl_delete(lr);
 		else
@@ -350,22 +341,25 @@ static void pl_on_checked(int rc, const struct Stat *st, const void *data);
 
 static void pl_create(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	int rc;
+	struct lr_call *c = lr_call_new(lr);
+	int rc = ZSYSTEMERROR;
 
-	lr_hold(lr, LR_HOLD_CALL);
-	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
-			  (int)lr->datalen, lr->s->acl,
-			  pl_kazoo(lr) ? ZOO_EPHEMERAL
-				       : ZOO_EPHEMERAL_SEQUENTIAL,
-			  pl_on_created, lr);
+	if (c)
+		rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
+				  (int)lr->datalen, lr->s->acl,
+				  pl_kazoo(lr) ? ZOO_EPHEMERAL
+					       : ZOO_EPHEMERAL_SEQUENTIAL,
+				  pl_on_created, c);
 	if (rc != ZOK) {
-		lr_drop_locked(lr, LR_HOLD_CALL);
+		if (c)
+			lr_call_unsent(c);
 		lr_to(lr, PH_GONE);
-		pl_fail(lr, zkerr_errno(rc), notify);
+		pl_fail(lr, c ? zkerr_errno(rc) : -ENOMEM, notify);
 		return;
 	}
 	lr->create_attempts++;
 	lr_to(lr, PH_CREATING);
+	lr_call_sent(c);
 }
 
 static void pl_on_limit(int rc, const char *value, int len,
@@ -422,13 +416,14 @@ static int pl_listed_self(const struct zkl_lockreq *lr,
 static void pl_on_children(int rc, const struct String_vector *sv,
 			   const void *data)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct lr_call *c = (struct lr_call *)data;
+	struct zkl_lockreq *lr = c->lr;
 	struct zkl_link notify;
 
 	session_enter(lr->s, &notify);
 	if (rc == ZOK && lr->maybe_stray && !pl_kazoo(lr) && lr_has_node(lr))
 		pl_delete_strays(lr, sv);
-	if (lr->phase != PH_COUNTING) {
+	if (!lr_call_current(c)) {
 		/* stale */
 	} else if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
@@ -462,7 +457,7 @@ static void pl_on_children(int rc, const struct String_vector *sv,
 	} else {
 		lr_to(lr, PH_WATCHING);
 	}
-	lr_end_completion(lr, &notify);
+	lr_call_end(c, &notify);
 }
 
 /* Read N and the leases, both watched: a change of either wakes us. */
@@ -488,9 +483,13 @@ static void pl_count(struct zkl_lockreq *lr, struct zkl_link *notify)
 	/* The ACL's reply comes before the listing's, sent next. */
 	if (err == 0 && s->auth && !lr->acl_checked)
 		err = pl_call(lr, zoo_aget_acl(s->zh, lr->dir, pl_on_acl, lr));
-	if (err == 0)
-		err = pl_call(lr, session_awget_children_locked(
-					  s, lr->dir, pl_on_children, lr));
+	if (err == 0) {
+		struct lr_call *c = lr_call_new(lr);
+		err = lr_call_sent_if(
+			c, c ? session_awget_children_locked(s, lr->dir,
+							     pl_on_children, c)
+			     : ZSYSTEMERROR);
+	}
 	if (err < 0)
 		pl_fail(lr, err, notify);
 }
@@ -531,9 +530,13 @@ static void pl_limit_fired(struct zkl_watch *w, const char *path,
 /* After a lost create reply: is lr->node ours? */
 static void pl_check(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
+	struct lr_call *c;
+
 	lr_to(lr, PH_CHECKING);
-	if (pl_call(lr, zoo_aexists(lr->s->zh, lr->node, 0, pl_on_checked,
-				    lr)) < 0) {
+	c = lr_call_new(lr);
+	if (lr_call_sent_if(c, c ? zoo_aexists(lr->s->zh, lr->node, 0,
+					       pl_on_checked, c)
+				 : ZSYSTEMERROR) < 0) {
 		lr_to(lr, PH_GONE);
 		pl_fail(lr, -ENOTCONN, notify);
 	}
@@ -542,14 +545,15 @@ static void pl_check(struct zkl_lockreq *lr, struct zkl_link *notify)
 static void pl_on_found(int rc, const struct String_vector *sv,
 			const void *data)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct lr_call *c = (struct lr_call *)data;
+	struct zkl_lockreq *lr = c->lr;
 	const char *prefix = strrchr(lr->create_path, '/') + 1;
 	size_t plen = strlen(prefix);
 	struct zkl_link notify;
 	int i;
 
 	session_enter(lr->s, &notify);
-	if (lr->phase != PH_RECOVERING) {
+	if (!lr_call_current(c)) {
 		/* stale */
 	} else if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
@@ -568,7 +572,7 @@ static void pl_on_found(int rc, const struct String_vector *sv,
 		else
 			pl_create(lr, &notify);
 	}
-	lr_end_completion(lr, &notify);
+	lr_call_end(c, &notify);
 }
 
 /* A create whose reply was lost: find the node it may have made (a
@@ -581,9 +585,13 @@ static void pl_recover(struct zkl_lockreq *lr, struct zkl_link *notify)
 			return;
 		}
 	} else {
+		struct lr_call *c;
+
 		lr_to(lr, PH_RECOVERING);
-		if (pl_call(lr, zoo_aget_children(lr->s->zh, lr->dir, 0,
-						  pl_on_found, lr)) == 0)
+		c = lr_call_new(lr);
+		if (lr_call_sent_if(c, c ? zoo_aget_children(lr->s->zh, lr->dir,
+							     0, pl_on_found, c)
+					 : ZSYSTEMERROR) == 0)
 			return;
 	}
 	lr_to(lr, PH_GONE);
@@ -604,11 +612,12 @@ static void pl_have_node(struct zkl_lockreq *lr, struct zkl_link *notify)
 static void pl_on_created(int rc, const char *name, const struct Stat *st,
 			  const void *data)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct lr_call *c = (struct lr_call *)data;
+	struct zkl_lockreq *lr = c->lr;
 	struct zkl_link notify;
 
 	session_enter(lr->s, &notify);
-	if (lr->phase != PH_CREATING) {
+	if (!lr_call_current(c)) {
 		/* the session expired under us */
 	} else if (rc == ZOK) {
 		lr->czxid = st->czxid;
@@ -641,16 +650,17 @@ static void pl_on_created(int rc, const char *name, const struct Stat *st,
 		lr_to(lr, PH_GONE);
 		pl_fail(lr, zkerr_errno(rc), &notify);
 	}
-	lr_end_completion(lr, &notify);
+	lr_call_end(c, &notify);
 }
 
 static void pl_on_checked(int rc, const struct Stat *st, const void *data)
 {
-	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
+	struct lr_call *c = (struct lr_call *)data;
+	struct zkl_lockreq *lr = c->lr;
 	struct zkl_link notify;
 
 	session_enter(lr->s, &notify);
-	if (lr->phase != PH_CHECKING) {
+	if (!lr_call_current(c)) {
 		/* stale */
 	} else if (lr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
@@ -669,7 +679,7 @@ static void pl_on_checked(int rc, const struct Stat *st, const void *data)
 		lr_to(lr, PH_GONE);
 		pl_fail(lr, zkerr_errno(rc), &notify);
 	}
-	lr_end_completion(lr, &notify);
+	lr_call_end(c, &notify);
 }
 
 /* A lease in a peer's layout: the peer's lock first, then a lease node
@@ -683,4 +693,5 @@ const struct lr_kind_ops peerlease_kind = {
 	.abandon_locked = peerlease_abandon_locked,
 	.owners_lock = 1,
 	.own_count = 1,
+	.has_subs = 1,
 };

@@ -163,24 +163,80 @@ ssize_t queue_pick_watch(const struct zkl_queue *q, size_t self)
 static void queue_on_listed(int rc, const struct String_vector *children,
 			    const struct Stat *stat, const void *data);
 
+/*
+ * A listing and the reads sent with it carry a record of the queue and of
+ * the listing's generation: their reply is the listing in flight's only
+ * if that generation is the last sent and still due.  "In flight" alone
+ * cannot tell: after an expiry the next session's listing is in flight
+ * while the old handle may still answer the one before.
+ */
+struct queue_call {
+	struct zkl_queue *q; /* with a reference */
+	uint64_t gen;
+};
+
+static struct queue_call *queue_call_new(struct zkl_queue *q, uint64_t gen)
+{
+	struct queue_call *c = malloc(sizeof(*c));
+
+	if (c) {
+		c->q = q;
+		c->gen = gen;
+		q->refs++;
+	}
+	return c;
+}
+
+/* Its reply came: the queue, and whether the reply is the present
+ * listing's (*current).  The record goes; its reference stays with the
+ * caller, for queue_put_locked.  Session lock held. */
+static struct zkl_queue *queue_call_end(const void *data, int *current)
+{
+	struct queue_call *c = (struct queue_call *)data;
+	struct zkl_queue *q = c->q;
+
+	ZKL_ASSERT_HELD(&q->s->lock);
+	*current = q->in_flight && c->gen == q->sent;
+	free(c);
+	return q;
+}
+
+/* Send one call of the next listing (generation q->sent + 1) with its
+ * record.  Returns ZooKeeper's code (ZSYSTEMERROR: out of memory). */
+static int queue_call_send(struct zkl_queue *q,
+			   int (*send)(struct zkl_queue *q,
+				       struct queue_call *c))
+{
+	struct queue_call *c = queue_call_new(q, q->sent + 1);
+	int rc = c ? send(q, c) : ZSYSTEMERROR;
+
+	if (c && rc != ZOK) {
+		q->refs--; /* never the last: the caller's */
+		free(c);
+	}
+	return rc;
+}
+
 /* The limit read just before a listing: its reply comes first. */
 static void queue_on_limit(int rc, const char *value, int len,
 			   const struct Stat *stat, const void *data)
 {
-	struct zkl_queue *q = (struct zkl_queue *)data;
-	struct zkl_session *s = q->s;
+	struct zkl_session *s = ((const struct queue_call *)data)->q->s;
 	struct zkl_link notify;
+	struct zkl_queue *q;
 	unsigned n;
-	int err = resource_limit_of_reply(rc, value, len, &n);
+	int current, err = resource_limit_of_reply(rc, value, len, &n);
 
 	(void)stat;
 	session_enter(s, &notify);
-	/* Not in flight: a reply of an expired session's handle. */
-	if (q->in_flight && (err == 0 || err == -EBADMSG || rc == ZNONODE)) {
+	q = queue_call_end(data, &current);
+	if (!current) {
+		/* a reply of an expired session's handle */
+	} else if (err == 0 || err == -EBADMSG || rc == ZNONODE) {
 		q->limit_err = err;
 		if (err == 0)
 			q->limit = n;
-	} else if (q->in_flight) {
+	} else {
 		q->limit_rc = rc; /* this listing's, not a fact of the view */
 	}
 	queue_put_locked(q, NULL);
@@ -193,15 +249,16 @@ static void queue_on_limit(int rc, const char *value, int len,
 static void queue_on_acl(int rc, struct ACL_vector *acl, struct Stat *stat,
 			 const void *data)
 {
-	struct zkl_queue *q = (struct zkl_queue *)data;
-	struct zkl_session *s = q->s;
+	struct zkl_session *s = ((const struct queue_call *)data)->q->s;
 	char foreign[256], fix[NAMES_MAX_NODE_PATH + 128];
 	struct zkl_link notify;
+	struct zkl_queue *q;
+	int current;
 
 	(void)stat;
 	session_enter(s, &notify);
-	/* Not in flight: a reply of an expired session's handle. */
-	if (q->in_flight && rc == ZOK && !q->acl_checked) {
+	q = queue_call_end(data, &current);
+	if (current && rc == ZOK && !q->acl_checked) {
 		q->acl_checked = 1;
 		q->acl_open = session_acl_foreign(s, acl, foreign,
 						  sizeof(foreign)) != 0;
@@ -232,26 +289,33 @@ static int queue_wants_limit(const struct zkl_queue *q)
 
 /* Send the next listing; every request in line now is served by it.
  * Returns ZooKeeper's code. */
+static int queue_send_acl(struct zkl_queue *q, struct queue_call *c)
+{
+	return zoo_aget_acl(q->s->zh, q->dir, queue_on_acl, c);
+}
+
+static int queue_send_limit(struct zkl_queue *q, struct queue_call *c)
+{
+	return session_awget_locked(q->s, q->dir, queue_on_limit, c);
+}
+
+static int queue_send_listing(struct zkl_queue *q, struct queue_call *c)
+{
+	return zoo_aget_children2(q->s->zh, q->dir, 0, queue_on_listed, c);
+}
+
 static int queue_send_locked(struct zkl_queue *q)
 {
 	int rc = ZOK;
 
-	if (q->s->auth && !q->acl_checked) {
-		rc = zoo_aget_acl(q->s->zh, q->dir, queue_on_acl, q);
-		if (rc == ZOK)
-			q->refs++;
-	}
-	if (rc == ZOK && queue_wants_limit(q)) {
-		rc = session_awget_locked(q->s, q->dir, queue_on_limit, q);
-		if (rc == ZOK)
-			q->refs++;
-	}
+	if (q->s->auth && !q->acl_checked)
+		rc = queue_call_send(q, queue_send_acl);
+	if (rc == ZOK && queue_wants_limit(q))
+		rc = queue_call_send(q, queue_send_limit);
 	if (rc == ZOK)
-		rc = zoo_aget_children2(q->s->zh, q->dir, 0, queue_on_listed,
-					q);
+		rc = queue_call_send(q, queue_send_listing);
 	if (rc != ZOK)
 		return rc;
-	q->refs++;
 	q->sent++;
 	q->in_flight = 1;
 	for (struct zkl_link *l = q->waiting.next; l != &q->waiting;
@@ -310,13 +374,14 @@ static void queue_serve_locked(struct zkl_queue *q, uint64_t gen, int rc,
 static void queue_on_listed(int rc, const struct String_vector *children,
 			    const struct Stat *stat, const void *data)
 {
-	struct zkl_queue *q = (struct zkl_queue *)data;
-	struct zkl_session *s = q->s;
+	struct zkl_session *s = ((const struct queue_call *)data)->q->s;
 	struct zkl_link notify;
+	struct zkl_queue *q;
+	int current;
 
 	session_enter(s, &notify);
-	/* Not in flight: a reply of an expired session's handle. */
-	if (q->in_flight) {
+	q = queue_call_end(data, &current);
+	if (current) { /* else a reply of an expired session's handle */
 		q->in_flight = 0;
 		if (rc == ZOK && q->limit_rc != ZOK)
 			rc = q->limit_rc; /* the limit read with it failed */

@@ -523,6 +523,51 @@ Test(lockreq, session_expiry_loses_holders_and_requeues_waiters_afresh)
 	cr_assert_eq(fake_pending(), 0);
 }
 
+/* The old handle's answer to a create, delivered after the request
+ * queued again on the next session and created again: the request is
+ * CREATING both times, and only the step it was sent for tells them
+ * apart (struct lr_call).  Even a success must not pass for the new
+ * create's: the old node died with its session. */
+Test(lockreq, an_old_sessions_create_reply_is_not_taken_for_the_new_ones)
+{
+	struct zkl_lockreq *waiter = start(ZKL_MODE_WRITE, 0);
+	struct fake_call old_create = fake_take(), old_listing = fake_take();
+	struct Stat st = { .czxid = 5, .ephemeralOwner = 77 };
+	const char *none[1] = { NULL };
+	struct String_vector empty = { .count = 0, .data = (char **)none };
+	struct Stat dir = { 0 };
+	char old_node[600];
+	struct zkl_link lost;
+
+	cr_assert_eq(old_create.op, FAKE_CREATE);
+	cr_assert_eq(old_listing.op, FAKE_CHILDREN);
+	fake_expire(s, 1, &lost);
+	fake_free_lost(&lost);
+	s->state = ZKL_CONN_CONNECTED;
+	s->client_id = 78;
+	fake_resume_all(s);
+	cr_assert_eq(fake_pending(), 2, "created again, and listed");
+
+	snprintf(old_node, sizeof(old_node), "%s0000000001", old_create.path);
+	((string_stat_completion_t)old_create.completion)(ZOK, old_node, &st,
+							   old_create.data);
+	((strings_stat_completion_t)old_listing.completion)(
+		ZOK, &empty, &dir, old_listing.data);
+	cr_assert_eq(fake_done_calls, 0, "nothing told from the old session");
+	cr_assert_eq(fake_pending(), 2, "the new create is still awaited");
+
+	created(2);
+	listed_with(my_name, NULL);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0, "granted on the new session");
+	snprintf(old_node, sizeof(old_node), "/b/r/%s", my_name);
+	cr_assert(lockreq_node_is(waiter, old_node), "its node is the new one");
+	fake_complete_own_watch(my_name);
+	lockreq_release(waiter);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_pending(), 0);
+}
+
 /* ---- a held node deleted by someone else ---------------------------- */
 
 static int lost_calls;
