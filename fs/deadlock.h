@@ -5,7 +5,7 @@
  * (and OFD) lock owners of its own fcntl locks and parked F_SETLKW
  * requests, on single resources.  A cycle through another host, through
  * flock or open locks, or through a list directory's multi-lock is not
- * seen (the README says so).
+ * seen (doc/locks.md says so).
  */
 #ifndef ZKL_DEADLOCK_H
 #define ZKL_DEADLOCK_H

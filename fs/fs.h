@@ -31,7 +31,9 @@ struct zkl_fs {
 					       * or broke (textfile.c) */
 	char hostname[256];
 	char *mountpoint; /* resolved at the start, or NULL (metrics.c) */
-	struct timespec started; /* CLOCK_MONOTONIC, at mount */
+	struct timespec started;    /* CLOCK_MONOTONIC, at mount */
+	struct timespec mounted_at; /* CLOCK_REALTIME, at mount: every file's
+				     * times (ls -l) */
 
 	/* Guards the lists below, `stopping`, and the state and lock of
 	 * every open lock file.  Taken before the session's mutex when both

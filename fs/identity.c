@@ -80,6 +80,19 @@ size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 	return (size_t)n;
 }
 
+void identity_for_log(char *buf, size_t size, pid_t tid, uid_t uid)
+{
+	pid_t pid = identity_process(tid), ppid;
+	char stat[1024], comm[64] = "?";
+	unsigned long long start;
+
+	if (procfile_read(pid, "stat", stat, sizeof(stat)) > 0 &&
+	    lineage_parse_stat(stat, &ppid, &start) == 0)
+		identity_stat_comm(stat, comm, sizeof(comm));
+	snprintf(buf, size, "pid %d (%s, uid %u)", (int)pid, comm,
+		 (unsigned)uid);
+}
+
 size_t identity_add_multi(char *buf, size_t len, size_t size, const char *list)
 {
 	int n = snprintf(buf + len, size - len, "multi %.255s\n", list);

@@ -31,6 +31,9 @@
 size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 		       uid_t uid);
 
+/* The same process for a log line: "pid P (command, uid U)". */
+void identity_for_log(char *buf, size_t size, pid_t tid, uid_t uid);
+
 /* Add a "multi" line naming a multi-lock's list (its directory's name)
  * to the identity buf[0..len) of `size` bytes.  Returns the new length. */
 size_t identity_add_multi(char *buf, size_t len, size_t size, const char *list);

@@ -311,6 +311,7 @@ int main(int argc, char **argv)
 		goto out_signals;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &fs.started);
+	clock_gettime(CLOCK_REALTIME, &fs.mounted_at);
 	log_msg(LOG_INFO, "mounted %s on %s (session 0x%llx)", o.connect,
 		o.mountpoint, (unsigned long long)session_id(fs.session));
 	if (report_fd >= 0) {

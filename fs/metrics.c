@@ -8,7 +8,7 @@
  * the files of several mounts of one host together, and refuses two
  * samples of one name and labels.
  *
- * The names and labels are documented in README.md ("Metrics") and
+ * The names and labels are documented in doc/operations.md ("Metrics") and
  * zklockfs(8): keep them in step.
  */
 #include "metrics.h"

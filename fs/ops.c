@@ -135,6 +135,9 @@ void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st)
 	st->st_ino = ino;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
+	/* Nothing in a lock file is kept as of a time: the mount's start
+	 * is the one time that is true of all of them (not 1970). */
+	st->st_atim = st->st_mtim = st->st_ctim = fs->mounted_at;
 	if (tree_kind_of(ino) == TREE_DIR) {
 		st->st_mode = S_IFDIR | fs->dir_mode;
 		st->st_nlink = 2;

@@ -6,8 +6,8 @@
  *
  * Each open takes a fresh snapshot and keeps it until release, so a
  * reader sees one consistent text however it reads; nothing is cached
- * between opens.  The formats are documented in README.md and zklockfs(8):
- * keep them in step.
+ * between opens.  The formats are documented in doc/operations.md and
+ * zklockfs(8): keep them in step.
  */
 #include "fs.h"
 #include "config.h"
@@ -553,7 +553,7 @@ struct revoke_write_ctx {
 	fuse_req_t req;
 	size_t size;
 	enum revoke_how how;
-	char who[IDENTITY_MAX];
+	char who[128]; /* identity_for_log */
 	char dir[];
 };
 
@@ -634,12 +634,7 @@ void revoke_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	ctx->req = req;
 	ctx->size = size;
 	ctx->how = how;
-	identity_format(ctx->who, sizeof(ctx->who), fs->hostname, fctx->pid,
-			fctx->uid);
-	/* One line: "host h pid p start s uid u cmd c time t". */
-	for (char *p = ctx->who; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
+	identity_for_log(ctx->who, sizeof(ctx->who), fctx->pid, fctx->uid);
 	memcpy(ctx->dir, dir, len + 1);
 	err = revoke_start(fs->session, dir, how, revoke_done, ctx);
 	if (err < 0) {

@@ -6,7 +6,7 @@
  * do what locking does there, and which permission is missing if not: so
  * that wrong credentials fail the start instead of every open later.
  *
- * With -o auth_file, the README promises that other clients can neither
+ * With -o auth_file, zklockfs(8) promises that other clients can neither
  * read nor delete the mount's nodes.  ZooKeeper checks a delete against
  * the parent's ACL, so the base path and every resource znode must be the
  * credentials' alone: the base is checked at start, a resource the first

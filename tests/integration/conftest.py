@@ -83,8 +83,12 @@ def m2(mounts):
 @pytest.fixture(scope="session")
 def curator_java():
     """CuratorLocks.java compiled once per run, for every test that runs a
-    Curator service."""
-    java = CuratorJava()
+    Curator service; skipped, saying why, where there is no JDK or no
+    Curator (contrib/install-deps --tests installs both)."""
+    try:
+        java = CuratorJava()
+    except AssertionError as e:
+        pytest.skip(f"no Java service can run here: {e}")
     yield java
     java.remove()
 

@@ -16,6 +16,8 @@ import tempfile
 import time
 from contextlib import contextmanager
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 ZK_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -174,6 +176,23 @@ class Ensemble:
     def stop(self):
         for z in self.servers:
             z.stop()
+
+
+def root_is_a_mount_point():
+    """Is / a mount point of this mount namespace?  Not in a debootstrap or
+    sbuild root, where unshare cannot make a private mount namespace
+    (--propagation: "cannot change root filesystem propagation")."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == "/" for line in f)
+
+
+# For a test that mounts in a private mount namespace (unshare -m
+# --propagation private): skipped, saying why, where it cannot be made.
+needs_private_mounts = pytest.mark.skipif(
+    not root_is_a_mount_point(),
+    reason="/ is not a mount point here (a debootstrap or sbuild root): "
+           "unshare cannot make the private mount namespace this test "
+           "mounts in")
 
 
 def zklockfs_binary():

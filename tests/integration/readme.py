@@ -1,5 +1,6 @@
-"""The README as code: its fenced blocks, a copy of the tree as a fresh
-clone would hold it, and contrib/run-local driven as a user drives it."""
+"""The documentation as code: the fenced blocks of the README and the
+documents it links to, a copy of the tree as a fresh clone would hold it,
+and contrib/run-local driven as a user drives it."""
 import os
 import select
 import shutil
@@ -13,8 +14,13 @@ from harness import is_mounted
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 README = os.path.join(ROOT, "README.md")
-# Where the README's examples mount, and the servers its ensemble
-# examples name: replaced by the test's own.
+# The documents a user reads, whose every block a test runs (or says why
+# not): the README and what it links to.  doc/design.md is the code's
+# (tests/static/structure.py checks its lists).
+DOCS = ("README.md", "HACKING.md", "doc/locks.md", "doc/failures.md",
+        "doc/sharing.md", "doc/operations.md")
+# Where the examples mount, and the servers the ensemble examples name:
+# replaced by the test's own.
 README_MOUNT = "/mnt/zklock"
 README_ENSEMBLE = "zk1:2181,zk2:2181,zk3:2181"
 # root's PATH on a fresh Debian 12: its python3 is Debian's, with the
@@ -26,35 +32,44 @@ DEBIAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 class Block:
     lang: str
     text: str
+    doc: str   # the document's path from the top of the tree
     line: int  # of the opening fence, counted from 1
 
     @property
     def first(self):
         return self.text.split("\n", 1)[0]
 
+    @property
+    def where(self):
+        return f"{self.doc}:{self.line}"
 
-def readme_blocks():
-    """Every fenced block of the README, in order."""
-    blocks, fence = [], None
-    with open(README) as f:
-        lines = f.read().split("\n")
-    for number, line in enumerate(lines, 1):
-        if fence is None and line.startswith("```"):
-            fence, body = (line[3:].strip(), number), []
-        elif fence is not None and line == "```":
-            blocks.append(Block(fence[0], "\n".join(body) + "\n", fence[1]))
-            fence = None
-        elif fence is not None:
-            body.append(line)
-    assert fence is None, f"README.md:{fence[1]}: a block is never closed"
+
+def doc_blocks():
+    """Every fenced block of every document in DOCS, in order."""
+    blocks = []
+    for doc in DOCS:
+        fence = None
+        with open(os.path.join(ROOT, doc)) as f:
+            lines = f.read().split("\n")
+        for number, line in enumerate(lines, 1):
+            if fence is None and line.startswith("```"):
+                fence, body = (line[3:].strip(), number), []
+            elif fence is not None and line == "```":
+                blocks.append(Block(fence[0], "\n".join(body) + "\n", doc,
+                                    fence[1]))
+                fence = None
+            elif fence is not None:
+                body.append(line)
+        assert fence is None, f"{doc}:{fence[1]}: a block is never closed"
     return blocks
 
 
-def readme_block(first_line):
-    """The one block whose first line is first_line."""
-    found = [b for b in readme_blocks() if b.first == first_line]
+def doc_block(first_line):
+    """The one block, in any document, whose first line is first_line."""
+    found = [b for b in doc_blocks() if b.first == first_line]
     assert len(found) == 1, \
-        f"{len(found)} README blocks start with {first_line!r}"
+        f"{len(found)} blocks of {DOCS} start with {first_line!r}: " \
+        f"{[b.where for b in found]}"
     return found[0]
 
 

@@ -1,4 +1,4 @@
-"""Core semantics (README.md, "Semantics"): write/read files block on open and
+"""Core semantics (doc/locks.md, "Semantics"): write/read files block on open and
 release on close, across two mounts (two ZooKeeper sessions)."""
 import signal
 import time

@@ -1,4 +1,4 @@
-"""Lost locks and faults (README.md, "Failure semantics"): a session that expires under a
+"""Lost locks and faults (doc/failures.md): a session that expires under a
 holder, a ZooKeeper restart, a daemon killed with -9."""
 import os
 import signal

@@ -1,4 +1,4 @@
-"""flock(2) and fcntl(2) on the lock files (README.md, "Using flock(1)"): flock(1)'s
+"""flock(2) and fcntl(2) on the lock files (doc/locks.md, "Using flock(1)"): flock(1)'s
 idioms become distributed locks, across two mounts (two sessions)."""
 import os
 import signal

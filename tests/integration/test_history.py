@@ -3,7 +3,7 @@ of them in network namespaces of the test's, netns.py) lock, hold and
 unlock two resources of a 3-node ensemble in a loop and record every hold
 (some holders exec in the middle of theirs), while a nemesis cuts links,
 kills the ZooKeeper leader, pauses daemons (SIGSTOP, shorter than half the
-session timeout: a longer pause is outside the guarantee, README "Told
+session timeout: a longer pause is outside the guarantee, doc/failures.md "Told
 before anyone else can hold"), kill -9s them, and as a hostile client
 deletes waiters' and holders' nodes, breaks and asks, at random but
 seeded.  Then: no two holds of one resource overlap in time, tokens rise

@@ -21,7 +21,7 @@ import pytest
 
 from harness import (Driver, Locker, Mounts, free_port, lock_nodes, running,
                      status, wait_until, zklockfs_binary)
-from readme import readme_block
+from readme import doc_block
 from tcpproxy import TcpProxy
 from test_hangs import answered_within
 from test_revoke import revoke
@@ -284,10 +284,10 @@ def prometheus_query(port, query):
 
 @THEIR_PROGRAMS
 def test_the_readme_queries_run_on_prometheus(mounts, tmp_path):
-    """The README's queries, on a real Prometheus scraping the node
+    """doc/operations.md's queries, on a real Prometheus scraping the node
     exporter that serves a mount's metrics file: each is valid PromQL, and
     the churn query sees the write locks taken."""
-    queries = [line for line in readme_block(QUERIES).text.splitlines()
+    queries = [line for line in doc_block(QUERIES).text.splitlines()
                if line and not line.startswith("#")]
     textfiles = tmp_path / "textfiles"
     textfiles.mkdir()

@@ -5,6 +5,7 @@ import fcntl
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -38,7 +39,7 @@ def test_bad_names_and_refused_operations(zk, base, m1):
     expect_errno(errno.EPERM, os.symlink, "x", os.path.join(mp, "r", ".lnk"))
     expect_errno(errno.EPERM, os.link, os.path.join(mp, "r", "write"),
                  os.path.join(mp, "r", ".lnk"))
-    # Every valid name already exists as a resource (README.md, "Semantics"), so the
+    # Every valid name already exists as a resource (doc/locks.md, "Semantics"), so the
     # kernel itself answers EEXIST to creating one.
     expect_errno(errno.EEXIST, os.mkdir, os.path.join(mp, "r"))
     expect_errno(errno.EEXIST, os.symlink, "x", os.path.join(mp, "r", "lnk"))
@@ -54,6 +55,19 @@ def test_lock_files_look_like_empty_regular_files(m1):
     for info in (m1.path("r", "holders"), m1.path(".status")):
         st = os.stat(info)
         assert (st.st_mode & 0o170777) == 0o100444, oct(st.st_mode)
+
+
+def test_every_file_carries_the_mounts_start_time(mounts):
+    """ls -l dates the files when the mount started, not 1970."""
+    before = time.time()
+    m = mounts.new()
+    after = time.time()
+    for path in (m.mountpoint, m.path("r"), m.path("r", "write"),
+                 m.path(".status"), m.path(".all", "a,b", "lock")):
+        st = os.stat(path)
+        assert int(before) <= st.st_mtime <= after + 1, \
+            f"{path}: mtime {time.ctime(st.st_mtime)}, mounted at {time.ctime(before)}"
+        assert st.st_mtime == st.st_ctime == st.st_atime, path
 
 
 def test_readdir_lists_resources_that_exist_and_rmdir(zk, base, m1):

@@ -4,6 +4,7 @@ and fstab, started by its systemd unit, unmounted with requests parked."""
 import errno
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -13,8 +14,8 @@ import time
 
 import pytest
 
-from harness import (Locker, is_mounted, lock_nodes, status, wait_until,
-                     zklockfs_binary)
+from harness import (Locker, is_mounted, lock_nodes, needs_private_mounts,
+                     status, wait_until, zklockfs_binary)
 from test_core import still_waiting
 
 FIELDS = ("state", "mode", "token", "host", "pid", "uid", "cmd", "age",
@@ -270,6 +271,41 @@ def test_meson_install_installs_binary_man_page_and_units(installed):
                 assert os.access(exe, os.X_OK), line
 
 
+def options_of_terms(terms):
+    """The options some option list's terms name ('-o uid=N,gid=N' names
+    uid and gid), as '-x', '--long' and '-o name'."""
+    found = set()
+    for term in terms:
+        term = re.sub(r"(?<!\w)_|_(?!\w)", "", term.replace("*", ""))
+        for word in re.split(r",? +", term):
+            if re.fullmatch(r"-\w|--[\w-]+", word) and word != "-o":
+                found.add(word)
+        for value in re.findall(r"-o (\S+)", term):
+            found |= {"-o " + re.match(r"\w*", item).group()
+                      for item in value.split(",")} - {"-o "}
+    return found
+
+
+def test_help_and_the_manual_page_name_the_same_options():
+    """The manual page is where the options are documented; --help is its
+    summary, and neither may name an option the other does not."""
+    helped = subprocess.run([zklockfs_binary(), "--help"], capture_output=True,
+                            text=True, timeout=30).stdout
+    helped = helped.split("\noptions:\n", 1)[1]
+    page = open(os.path.join(os.path.dirname(__file__), "..", "..", "doc",
+                             "zklockfs.8.scd")).read()
+    page = page.split("\n# OPTIONS\n", 1)[1].split("\n# ", 1)[0]
+    # --help: "    -o name=X   what it does"; the page: "*-o name=*_X_" terms.
+    in_help = options_of_terms(re.split(r"  +", line.strip())[0]
+                               for line in helped.splitlines()
+                               if re.match(r"    -", line))
+    in_page = options_of_terms(line for line in page.splitlines()
+                               if line.startswith("*-"))
+    assert len(in_help) > 10, helped
+    assert in_help == in_page, (f"only in --help: {sorted(in_help - in_page)}; "
+                                f"only in zklockfs(8): {sorted(in_page - in_help)}")
+
+
 def unit_command(installed, connect, mountpoint, options):
     """The unit's ExecStart as systemd would run it for the instance of
     `mountpoint` with ZKLOCKFS_CONNECT and ZKLOCKFS_OPTIONS set."""
@@ -356,6 +392,39 @@ def test_a_detached_daemon_logs_to_syslog_tagged_zklockfs(zookeeper, zk, base):
     wait_until(lambda: not lock_nodes(zk, base), 15, "no lock node left")
 
 
+def unit_start_pre(installed, mountpoint):
+    """The unit's ExecStartPre commands for the instance of `mountpoint`,
+    each as (argv, may_fail)."""
+    unit = open(installed["systemd/system/zklockfs@.service"]).read()
+    found = []
+    for line in unit.splitlines():
+        if not line.startswith("ExecStartPre="):
+            continue
+        command = line[len("ExecStartPre="):]
+        may_fail = command.startswith("-")
+        command = command.lstrip("-").replace("%I", mountpoint.lstrip("/"))
+        found.append((shlex.split(command), may_fail))
+    assert found, unit
+    return found
+
+
+def test_the_units_start_clears_a_dead_mount_and_says_nothing_otherwise(
+        installed, zookeeper, base, mounts):
+    """Its ExecStartPre: silent when nothing is mounted (every clean start),
+    and a dead mount (a daemon killed) is cleared for the new daemon."""
+    m = mounts.new()
+    m.kill()
+    with pytest.raises(OSError):
+        os.stat(m.path(".status"))  # ENOTCONN: a dead mount
+    for argv, _ in unit_start_pre(installed, m.mountpoint):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, (argv, r.stderr)
+    assert not is_mounted(m.mountpoint), "the dead mount is still there"
+    for argv, _ in unit_start_pre(installed, m.mountpoint):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), (argv, r)
+
+
 def test_service_unit_starts_reports_ready_and_stops(installed, zookeeper, zk, base, tmp_path):
     mnt = tempfile.mkdtemp(prefix="zklockfs-unit-")
     sock_path = str(tmp_path / "notify")
@@ -415,6 +484,7 @@ def daemons_on(mountpoint):
     return r.stdout.split()
 
 
+@needs_private_mounts
 def test_mount_8_and_fstab_mount_through_the_helper(zookeeper, zk, base, tmp_path):
     bindir = tmp_path / "sbin"
     bindir.mkdir()

@@ -1,4 +1,4 @@
-"""The Debian package, as the README builds and installs it: built from a
+"""The Debian package, as doc/operations.md builds and installs it: built from a
 clean copy of the tree with dpkg-buildpackage, lintian-clean at the error
 level, installed with `apt install` into a clean Debian 12 root made here
 with debootstrap (so its Depends must bring everything it needs), then
@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from harness import wait_until
-from readme import clean_copy, processes_mentioning, readme_block
+from readme import clean_copy, processes_mentioning, doc_block
 from test_readme import bash
 
 BUILD = "dpkg-buildpackage -b -us -uc           # in the source tree: makes ../zklockfs_<version>_<arch>.deb"
@@ -60,7 +60,7 @@ def in_root(root, script, timeout=300):
 
 def test_the_package_builds_installs_in_a_clean_root_and_mounts(
         tmp_path, zookeeper, zk, base):
-    build, install = readme_block(BUILD).text.splitlines()
+    build, install = doc_block(BUILD).text.splitlines()
     src = clean_copy(str(tmp_path / "src"))
     res = bash(build, src, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -1,6 +1,6 @@
 """Real partitions: a mount's daemon runs in a network namespace of the
 test's (netns.py) and its link is set down while it keeps running.  The
-guarantee under test (README, "When ZooKeeper is out of reach"): a holder
+guarantee under test (doc/failures.md, "Told before anyone else can hold"): a holder
 cut off is told its lock is lost before ZooKeeper can give it to another
 host, by at least the jeopardy margin; a blip changes nothing; a lock
 declared lost stays lost even if the session lives."""

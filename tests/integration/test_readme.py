@@ -1,8 +1,9 @@
-"""The README is code.  Its first command, contrib/run-local, is run from a
-clean copy of the tree as a new user runs it; every other fenced block is
-run as written (its mount point, servers and base path replaced by the
+"""The documentation is code.  The README's first command, contrib/run-local,
+is run from a clean copy of the tree as a new user runs it; every other
+fenced block of the README and of the documents it links to (readme.DOCS)
+is run as written (its mount point, servers and base path replaced by the
 test's), or listed in NOT_RUN with the reason it cannot be, and a test
-fails when a block is neither."""
+fails when a block is neither.  Every relative link resolves."""
 import ast
 import os
 import re
@@ -14,10 +15,10 @@ import textwrap
 
 import pytest
 
-from harness import (Locker, free_port, is_mounted, lock_nodes, wait_until,
-                     zklockfs_binary)
+from harness import (Locker, free_port, is_mounted, lock_nodes,
+                     needs_private_mounts, wait_until, zklockfs_binary)
 from readme import (DEBIAN_PATH, README_ENSEMBLE, README_MOUNT, RunLocal,
-                    clean_copy, readme_block, readme_blocks)
+                    clean_copy, doc_block, doc_blocks)
 from test_security import open_as
 
 # Blocks no test can run, by their first line, and why.
@@ -25,8 +26,6 @@ NOT_RUN = {
     "contrib/run-local            # install, build, start a local ZooKeeper, mount at /mnt/zklock":
         "the two commands: run-local is run by test_run_local_* below; "
         "run-tests is what CI's .ci/run runs, and cannot run itself",
-    "zklockfs [options] CONNECT MOUNTPOINT":
-        "a synopsis, not a command",
     "$ cat /mnt/zklock/deploy/holders":
         "sample output: test_the_holders_sample_has_the_shape_holders_prints "
         "compares it with what holders prints",
@@ -46,14 +45,14 @@ NOT_RUN = {
 needs_plain = pytest.mark.plain
 
 
-# The files whose readme_block() calls count, besides this one: tests too
+# The files whose doc_block() calls count, besides this one: tests too
 # long to share its module (they build or install things of their own).
 OTHER_README_TESTS = ("test_package.py", "test_metrics.py")
 
 
 def blocks_the_tests_run():
     """The first lines this file and OTHER_README_TESTS hand to
-    readme_block() or section_commands(), as literals or module constants
+    doc_block() or section_commands(), as literals or module constants
     (this module's, or a string assigned at the top of that file)."""
     found = set()
     for name in (os.path.basename(__file__), *OTHER_README_TESTS):
@@ -66,7 +65,7 @@ def blocks_the_tests_run():
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) \
                     and isinstance(node.func, ast.Name) \
-                    and node.func.id in ("readme_block", "section_commands"):
+                    and node.func.id in ("doc_block", "section_commands"):
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant):
                     found.add(arg.value)
@@ -79,19 +78,60 @@ def blocks_the_tests_run():
 
 def test_every_block_is_run_or_says_why():
     run, firsts = blocks_the_tests_run(), set()
-    for block in readme_blocks():
+    for block in doc_blocks():
         firsts.add(block.first)
         assert block.first in run or block.first in NOT_RUN, \
-            (f"README.md:{block.line}: no test runs the block starting "
+            (f"{block.where}: no test runs the block starting "
              f"{block.first!r}; run it here, or add it to NOT_RUN with why")
     stale = sorted((run | set(NOT_RUN)) - firsts)
-    assert not stale, f"blocks the README no longer has: {stale}"
+    assert not stale, f"blocks the documents no longer have: {stale}"
+
+
+def anchors_of(path):
+    """The anchors a Markdown file's headings make, as GitHub makes them:
+    lower case, punctuation dropped, spaces made hyphens, repeats
+    numbered."""
+    found, seen, fence = set(), {}, False
+    with open(path) as f:
+        for line in f:
+            if line.startswith("```"):
+                fence = not fence
+            m = None if fence else re.match(r"#+ (.*)", line)
+            if not m:
+                continue
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+            slug = slug.replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+def test_every_relative_link_of_the_documents_resolves():
+    from readme import DOCS, ROOT
+    broken = []
+    for doc in (*DOCS, "doc/design.md"):
+        text = open(os.path.join(ROOT, doc)).read()
+        text = re.sub(r"(?ms)^```.*?^```", "", text)  # code is no link
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # http:, mailto:: not ours to check offline
+            path, _, anchor = target.partition("#")
+            full = os.path.normpath(os.path.join(
+                ROOT, os.path.dirname(doc), path)) if path else \
+                os.path.join(ROOT, doc)
+            if not os.path.exists(full):
+                broken.append(f"{doc}: {target} (no such file)")
+            elif anchor and full.endswith(".md") and \
+                    anchor not in anchors_of(full):
+                broken.append(f"{doc}: {target} (no such heading)")
+    assert not broken, "broken links:\n" + "\n".join(broken)
 
 
 # ---- helpers -------------------------------------------------------------
 
 def as_test(text, mount=None, connect=None, port=None):
-    """A block with the README's mount point, ensemble (and base path) and
+    """A block with the documents' mount point, ensemble (and base path) and
     local port replaced by the test's."""
     if mount:
         text = text.replace(README_MOUNT, mount)
@@ -138,7 +178,7 @@ HEADLINE = "exec 9<>/mnt/zklock/deploy/write || exit 1  # blocks until the exclu
 def test_the_headline_example_holds_the_lock_while_its_command_runs(
         tmp_path, m1, m2):
     stub(tmp_path, "deploy.sh", m2, "deploy")
-    block = readme_block(HEADLINE)
+    block = doc_block(HEADLINE)
     res = bash(as_test(block.text, m1.mountpoint), tmp_path)
     assert res.returncode == 0, res.stderr
     assert ran(tmp_path) == ["deploy.sh held write"]
@@ -155,7 +195,7 @@ def test_the_headline_example_does_not_run_its_command_without_the_lock(
     deploy.chmod(0o755)
     unmounted = str(tmp_path / "not-mounted")
     os.mkdir(unmounted)
-    text = as_test(readme_block(HEADLINE).text, unmounted)
+    text = as_test(doc_block(HEADLINE).text, unmounted)
     res = bash(text, tmp_path, shell=shell)
     assert res.returncode != 0 and ran(tmp_path) == [], (res, ran(tmp_path))
     if shell == "bash":
@@ -166,7 +206,7 @@ def test_the_headline_example_does_not_run_its_command_without_the_lock(
 
 @pytest.mark.concurrency
 def test_the_flock_idioms_lock_on_every_host(tmp_path, m1, m2):
-    block = readme_block("# cron: run on one host at a time; skip this run if another host is at it")
+    block = doc_block("# cron: run on one host at a time; skip this run if another host is at it")
     for name, res in (("nightly-report.sh", "nightly-report"),
                       ("deploy.sh", "deploy"), ("migrate.sh", "db-migrate"),
                       ("backup.sh", "db")):
@@ -188,7 +228,7 @@ def test_the_flock_idioms_lock_on_every_host(tmp_path, m1, m2):
 
 @pytest.mark.concurrency
 def test_the_explicit_unlock_example(tmp_path, m1, m2):
-    block = readme_block("exec 9>/mnt/zklock/deploy/write || exit 1")
+    block = doc_block("exec 9>/mnt/zklock/deploy/write || exit 1")
     stub(tmp_path, "deploy.sh", m2, "deploy")
     # After `flock -u 9`, the other host can take the lock at once.
     script = as_test(block.text, m1.mountpoint).replace(
@@ -204,7 +244,7 @@ def test_the_explicit_unlock_example(tmp_path, m1, m2):
 def test_the_reentrant_example_lets_the_inner_flock_in(tmp_path, mounts,
                                                        m2):
     rm = mounts.new("-o", "reentrant")
-    block = readme_block("exec 9>/mnt/zklock/db/write || exit 1      # the mount has -o reentrant")
+    block = doc_block("exec 9>/mnt/zklock/db/write || exit 1      # the mount has -o reentrant")
     path = os.path.join(tmp_path, "migrate.sh")
     with open(path, "w") as f:
         f.write(textwrap.dedent(f"""\
@@ -225,7 +265,7 @@ def test_the_revoke_example_asks_then_breaks(tmp_path, zk, base, m1, m2):
     holder = Locker(m2.path("db", "write"), "rw")
     holder.granted()
     node, = lock_nodes(zk, f"{base}/db")
-    lines = readme_block("echo ask > /mnt/zklock/db/revoke     # every holder of db, on every host, of any tool, is asked").text.splitlines()
+    lines = doc_block("echo ask > /mnt/zklock/db/revoke     # every holder of db, on every host, of any tool, is asked").text.splitlines()
     res = bash(as_test(lines[0], m1.mountpoint), tmp_path)
     assert res.returncode == 0, res.stderr
     assert zk.get(node)[0] == b"__REVOKE__"
@@ -239,7 +279,7 @@ def test_the_revoke_example_asks_then_breaks(tmp_path, zk, base, m1, m2):
 
 def test_the_maxhold_example_sets_reads_and_removes(tmp_path, zk, base, m1,
                                                     m2):
-    lines = readme_block("echo 60 > /mnt/zklock/db/maxhold     # root or the mount's owner, on any host").text.splitlines()
+    lines = doc_block("echo 60 > /mnt/zklock/db/maxhold     # root or the mount's owner, on any host").text.splitlines()
     res = bash(as_test(lines[0], m1.mountpoint), tmp_path)
     assert res.returncode == 0, res.stderr
     assert open(m2.path("db", "maxhold")).read() == "60\n", "every host"
@@ -252,7 +292,7 @@ def test_the_maxhold_example_sets_reads_and_removes(tmp_path, zk, base, m1,
 
 
 def test_the_semaphore_example(tmp_path, m1, m2):
-    block = readme_block("echo 3 > /mnt/zklock/jobs/limit                        # once, on any host")
+    block = doc_block("echo 3 > /mnt/zklock/jobs/limit                        # once, on any host")
     stub(tmp_path, "job.sh", m2, "jobs")
     res = bash(as_test(block.text, m1.mountpoint), tmp_path)
     assert res.returncode == 0, res.stderr
@@ -261,8 +301,36 @@ def test_the_semaphore_example(tmp_path, m1, m2):
     assert open(m2.path("jobs", "limit")).read().strip() == "3"
 
 
+def test_the_holders_and_status_example_shows_a_holder_of_another_host(
+        tmp_path, m1, m2):
+    block = doc_block("cat /mnt/zklock/deploy/holders   # everyone holding or waiting for deploy, on every host")
+    holder = Locker(m2.path("deploy", "write"))
+    holder.granted()
+    res = bash(as_test(block.text, m1.mountpoint), tmp_path)
+    holder.close()
+    assert res.returncode == 0, res.stderr
+    holders, status = res.stdout.split("state ", 1)
+    assert holders.startswith("held write "), res.stdout
+    assert status.startswith("connected\n"), res.stdout
+
+
+def test_the_undo_example_removes_what_it_says(tmp_path):
+    """Run in a tree of its own, with the state directory the test's."""
+    block = doc_block("rm -rf /var/lib/zklockfs-local            # run-local's ZooKeeper data and log")
+    state = tmp_path / "state"
+    (state / "data").mkdir(parents=True)
+    (state / "server.log").write_text("log\n")
+    tree = tmp_path / "tree"
+    for d in ("build", "build-asan", "build-tsan", "fs"):
+        (tree / d).mkdir(parents=True)
+    res = bash(block.text.replace("/var/lib/zklockfs-local", str(state)), tree)
+    assert res.returncode == 0, res.stderr
+    assert not state.exists()
+    assert sorted(os.listdir(tree)) == ["fs"], "it removes the builds only"
+
+
 def test_the_several_resources_example_holds_both(tmp_path, m1, m2):
-    block = readme_block("exec 9<>/mnt/zklock/.all/db,cache/write || exit 1  # waits until it holds both")
+    block = doc_block("exec 9<>/mnt/zklock/.all/db,cache/write || exit 1  # waits until it holds both")
     stub(tmp_path, "deploy.sh", m2, "cache")
     stub(tmp_path, "reindex.sh", m2, "db")
     res = bash(as_test(block.text, m1.mountpoint), tmp_path)
@@ -304,21 +372,24 @@ def in_namespace(script, env, timeout=120):
 MOUNTED = 'grep -q " $MNT fuse.zklockfs " /proc/self/mounts && echo mounted\n'
 
 
+@needs_private_mounts
 def test_the_mount_8_example(zookeeper, zk, base, helper_env):
     env, mnt = helper_env
-    block = readme_block("mount -t fuse.zklockfs -o allow_other zk1:2181,zk2:2181,zk3:2181/locks /mnt/zklock")
-    mount_line, umount_line = as_test(block.text, mnt,
-                                      zookeeper.connect + base).splitlines()
-    r = in_namespace(f"{mount_line}\n{MOUNTED}{umount_line}\n"
+    block = doc_block("mkdir -p /mnt/zklock")
+    mkdir_line, mount_line, umount_line = as_test(
+        block.text, mnt, zookeeper.connect + base).splitlines()
+    os.rmdir(mnt)  # the block makes it
+    r = in_namespace(f"{mkdir_line}\n{mount_line}\n{MOUNTED}{umount_line}\n"
                      'grep -q " $MNT " /proc/self/mounts || echo unmounted\n', env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.split() == ["mounted", "unmounted"]
     assert zk.exists(base) is not None
 
 
+@needs_private_mounts
 def test_the_fstab_line(zookeeper, zk, base, helper_env, tmp_path):
     env, mnt = helper_env
-    block = readme_block("zk1:2181,zk2:2181,zk3:2181/locks  /mnt/zklock  fuse.zklockfs  _netdev,nofail,allow_other,session_timeout=10  0 0")
+    block = doc_block("zk1:2181,zk2:2181,zk3:2181/locks  /mnt/zklock  fuse.zklockfs  _netdev,nofail,allow_other,session_timeout=10  0 0")
     fstab = tmp_path / "fstab"
     fstab.write_text(as_test(block.text, mnt, zookeeper.connect + base))
     r = in_namespace(f'mount -T {fstab} "$MNT"\n{MOUNTED}'
@@ -330,7 +401,7 @@ def test_the_fstab_line(zookeeper, zk, base, helper_env, tmp_path):
 def test_the_ensemble_example_mounts_and_detaches(zookeeper, zk, base,
                                                   helper_env):
     env, mnt = helper_env
-    block = readme_block("zklockfs -o allow_other zk1:2181,zk2:2181,zk3:2181/locks /mnt/zklock")
+    block = doc_block("zklockfs -o allow_other zk1:2181,zk2:2181,zk3:2181/locks /mnt/zklock")
     r = subprocess.run(["bash", "-c", as_test(block.text, mnt,
                                               zookeeper.connect + base)],
                        env=env, capture_output=True, text=True, timeout=60)
@@ -351,7 +422,7 @@ def test_the_ensemble_example_mounts_and_detaches(zookeeper, zk, base,
 def test_the_group_example_lets_only_that_group_lock(zookeeper, base,
                                                      helper_env):
     env, mnt = helper_env
-    block = readme_block("zklockfs -o allow_other,default_permissions,gid=$(getent group deploy | cut -d: -f3),umask=007 \\")
+    block = doc_block("zklockfs -o allow_other,default_permissions,gid=$(getent group deploy | cut -d: -f3),umask=007 \\")
     # The group `users` (gid 100) stands for `deploy`.
     text = as_test(block.text, mnt, zookeeper.connect + base).replace(
         "getent group deploy", "getent group users")
@@ -373,7 +444,7 @@ HOLDERS_LINE = re.compile(r"^(held|waiting) (read|write|lease) \d+ \S+ \S+ \S+ "
 
 
 def test_the_holders_sample_has_the_shape_holders_prints(m1, m2):
-    sample = readme_block("$ cat /mnt/zklock/deploy/holders").text.splitlines()[1:]
+    sample = doc_block("$ cat /mnt/zklock/deploy/holders").text.splitlines()[1:]
     assert sample and all(HOLDERS_LINE.match(line) for line in sample), sample
     holder = Locker(m1.path("deploy", "write"), "w")
     holder.granted()
@@ -389,7 +460,7 @@ def test_the_holders_sample_has_the_shape_holders_prints(m1, m2):
 
 
 def test_the_status_sample_has_the_keys_status_prints(m1):
-    sample = readme_block("$ cat /mnt/zklock/.status").text.splitlines()[1:]
+    sample = doc_block("$ cat /mnt/zklock/.status").text.splitlines()[1:]
     printed = open(m1.path(".status")).read().splitlines()
     assert [line.split()[0] for line in sample] == \
         [line.split()[0] for line in printed]
@@ -397,7 +468,7 @@ def test_the_status_sample_has_the_keys_status_prints(m1):
 
 def test_the_trees_map_names_every_source_file():
     from readme import ROOT
-    text = readme_block("meson.build         one project; -Dtests=true|false").text
+    text = doc_block("meson.build         one project; -Dtests=true|false").text
     named = set(re.findall(r"[\w.-]+\.[ch]\b|[\w]+\.h\b", text))
     for part in re.findall(r"([\w]+)\.\[ch\]", text):
         named |= {part + ".c", part + ".h"}
@@ -406,7 +477,7 @@ def test_the_trees_map_names_every_source_file():
         for name in sorted(os.listdir(os.path.join(ROOT, directory))):
             if name.endswith((".c", ".h")) and name not in named:
                 missing.append(f"{directory}/{name}")
-    assert not missing, f"the README's tree does not name {missing}"
+    assert not missing, f"HACKING.md's tree does not name {missing}"
 
 
 # ---- the README's first command, and the sections that use it ------------
@@ -421,12 +492,15 @@ def tree(tmp_path_factory):
 @pytest.fixture
 def run_local(tree, tmp_path):
     """Start contrib/run-local ARGS... from the clean tree, on a free port,
-    with a state directory and mount point of the test's; stopped and
-    checked for leftovers at the end."""
+    with a state directory and mount point of the test's (in a directory
+    every user may pass through, as /mnt is); stopped and checked for
+    leftovers at the end."""
     started = []
+    parent = tempfile.mkdtemp(prefix="zklockfs-rl-")
+    os.chmod(parent, 0o755)
 
     def start(*args):
-        r = RunLocal(tree, [str(tmp_path / "mnt"), *args], free_port(),
+        r = RunLocal(tree, [os.path.join(parent, "mnt"), *args], free_port(),
                      str(tmp_path / "state"))
         started.append(r)
         return r.wait_ready()
@@ -434,6 +508,7 @@ def run_local(tree, tmp_path):
     yield start
     for r in started:
         r.kill()
+    os.rmdir(parent)
 
 
 def stop_and_check(r):
@@ -459,6 +534,9 @@ def test_run_local_mounts_runs_its_own_example_and_leaves_nothing(run_local):
     assert holder.startswith(f"held write {token} ") and \
         holder.endswith(" what I am doing"), res.stdout
     assert open(os.path.join(r.mountpoint, "demo", "holders")).read() == ""
+    assert "Every user of this machine may take locks there" in said, said
+    assert open_as(os.path.join(r.mountpoint, "demo", "write"), []) == "ok", \
+        "a user other than root cannot lock on run-local's mount"
     stop_and_check(r)
 
 
@@ -505,6 +583,7 @@ def test_run_local_says_the_port_is_taken_and_what_to_do(tree, tmp_path,
         r = run(port)
     assert r.returncode == 1, r
     assert f"port {port} on 127.0.0.1 is in use" in r.stderr, r.stderr
+    assert f"pid {os.getpid()} (" in r.stderr, "it does not say who listens"
     assert "ZKLOCKFS_PORT=" in r.stderr, r.stderr
 
     r = run(zookeeper.port)
@@ -518,7 +597,7 @@ def test_run_local_says_the_port_is_taken_and_what_to_do(tree, tmp_path,
 def section_commands(first_line):
     """The install line and the run-local arguments of a section's setup
     block."""
-    install, start = readme_block(first_line).text.splitlines()
+    install, start = doc_block(first_line).text.splitlines()
     words = shlex.split(start, comments=True)
     assert words[:2] == ["contrib/run-local", README_MOUNT], start
     return install, words[2:]
@@ -547,8 +626,8 @@ def test_a_services_section_as_written(run_local, tmp_path, section):
     assert res.returncode == 0, res.stdout + res.stderr
     r = run_local(*options)
     (tmp_path / saved_as).write_text(
-        as_test(readme_block(program).text, port=r.port))
-    service_holds_the_lock(r, tmp_path, readme_block(run))
+        as_test(doc_block(program).text, port=r.port))
+    service_holds_the_lock(r, tmp_path, doc_block(run))
     stop_and_check(r)
 
 

@@ -6,6 +6,7 @@ lock as lost.  Only root or the mount's owner may break; anything but
 ask or break is EINVAL."""
 import errno
 import os
+import re
 import select
 import signal
 import subprocess
@@ -76,6 +77,20 @@ def test_break_takes_the_lock_away_and_the_holder_loses_it(zk, base, m1, m2):
     assert holder.command("read") == "err EIO", "told its lock is gone"
     holder.close()
     waiter.close()
+    said = [line for line in m2.log().splitlines() if ": broke " in line]
+    assert len(said) == 1 and re.search(
+        r"/r: broke 1 holder \(0 failed\), for pid \d+ \([^,]+, uid 0\)$",
+        said[0]), f"the breaker's log line: {said}"
+
+
+def test_a_break_from_the_holders_own_mount_is_logged_as_a_break(zk, base, m1):
+    holder = Locker(m1.path("r", "write"), "rw")
+    holder.granted()
+    assert revoke(m1, "break") == 6
+    assert holder.command("read") == "err EIO", "told its lock is gone"
+    holder.close()
+    lost = [line for line in m1.log().splitlines() if "the lock is lost" in line]
+    assert lost and all("broken" in line for line in lost), lost
 
 
 def test_break_removes_orphans_too(zk, base, m1):

@@ -1,4 +1,4 @@
-"""Interrupted waits (README.md, "Semantics"): a waiter that is killed, timed out or
+"""Interrupted waits (doc/locks.md, "Semantics"): a waiter that is killed, timed out or
 interrupted never holds, leaves no znode, and the next waiter is granted at
 once; signals ignored by default (SIGCHLD) never cancel a wait."""
 import os

@@ -1,5 +1,5 @@
 """An explicit unlock is over for every host when the call returns
-(README.md, "Semantics"): flock(LOCK_UN), POSIX F_UNLCK and OFD F_UNLCK on one
+(doc/locks.md, "Semantics"): flock(LOCK_UN), POSIX F_UNLCK and OFD F_UNLCK on one
 mount, then at once a try-lock on a second mount (another session) must
 succeed, round after round.  Also the drop half of a conversion, a FLUSH
 that ends a process's fcntl locks, and a try or an interrupted wait that
@@ -109,7 +109,7 @@ def test_closing_a_descriptor_ends_fcntl_locks_before_close_returns(m1, m2):
 
 
 def test_flock_unlock_of_an_open_write_file_is_seen_at_once(m1, m2):
-    """The README's advice for a release other hosts can rely on at once:
+    """doc/locks.md's advice for a release other hosts can rely on at once:
     `flock -u` on the descriptor of an open `write` file ends the lock its
     open took before it returns (a close alone only starts the release)."""
     failed = 0
