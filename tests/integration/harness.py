@@ -431,6 +431,16 @@ def lock_nodes(zk, path):
     return found
 
 
+def released(zk, path, left=0):
+    """Wait until `left` lock nodes remain under path.  For a test that
+    closes a lock on one mount and then expects another mount to find it
+    free: close() returns before ZooKeeper has deleted the node, and
+    another session may see it held for a moment (doc/locks.md, "When
+    another host sees a release"), as a user would."""
+    wait_until(lambda: len(lock_nodes(zk, path)) == left, 10,
+               f"the release to land ({left} lock nodes left under {path})")
+
+
 def errno_name(code):
     return errno.errorcode.get(code, str(code))
 

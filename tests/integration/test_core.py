@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from harness import Locker, lock_nodes
+from harness import Locker, lock_nodes, released
 
 pytestmark = pytest.mark.concurrency
 
@@ -79,6 +79,7 @@ def test_nonblocking_open_is_a_try_lock(zk, base, m1, m2):
     nodes = lock_nodes(zk, base)
     assert len(nodes) == 1, f"try-lock left a node behind: {nodes}"
     a.close()
+    released(zk, base)
     free = Locker(m2.path("r", "write"), "wn")
     free.granted()
     free.close()

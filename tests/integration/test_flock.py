@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from harness import (Driver, Locker, exec_holder, lock_nodes,
+from harness import (Driver, Locker, exec_holder, lock_nodes, released,
                      pid_of_a_gone_holder, wait_until)
 from test_core import still_waiting
 
@@ -49,13 +49,14 @@ def flock_cmd(*args, timeout=20):
     return status, time.monotonic() - start
 
 
-def test_flock_n_fails_while_another_mount_holds_write(m1, m2):
+def test_flock_n_fails_while_another_mount_holds_write(zk, base, m1, m2):
     assert flock_cmd("-n", m1.path("r", "lock"), "true")[0] == 0, "free lock refused"
     holder = Locker(m2.path("r", "write"))
     holder.granted()
     assert flock_cmd("-n", m1.path("r", "lock"), "true")[0] == 1
     assert flock_cmd("-n", "-s", m1.path("r", "lock"), "true")[0] == 1
     holder.close()
+    released(zk, base)
     assert flock_cmd("-n", m1.path("r", "lock"), "true")[0] == 0
 
 
@@ -204,6 +205,7 @@ def test_killed_while_blocked_in_flock_leaves_nothing(zk, base, m1, m2):
     wait_until(lambda: len(lock_nodes(zk, base)) == 1, 10,
                "the killed flock's node to go")
     holder.close()
+    released(zk, base)
     assert flock_cmd("-n", m2.path("r", "lock"), "true")[0] == 0
 
 
@@ -294,6 +296,7 @@ def test_interrupted_flock_returns_eintr_and_leaves_nothing(zk, base, m1, m2):
     wait_until(lambda: len(lock_nodes(zk, base)) == 1, 5,
                "the interrupted flock's node to be deleted")
     holder.close()
+    released(zk, base)
     d.ok("flock f ex nb")
     assert d.ok("read f").split("|")[3] == "mode write"
     d.ok("flock f un")

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from harness import Locker, Mounts, lock_nodes, wait_until
+from harness import Locker, Mounts, lock_nodes, released, wait_until
 from tcpproxy import TcpProxy
 from test_core import still_waiting
 from test_names_and_errors import expect_errno
@@ -113,6 +113,7 @@ def test_two_leases_of_two_are_held_across_hosts_and_a_third_waits(
     assert t.wait_result() == "err EAGAIN", "full again: a and c hold"
     t.close()
     a.close()
+    wait_until(lambda: len(leases_of(zk, base)) == 1, 10, "a's lease to go")
     t = lease(m2, flags="wn")
     t.granted()
     t.close()
@@ -255,6 +256,7 @@ def test_holders_and_status_show_the_leases(zk, base, m1, m2):
         assert f.read().splitlines()[-1] == "limit 4 held 3 free 1"
     for h in (a, b, c):
         h.close()
+    released(zk, base)  # b's, from the other mount
     with open(m1.path("jobs", "holders")) as f:
         assert f.read() == "", "no leases, no line"
 

@@ -283,6 +283,7 @@ def test_holders_lists_the_peers_leases_and_waiters(zk, base, tool, service,
     for h in (ours, counting):
         h.close()
     assert service.outcome(queued) == "held"
+    wait_for_count(zk, lease_dir(tool, res), 1, "leases")  # both returned
     rows, semaphore = holders_of(m2)
     assert [(r[0], r[4]) for r in rows] == [("held", tool)], rows
     assert semaphore == "limit 2 held 1 free 1", semaphore

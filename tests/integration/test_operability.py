@@ -15,7 +15,7 @@ import time
 import pytest
 
 from harness import (Locker, is_mounted, lock_nodes, needs_private_mounts,
-                     status, wait_until, zklockfs_binary)
+                     released, status, wait_until, zklockfs_binary)
 from test_core import still_waiting
 
 FIELDS = ("state", "mode", "token", "host", "pid", "uid", "cmd", "age",
@@ -81,6 +81,7 @@ def test_holders_shows_queue_across_mounts_and_notes(zk, base, m1, m2):
     w.close()
     r3.granted()
     r3.close()
+    released(zk, base + "/db")  # r3's, from the other mount
     assert holders(m1, "db") == []
     # Nobody ever queued: empty, and nothing is created for the asking.
     assert holders(m1, "nobody") == []
@@ -465,7 +466,8 @@ mount -t fuse.zklockfs -o session_timeout=4 "$CONNECT" "$MNT"
 grep -q " $MNT fuse.zklockfs " /proc/self/mounts
 exec 9>"$MNT/helper/write"
 grep -q "^held write" "$MNT/helper/holders"
-exec 9>&-
+flock -u 9  # released in ZooKeeper when it returns: the next mount's
+exec 9>&-   # session (below) finds it free
 umount "$MNT"
 if grep -q " $MNT " /proc/self/mounts; then echo "still mounted" >&2; exit 1; fi
 echo "mount -t: ok"
