@@ -611,7 +611,7 @@ def section_commands(first_line):
 # saved as, and the block that runs it.
 SECTIONS = {
     "kazoo": ("apt-get install -y python3-kazoo                 # kazoo 2.8, Debian 12's",
-              "import subprocess", "migrate.py", "python3 migrate.py"),
+              "import os", "migrate.py", "python3 migrate.py"),
     "curator": ("apt-get install -y default-jdk-headless libcurator-recipes-java",
                 "import org.apache.curator.framework.CuratorFramework;",
                 "Deploy.java",
