@@ -41,15 +41,18 @@ class Host:
 
     def create(self):
         try:
+            self.made = True
             _ip("netns", "add", self.ns)
+            _ip("link", "add", self.outer, "type", "veth", "peer", "name",
+                self.inner)
         except subprocess.CalledProcessError as e:
-            # Not root, or a container without CAP_SYS_ADMIN: the test
-            # cannot make its hosts here, which says nothing of zklockfs.
-            pytest.skip("cannot make a network namespace here "
-                        f"(ip netns add: {e.stderr.strip()})")
-        self.made = True
-        _ip("link", "add", self.outer, "type", "veth", "peer", "name",
-            self.inner)
+            # Not root, or a container without CAP_SYS_ADMIN and
+            # CAP_NET_ADMIN: the test cannot make its hosts here, which
+            # says nothing of zklockfs.
+            self.remove()
+            pytest.skip("cannot make a test host's network namespace and "
+                        f"veth pair here ({' '.join(e.cmd)}: "
+                        f"{e.stderr.strip()})")
         _ip("link", "set", self.inner, "netns", self.ns)
         _ip("addr", "add", self.outer_addr + "/30", "dev", self.outer)
         _ip("link", "set", self.outer, "up")

@@ -522,6 +522,9 @@ def stop_and_check(r):
     assert r.leftovers() == [], said
 
 
+FIRST_LOCK = "exec 9<>/mnt/zklock/demo/write     # blocks until the exclusive lock is held"
+
+
 @needs_plain
 def test_run_local_mounts_runs_its_own_example_and_leaves_nothing(run_local):
     r = run_local()
@@ -530,6 +533,10 @@ def test_run_local_mounts_runs_its_own_example_and_leaves_nothing(run_local):
                    "ZKLOCKFS_STATE", "installing", "building"):
         assert needed in said, f"run-local does not say {needed!r}:\n{said}"
     example = r.example()
+    first_lock = as_test(doc_block(FIRST_LOCK).text, r.mountpoint)
+    assert [line.split("#")[0].rstrip() for line in example] == \
+        [line.split("#")[0].rstrip() for line in first_lock.splitlines()], \
+        "the README's first lock is not what run-local prints"
     res = bash("\n".join(example) + "\n", r.tree)
     assert res.returncode == 0, res.stderr
     token, holder = res.stdout.splitlines()
