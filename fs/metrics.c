@@ -268,6 +268,10 @@ static void metrics_session(struct metrics_out *out, struct zkl_fs *fs,
 			"Deletes of this mount's lock nodes that ZooKeeper "
 			"refused, each tried again until it lands.",
 			st->delete_retries);
+	metrics_counter(out, "resources_created_total",
+			"Resource znodes this mount created (new names, and "
+			"names made again after ZooKeeper reaped them).",
+			st->resources_created);
 	metrics_counter(out, "jeopardies_total",
 			"Times every held lock was declared lost for want of "
 			"an answer.",
@@ -325,6 +329,10 @@ int metrics_text(struct zkl_fs *fs, char **text, size_t *len)
 	metrics_sample(
 		&o, "start_time_seconds", NULL,
 		(uint64_t)(wall.tv_sec - (mono.tv_sec - fs->started.tv_sec)));
+	metrics_head(&o, "resources_known", "gauge",
+		     "Resources the daemon keeps an entry for (looked up by "
+		     "the kernel, not yet forgotten).");
+	metrics_sample(&o, "resources_known", NULL, tree_count(&fs->tree));
 	metrics_session(&o, fs, &st, m);
 	metrics_locks(&o, &st, m);
 	free(m);

@@ -79,7 +79,9 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		"\nasks_sent %llu\nbreaks_sent %llu\nmaxhold_asks %" PRIu64
 		"\nmaxhold_breaks %" PRIu64 "\njeopardies %" PRIu64
 		"\nlast_jeopardy %s\njeopardy_margin_ms %d\n"
-		"heartbeat_age_ms %" PRId64 "\nuptime_s %lld\nversion %s\n",
+		"heartbeat_age_ms %" PRId64 "\nresources %zu\n"
+		"resources_created %" PRIu64 "\ncontainers %s\n"
+		"uptime_s %lld\nversion %s\n",
 		metrics_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
 		session_hosts(fs->session), st.server[0] ? st.server : "-",
 		session_base(fs->session), st.held, st.waiting, st.leases_held,
@@ -87,7 +89,8 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		st.delete_retries, st.asked, atomic_load(&fs->asks_sent),
 		atomic_load(&fs->breaks_sent), st.maxhold_asks,
 		st.maxhold_breaks, st.jeopardies, jeopardy_at, st.margin_ms,
-		st.heartbeat_age_ms,
+		st.heartbeat_age_ms, tree_count(&fs->tree),
+		st.resources_created, st.containers ? "yes" : "no",
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);

@@ -290,6 +290,19 @@ static void tree_drop_locked(struct tree *t, struct tree_res *r)
 	}
 }
 
+size_t tree_count(struct tree *t)
+{
+	size_t n;
+
+	pthread_mutex_lock(&t->lock);
+	n = t->table.nitems;
+	for (struct zkl_link *l = t->detached.next; l != &t->detached;
+	     l = l->next)
+		n++;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
 void tree_forget(struct tree *t, uint64_t ino, uint64_t n)
 {
 	struct tree_res *r = tree_res_of(t, ino);

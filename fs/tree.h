@@ -231,6 +231,10 @@ int tree_lookup(struct tree *t, uint64_t parent, const char *name,
 
 /* The kernel dropped n references to ino. */
 void tree_forget(struct tree *t, uint64_t ino, uint64_t n);
+/* How many resources (and list directories) the daemon keeps an entry
+ * for now: those the kernel has looked up and not forgotten, and their
+ * parents.  Not every name ever used: a forgotten one is freed. */
+size_t tree_count(struct tree *t);
 
 /* The resource directory `name` of `parent` was removed (rmdir): the
  * kernel now holds its inode for dead, so the next lookup of that name

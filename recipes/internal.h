@@ -5,6 +5,7 @@
 #define ZKL_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
@@ -57,6 +58,11 @@ struct zkl_session {
 	struct strtab queues; /* of struct zkl_queue, by resource path */
 	uint64_t grants, losses, expirations; /* since session_open */
 	uint64_t delete_retries; /* deletes of our nodes ZooKeeper refused */
+	/* Resource znodes are containers (session_check_base learns
+	 * whether the server has them), and how many the mount made
+	 * (atomic: the creates' replies count them unlocked). */
+	int containers;
+	_Atomic uint64_t resources_created;
 	struct zkl_session_metrics metrics; /* session.c */
 
 	/* The hold limits (maxhold.c): the table as last read, a

@@ -363,11 +363,15 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
  * base path at start, and a resource's missing parents before its first
  * lock node.  One walk over the path serves both.
  */
-static void session_ignore_create(int rc, const char *name, const void *data)
+/* A parent's create: counted when it made a resource. */
+static void session_on_parent_created(int rc, const char *name,
+				      const void *data)
 {
-	(void)rc;
+	struct zkl_session *s = (struct zkl_session *)data;
+
 	(void)name;
-	(void)data;
+	if (rc == ZOK)
+		atomic_fetch_add(&s->resources_created, 1);
 }
 
 /* Call create(s, prefix, err, errlen) for each prefix of `path` ending at
@@ -404,12 +408,23 @@ session_each_prefix(struct zkl_session *s, const char *path, size_t skip,
 /* Queue the create of one parent; its outcome does not matter.  Every
  * znode the mount makes has empty data rather than none, as kazoo and
  * Curator make theirs: kazoo's Semaphore decodes its path's data and
- * fails on none. */
+ * fails on none.
+ *
+ * A resource znode is a container, as Curator makes its lock paths: the
+ * server deletes it once its last child is gone (a minute later by
+ * default), so a name locked once leaves nothing behind, and a create
+ * that finds it gone makes it again (LR_MAX_CREATE_ATTEMPTS).  A setting
+ * keeps it: a limit's pin and the hold limit are persistent children.
+ * Persistent instead in the kazoo dialect, as kazoo makes its paths (its
+ * Semaphore counts every child of a resource as a lease, so no pin could
+ * keep a container that stores a limit), and on a server older than
+ * 3.5.3, which has no containers (session_check_base). */
 static int session_create_async(struct zkl_session *s, const char *prefix,
 				char *err, size_t errlen)
 {
-	int rc = zoo_acreate(s->zh, prefix, "", 0, s->acl, ZOO_PERSISTENT,
-			     session_ignore_create, NULL);
+	int rc = zoo_acreate(s->zh, prefix, "", 0, s->acl,
+			     s->containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
+			     session_on_parent_created, s);
 
 	(void)err;
 	(void)errlen;
@@ -517,6 +532,8 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	out->maxhold_asks = s->maxhold_asks;
 	out->maxhold_breaks = s->maxhold_breaks;
 	out->delete_retries = s->delete_retries;
+	out->containers = s->containers;
+	out->resources_created = atomic_load(&s->resources_created);
 	session_clock_stats_locked(s, out);
 	session_leave(s, &notify);
 }

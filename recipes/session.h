@@ -102,16 +102,21 @@ struct zkl_session_stats {
 	uint64_t losses; /* held locks lost (session ended, node deleted,
 			  * jeopardy) */
 	uint64_t expirations;
-	uint64_t delete_retries;  /* deletes of our nodes ZooKeeper refused
+	uint64_t delete_retries;    /* deletes of our nodes ZooKeeper refused
 				   * (each tried again until it lands) */
-	uint64_t asked;           /* held locks asked to let go (revoke.h) */
-	uint64_t maxhold_asks;    /* holds past their limit asked to let go */
-	uint64_t maxhold_breaks;  /* ... and broken (maxhold.h) */
-	int jeopardy;             /* declared, no answer since */
-	uint64_t jeopardies;      /* declared since the mount */
-	int64_t jeopardy_wall_ms; /* the last one, CLOCK_REALTIME; 0: none */
-	int margin_ms;            /* the jeopardy margin in use */
-	int64_t heartbeat_age_ms; /* since the send of the newest heartbeat
+	int containers;             /* resource znodes are containers */
+	uint64_t resources_created; /* resource znodes this mount made (new
+				     * names, and names made again after
+				     * the server reaped them: a create
+				     * cannot tell which) */
+	uint64_t asked;             /* held locks asked to let go (revoke.h) */
+	uint64_t maxhold_asks;      /* holds past their limit asked to let go */
+	uint64_t maxhold_breaks;    /* ... and broken (maxhold.h) */
+	int jeopardy;               /* declared, no answer since */
+	uint64_t jeopardies;        /* declared since the mount */
+	int64_t jeopardy_wall_ms;   /* the last one, CLOCK_REALTIME; 0: none */
+	int margin_ms;              /* the jeopardy margin in use */
+	int64_t heartbeat_age_ms;   /* since the send of the newest heartbeat
 				   * answered (or of the session's start) */
 };
 

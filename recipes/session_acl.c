@@ -16,12 +16,14 @@
 #include "internal.h"
 #include "names.h"
 #include "zkerr.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <syslog.h>
 
 /* perms as zkCli writes them: "cdrwa". */
 static void session_acl_perms(int32_t perms, char out[6])
@@ -143,6 +145,37 @@ static int session_check_base_acl(struct zkl_session *s, char *err,
 	return -EACCES;
 }
 
+/* Does the server make containers (ZooKeeper 3.5.3 and later)?  One with
+ * an ephemeral child, both deleted at once: if the daemon dies before,
+ * the child goes with the session and the server reaps the emptied
+ * container (one that never had a child it would keep; the window for
+ * that is the one round trip between the two creates).  Not in one
+ * transaction: the C client asserts on a multi that creates a container.
+ * Without containers resource znodes are persistent (session.c), and the
+ * log says what that costs. */
+static void session_probe_containers(struct zkl_session *s, const char *probe)
+{
+	char parent[NAMES_MAX_NODE_PATH + 80], child[sizeof(parent) + 2];
+	int rc;
+
+	snprintf(parent, sizeof(parent), "%s-c", probe);
+	snprintf(child, sizeof(child), "%s/x", parent);
+	rc = zoo_create(s->zh, parent, "", 0, s->acl, ZOO_CONTAINER, NULL, 0);
+	s->containers = rc == ZOK;
+	if (rc != ZOK) {
+		log_msg(LOG_WARNING,
+			"ZooKeeper made no container znode under %s (%s; they "
+			"came with ZooKeeper 3.5.3): resource znodes are made "
+			"persistent, and stay after their last lock",
+			s->base, zerror(rc));
+		return;
+	}
+	if (zoo_create(s->zh, child, "", 0, s->acl, ZOO_EPHEMERAL, NULL, 0) ==
+	    ZOK)
+		(void)zoo_delete(s->zh, child, -1);
+	(void)zoo_delete(s->zh, parent, -1); /* else reaped, as said */
+}
+
 int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 {
 	struct zkl_link notify;
@@ -183,5 +216,7 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 	}
 	if (rc == 0 && s->auth)
 		rc = session_check_base_acl(s, err, errlen);
+	if (rc == 0 && s->dialect != ZKL_STYLE_KAZOO)
+		session_probe_containers(s, probe);
 	return rc;
 }

@@ -1,0 +1,161 @@
+"""Resources come and go (doc/locks.md, "Semantics"): a resource znode is a
+ZooKeeper container, which the server deletes once its last lock node is
+gone (the harness's server checks every second), so a name used once
+leaves nothing behind; a setting keeps it; a lock that finds it gone makes
+it again; a znode another tool made is used as it is and never deleted;
+and the daemon keeps no entry for a name the kernel has forgotten."""
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from harness import HERE, lock_nodes, released, status, wait_until
+
+pytestmark = pytest.mark.concurrency
+
+
+def resources(zk, base):
+    """The resource znodes under base (not the base's own table)."""
+    return sorted(c for c in zk.get_children(base) if not c.startswith("."))
+
+
+def use_once(mount, name):
+    fd = os.open(mount.path(name, "write"), os.O_WRONLY)
+    os.close(fd)
+
+
+def test_names_used_once_leave_nothing_behind(zk, base, m1, m2):
+    names = [f"report-{i}" for i in range(40)]
+    for i, name in enumerate(names):
+        use_once((m1, m2)[i % 2], name)
+    assert status(m1)["containers"] == "yes"
+    created = int(status(m1)["resources_created"]) + \
+        int(status(m2)["resources_created"])
+    assert created >= len(names), f"{created} resources created"
+    released(zk, base)
+    wait_until(lambda: resources(zk, base) == [], 15,
+               "the server to reap every resource used once")
+
+
+def test_a_configured_resource_stays_and_reads_back_elsewhere(zk, base, m1, m2):
+    use_once(m1, "jobs")  # a container first; its limit then pins it
+    with open(m1.path("jobs", "limit"), "w") as f:
+        f.write("3\n")
+    use_once(m1, "db")  # its hold limit is in the base's table
+    with open(m1.path("db", "maxhold"), "w") as f:
+        f.write("60\n")
+    use_once(m1, "gone")
+    released(zk, base)
+    # Once "gone" is reaped the server has looked at every container.
+    wait_until(lambda: "gone" not in resources(zk, base), 15,
+               "the server to reap the unconfigured resource")
+    time.sleep(1.5)  # and once more: a check interval (negative check)
+    assert "jobs" in resources(zk, base), "the limit's resource was reaped"
+    assert open(m2.path("jobs", "limit")).read() == "3\n"
+    assert open(m2.path("db", "maxhold")).read() == "60\n"
+    with open(m1.path("db", "maxhold"), "w") as f:
+        f.write("0\n")
+
+
+def test_a_resource_another_tool_made_is_used_and_kept(zk, base, m1):
+    zk.create(f"{base}/theirs", b"")  # persistent, as kazoo makes it
+    use_once(m1, "theirs")
+    use_once(m1, "ours")
+    released(zk, base)
+    wait_until(lambda: "ours" not in resources(zk, base), 15,
+               "the server to reap the mount's own resource")
+    assert "theirs" in resources(zk, base), "another tool's znode went"
+    zk.delete(f"{base}/theirs")
+
+
+WORKER = r'''
+import os, random, sys, time
+sys.path.insert(0, sys.argv[1])
+from sections import Section
+mount, directory, log, rounds, seed = sys.argv[2:7]
+rng = random.Random(int(seed))
+logfd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+for _ in range(int(rounds)):
+    name = rng.choice(["a", "b", "c"])
+    fd = os.open(os.path.join(mount, name, "write"), os.O_WRONLY)
+    with Section(os.path.join(directory, name), "W", logfd):
+        time.sleep(0.005)
+    os.close(fd)
+    # Now and then idle long enough for the server to reap (it checks
+    # every second), so that opens race the reaper.
+    time.sleep(rng.choice([0, 0, 0.05, 0.6, 1.3]))
+'''
+
+
+def test_opens_go_on_while_the_server_reaps(zk, base, mounts):
+    """Workers on three mounts lock three names in a loop, idle at random
+    so that the server reaps the names under them: no open fails, no two
+    holders of a name overlap, and the names are made again."""
+    ms = [mounts.new(), mounts.new(), mounts.new()]
+    marker = tempfile.mkdtemp(prefix="zklockfs-reap-")
+    for name in "abc":
+        os.mkdir(os.path.join(marker, name))
+    log = os.path.join(marker, "log")
+    seed = int(os.environ.get("ZKLOCKFS_SEED", random.randrange(1 << 30)))
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, HERE,
+                               ms[i % 3].mountpoint, marker, log, "14",
+                               str(seed + i)], stderr=subprocess.PIPE,
+                              text=True)
+             for i in range(6)]
+    try:
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, f"a worker's open failed (seed {seed}):\n{err}"
+        with open(log) as f:
+            lines = f.read().split()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        shutil.rmtree(marker)
+    assert "OVERLAP" not in lines, f"two holders of a name at once (seed {seed})"
+    assert lines.count("ENTER") == 6 * 14
+    created = sum(int(status(m)["resources_created"]) for m in ms)
+    assert created > 3, \
+        f"no name was made again ({created} creates, seed {seed}): reaping untried"
+    assert lock_nodes(zk, base) == []
+
+
+def daemon_rss_kib(mount):
+    with open(f"/proc/{mount.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def forget_all():
+    """Have the kernel drop its dentries and inodes: FUSE sends FORGET."""
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2\n")
+
+
+@pytest.mark.plain  # RSS: not under a sanitizer's allocator
+def test_the_daemon_keeps_nothing_for_names_the_kernel_forgot(m1):
+    def use(names):
+        for name in names:
+            os.stat(m1.path(name, "lock"))  # looked up: an entry each
+        assert int(status(m1)["resources"]) >= len(names)
+        forget_all()
+        wait_until(lambda: int(status(m1)["resources"]) < 10, 30,
+                   "the daemon to free the entries the kernel forgot")
+
+    use([f"first-{i}" for i in range(3000)])
+    rss = daemon_rss_kib(m1)
+    use([f"second-{i}" for i in range(3000)])
+    use([f"third-{i}" for i in range(3000)])
+    grown = daemon_rss_kib(m1) - rss
+    assert grown < 2048, \
+        f"6,000 more names used and forgotten grew the daemon by {grown} KiB"
