@@ -3,6 +3,10 @@
  *
  *   zkbench-mount cycle   FILE N                   open(FILE, O_WRONLY) and
  *                                                  close, N times
+ *   zkbench-mount names   MOUNT N                  the same on N new names:
+ *                                                  MOUNT/new-<pid>-<i>/write
+ *                                                  (each the first lock of
+ *                                                  its resource)
  *   zkbench-mount handoff FILE1 FILE2 HOSTS DIR N [BUSY]
  *                                                  two threads, one per
  *                                                  mount (two sessions),
@@ -80,6 +84,25 @@ static void cycle(const char *file, long n)
 	samples_init(&s, (size_t)n);
 	for (long i = 0; i < n; i++) {
 		double t0 = now_us();
+		close(open_lock(file));
+		samples_add(&s, now_us() - t0);
+	}
+	samples_report(&s, (size_t)n / 10);
+	samples_free(&s);
+}
+
+static void names(const char *mount, long n)
+{
+	char file[4096];
+	struct samples s;
+
+	samples_init(&s, (size_t)n);
+	for (long i = 0; i < n; i++) {
+		double t0;
+
+		snprintf(file, sizeof(file), "%s/new-%d-%ld/write", mount,
+			 (int)getpid(), i);
+		t0 = now_us();
 		close(open_lock(file));
 		samples_add(&s, now_us() - t0);
 	}
@@ -375,6 +398,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "cycle") == 0)
 		cycle(argv[2], parse_count(argv[3], "N"));
+	else if (argc == 4 && strcmp(argv[1], "names") == 0)
+		names(argv[2], parse_count(argv[3], "N"));
 	else if ((argc == 7 || argc == 8) && strcmp(argv[1], "handoff") == 0)
 		handoff(argv[2], argv[3], argv[4], argv[5],
 			parse_count(argv[6], "N"),
@@ -390,11 +415,12 @@ int main(int argc, char **argv)
 	else {
 		fprintf(stderr,
 			"usage: %s cycle FILE N\n"
+			"       %s names MOUNT N\n"
 			"       %s handoff FILE1 FILE2 HOSTS DIR N [BUSY]\n"
 			"       %s visible close|unlock|none FILE1 FILE2 N\n"
 			"       %s scale HOSTS DIR N FILE...\n"
 			"       %s convert downgrade|unlock|acquire FILE N\n",
-			argv[0], argv[0], argv[0], argv[0], argv[0]);
+			argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
 		return 2;
 	}
 	return 0;
