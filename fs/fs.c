@@ -8,6 +8,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+
+#include "identity.h"
+#include "log.h"
 
 /* The parts of struct zkl_fs that exist before any option is read and
  * outlive every other part: its lock, its lists, its conditions. */
@@ -41,6 +45,21 @@ void fs_reply_err(fuse_req_t req, int err)
 	if (err <= 0 || err >= 512)
 		err = err == 0 ? 0 : EIO;
 	fuse_reply_err(req, err);
+}
+
+int fs_may_change(struct zkl_fs *fs, fuse_req_t req, const char *what, int err)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char who[128];
+
+	if (ctx->uid == 0 || ctx->uid == fs->uid)
+		return 0;
+	identity_for_log(who, sizeof(who), ctx->pid, ctx->uid);
+	log_msg(LOG_WARNING,
+		"%s refused to %s: only root and the mount's owner (uid %u) "
+		"may",
+		who, what, (unsigned)fs->uid);
+	return -err;
 }
 
 void fs_create_entry_unused(struct zkl_fs *fs,

@@ -27,6 +27,7 @@ struct zkl_fs {
 	int on_lost_signal;   /* 0: a lost lock is only logged */
 	int on_revoke_signal; /* 0: a request to let go is only logged */
 	int reentrant;        /* -o reentrant (reentrant.h) */
+	int anyone_may_ask;   /* -o anyone_may_ask: revoke's ask is anyone's */
 	atomic_ullong asks_sent, breaks_sent; /* nodes the revoke files asked
 					       * or broke (textfile.c) */
 	char hostname[256];
@@ -89,6 +90,16 @@ void fs_create_entry_unused(struct zkl_fs *fs,
 /* fs_create_entry_unused, then fs_reply_err. */
 void fs_reply_open_err(struct zkl_fs *fs, fuse_req_t req,
 		       const struct fuse_entry_param *create_entry, int err);
+
+/* The one rule for what changes a resource for every host: writing a
+ * setting (limit, maxhold) or a revoke file, rmdir.  Root and the mount's
+ * owner (-o uid=, else the daemon's user) only, as the files' modes say
+ * (ls -l); -o anyone_may_ask opens revoke's `ask` to everyone.  `what`
+ * names the change for the log, which names who was refused.  Returns 0,
+ * or -err: EACCES where the kernel would answer from the mode (an open, an
+ * rmdir), EPERM at a write through a descriptor someone else opened.
+ * (fs.c) */
+int fs_may_change(struct zkl_fs *fs, fuse_req_t req, const char *what, int err);
 
 /* Look up `name` in directory `parent` and fill e for the kernel, with
  * one kernel reference counted.  Returns 0 or -errno (ops.c). */

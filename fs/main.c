@@ -302,6 +302,7 @@ int main(int argc, char **argv)
 	fs.on_lost_signal = o.on_lost_signal;
 	fs.on_revoke_signal = o.on_revoke_signal;
 	fs.reentrant = o.reentrant;
+	fs.anyone_may_ask = o.anyone_may_ask;
 	session_set_lost_hook(fs.session, fs_lock_lost, &fs);
 	session_set_revoke_hook(fs.session, fs_lock_revoked, &fs);
 	if (fuse_set_signal_handlers(se) < 0)

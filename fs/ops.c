@@ -145,7 +145,12 @@ void fs_fill_attr(struct zkl_fs *fs, fuse_ino_t ino, struct stat *st)
 		st->st_mode = S_IFREG | (fs->file_mode & 0444);
 		st->st_nlink = 1;
 	} else if (tree_kind_of(ino) == TREE_REVOKE) {
-		st->st_mode = S_IFREG | (fs->file_mode & 0222);
+		/* fs_may_change's rule, as a mode. */
+		st->st_mode = S_IFREG | (fs->file_mode &
+					 (fs->anyone_may_ask ? 0222 : 0200));
+		st->st_nlink = 1;
+	} else if (tree_kind_is_setting(tree_kind_of(ino))) {
+		st->st_mode = S_IFREG | (fs->file_mode & 0644);
 		st->st_nlink = 1;
 	} else {
 		st->st_mode = S_IFREG | fs->file_mode;
@@ -575,6 +580,9 @@ void dir_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (tree_child_zpath(dir, name, path, sizeof(path)) < 0)
 		return fs_reply_err(req, ENAMETOOLONG);
+	err = fs_may_change(fs, req, "remove a resource", EACCES);
+	if (err < 0)
+		return fs_reply_err(req, -err);
 	ctx = malloc(sizeof(*ctx) + strlen(name) + 1);
 	if (!ctx)
 		return fs_reply_err(req, ENOMEM);

@@ -32,6 +32,7 @@ enum {
 	OPTS_KEY_SINGLE,
 	OPTS_KEY_RO,
 	OPTS_KEY_REENTRANT,
+	OPTS_KEY_ANYONE_MAY_ASK,
 	/* Numbers: parsed strictly here, not by fuse_opt's sscanf, which
 	 * takes "1.5" as 1 and wraps "uid=4294967296" to 0. */
 	OPTS_KEY_SESSION_TIMEOUT,
@@ -73,6 +74,7 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("-s", OPTS_KEY_SINGLE),
 	FUSE_OPT_KEY("ro", OPTS_KEY_RO),
 	FUSE_OPT_KEY("reentrant", OPTS_KEY_REENTRANT),
+	FUSE_OPT_KEY("anyone_may_ask", OPTS_KEY_ANYONE_MAY_ASK),
 	FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("dev", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("suid", FUSE_OPT_KEY_DISCARD),
@@ -245,6 +247,9 @@ static int opts_proc(void *data, const char *arg, int key,
 		return 0;
 	case OPTS_KEY_REENTRANT:
 		c->o->reentrant = 1;
+		return 0;
+	case OPTS_KEY_ANYONE_MAY_ASK:
+		c->o->anyone_may_ask = 1;
 		return 0;
 	case OPTS_KEY_DEBUG:
 		c->o->debug = 1;
@@ -850,6 +855,9 @@ void opts_print_help(const char *progname)
 	       "                             process or a descendant of it is\n"
 	       "                             granted at once, and held until the\n"
 	       "                             last of these holds ends\n"
+	       "    -o anyone_may_ask        every user may write `ask` to a\n"
+	       "                             revoke file (else, as for every\n"
+	       "                             setting, root and the owner only)\n"
 	       "    -o auth_file=PATH        authenticate to ZooKeeper as the\n"
 	       "                             user:password in PATH (digest) and\n"
 	       "                             give the nodes created to it alone\n"

@@ -42,6 +42,8 @@ struct opts {
 	char *dialect;        /* as given: "zklockfs", "curator" or "kazoo" */
 	int reentrant;        /* -o reentrant: a holder's process tree takes
 			     * its lock again at once, counted (reentrant.c) */
+	int anyone_may_ask;   /* -o anyone_may_ask: revoke's `ask` is
+			       * everyone's (fs.h) */
 	int default_permissions; /* -o default_permissions: the kernel checks
 				  * the modes uid=, gid= and umask= give */
 	char repeated[128];      /* our options given more than once ("a, b"):

@@ -380,7 +380,7 @@ typedef void (*setting_stored_fn)(int err, void *arg);
 /* What tells one setting from another. */
 struct setting {
 	const char *name; /* its file's, for the log */
-	int owner_only;   /* only root and the mount's owner may set it */
+	const char *verb; /* its change, for the log of a refusal */
 	int (*parse)(const char *buf, size_t len, unsigned *value);
 	int (*get)(struct zkl_session *s, const char *dir, setting_got_fn cb,
 		   void *arg);
@@ -396,6 +396,7 @@ static int setting_parse_limit(const char *buf, size_t len, unsigned *n)
 
 static const struct setting setting_limit = {
 	.name = "limit",
+	.verb = "set a limit",
 	.parse = setting_parse_limit,
 	.get = resource_get_limit,
 	.store = resource_set_limit,
@@ -403,7 +404,7 @@ static const struct setting setting_limit = {
 
 static const struct setting setting_maxhold = {
 	.name = "maxhold",
-	.owner_only = 1, /* a limit breaks other users' locks */
+	.verb = "set a hold limit",
 	.parse = maxhold_parse_value,
 	.get = maxhold_read,
 	.store = maxhold_store,
@@ -475,6 +476,11 @@ void setting_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct setting_read_ctx *ctx;
 	int err;
 
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		err = fs_may_change(fs, req, setting_of(ino)->verb, EACCES);
+		if (err < 0)
+			return fs_reply_open_err(fs, req, create_entry, -err);
+	}
 	if ((fi->flags & O_ACCMODE) == O_WRONLY) /* nothing to read */
 		return snapshot_answer_open(fs, req, fi, create_entry, NULL, 0);
 	ctx = malloc(sizeof(*ctx) + len + 1);
@@ -510,7 +516,6 @@ void setting_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct setting *setting = setting_of(ino);
-	const struct fuse_ctx *fctx = fuse_req_ctx(req);
 	char dir[NAMES_MAX_NODE_PATH + 1];
 	size_t len = setting_dir(fs, ino, dir);
 	struct setting_write_ctx *ctx;
@@ -519,11 +524,9 @@ void setting_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 
 	if (off != 0 || setting->parse(buf, size, &value) < 0)
 		return fs_reply_err(req, EINVAL);
-	if (setting->owner_only && fctx->uid != 0 && fctx->uid != fs->uid) {
-		log_msg(LOG_WARNING, "uid %u (pid %d) may not set %s",
-			(unsigned)fctx->uid, (int)fctx->pid, setting->name);
-		return fs_reply_err(req, EPERM);
-	}
+	err = fs_may_change(fs, req, setting->verb, EPERM);
+	if (err < 0)
+		return fs_reply_err(req, -err);
 	ctx = malloc(sizeof(*ctx) + len + 1);
 	if (!ctx)
 		return fs_reply_err(req, ENOMEM);
@@ -564,10 +567,15 @@ void revoke_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 const struct fuse_entry_param *create_entry)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
+	int err = fs->anyone_may_ask
+			  ? 0
+			  : fs_may_change(fs, req, "revoke locks", EACCES);
 
 	(void)ino;
-	if ((fi->flags & O_ACCMODE) != O_WRONLY)
-		return fs_reply_open_err(fs, req, create_entry, EACCES);
+	if (err == 0 && (fi->flags & O_ACCMODE) != O_WRONLY)
+		err = -EACCES;
+	if (err < 0)
+		return fs_reply_open_err(fs, req, create_entry, -err);
 	snapshot_answer_open(fs, req, fi, create_entry, NULL, 0);
 }
 
@@ -622,10 +630,14 @@ void revoke_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 
 	if (off != 0 || revoke_parse(buf, size, &how) < 0)
 		return fs_reply_err(req, EINVAL);
-	if (how == REVOKE_BREAK && fctx->uid != 0 && fctx->uid != fs->uid) {
-		log_msg(LOG_WARNING, "uid %u (pid %d) may not break locks",
-			(unsigned)fctx->uid, (int)fctx->pid);
-		return fs_reply_err(req, EPERM);
+	if (how == REVOKE_BREAK || !fs->anyone_may_ask) {
+		err = fs_may_change(fs, req,
+				    how == REVOKE_BREAK
+					    ? "break locks"
+					    : "ask holders to let go",
+				    EPERM);
+		if (err < 0)
+			return fs_reply_err(req, -err);
 	}
 	err = tree_zpath(tree_res_of(&fs->tree, ino), dir, sizeof(dir));
 	assert(err > 0); /* tree_lookup checked its length */

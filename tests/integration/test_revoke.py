@@ -37,7 +37,7 @@ def revoke(mount, word, res="r"):
 def test_revoke_is_a_write_only_file_of_every_resource(m1):
     assert "revoke" in os.listdir(m1.path("r"))
     st = os.stat(m1.path("r", "revoke"))
-    assert st.st_mode & 0o777 == 0o222
+    assert st.st_mode & 0o777 == 0o200, "root's and the owner's alone"
     expect_errno(errno.EACCES, os.open, m1.path("r", "revoke"), os.O_RDONLY)
     assert not os.path.exists(m1.path(".all", "a,b", "revoke"))
 
@@ -129,14 +129,27 @@ def test_only_root_or_the_owner_may_break(zk, base, mounts, owner):
     holder = Locker(m.path("r", "write"), "rw")
     holder.granted()
     if owner is None:
-        assert write_as(65534, m.path("r", "revoke"), "break\n") == "EPERM"
+        assert write_as(65534, m.path("r", "revoke"), "break\n") == "EACCES"
+        assert write_as(65534, m.path("r", "revoke"), "ask\n") == "EACCES"
         assert len(lock_nodes(zk, f"{base}/r")) == 1, "nothing broken"
-        assert write_as(65534, m.path("r", "revoke"), "ask\n") == "ok", \
-            "anyone who may write the file may ask"
+        assert zk.get(lock_nodes(zk, f"{base}/r")[0])[0] != b"__REVOKE__"
+        assert "(python3, uid 65534) refused to revoke locks" in m.log()
     else:
         assert write_as(owner, m.path("r", "revoke"), "break\n") == "ok"
         wait_until(lambda: not lock_nodes(zk, f"{base}/r"), 15,
                    "the holder's node deleted by the mount's owner")
+    holder.close()
+
+
+def test_anyone_may_ask_lets_every_user_ask_but_not_break(zk, base, mounts):
+    m = mounts.new("-o", "allow_other,anyone_may_ask")
+    assert os.stat(m.path("r", "revoke")).st_mode & 0o777 == 0o222
+    holder = Locker(m.path("r", "write"), "rw")
+    holder.granted()
+    assert write_as(65534, m.path("r", "revoke"), "break\n") == "EPERM"
+    assert len(lock_nodes(zk, f"{base}/r")) == 1, "nothing broken"
+    assert write_as(65534, m.path("r", "revoke"), "ask\n") == "ok"
+    assert zk.get(lock_nodes(zk, f"{base}/r")[0])[0] == b"__REVOKE__"
     holder.close()
 
 

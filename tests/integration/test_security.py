@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
@@ -39,6 +41,56 @@ def test_only_the_chosen_group_may_take_locks(mounts):
     assert os.stat(m.path("r")).st_mode & 0o777 == 0o770
     assert open_as(m.path("r", "write"), []) == "EACCES"
     assert open_as(m.path("r", "write"), [GROUP]) == "ok"
+
+
+AS_OUTSIDER = r"""
+import errno, os, sys
+def attempt(what, fn):
+    try:
+        fn()
+        print(what, "ok")
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+mnt, handed = sys.argv[1], int(sys.argv[2])
+attempt("open-limit", lambda: os.close(os.open(mnt + "/r/limit", os.O_WRONLY)))
+attempt("open-maxhold", lambda: os.close(os.open(mnt + "/r/maxhold", os.O_WRONLY)))
+attempt("read-limit", lambda: os.close(os.open(mnt + "/r/limit", os.O_RDONLY)))
+attempt("write-handed", lambda: os.write(handed, b"7\n"))
+attempt("rmdir", lambda: os.rmdir(mnt + "/idle"))
+"""
+
+
+@pytest.mark.parametrize("checked_by", ["daemon", "kernel"])
+def test_only_root_or_the_owner_may_change_a_resource(zk, base, mounts,
+                                                      checked_by):
+    """One rule for what every host sees change, told where the user can
+    see it: the modes, EACCES at open and rmdir, EPERM through a
+    descriptor the owner handed on, and the log names who tried."""
+    opts = "allow_other" + (",default_permissions"
+                            if checked_by == "kernel" else "")
+    m = mounts.new("-o", opts)
+    modes = {f: os.stat(m.path("r", f)).st_mode & 0o777
+             for f in ("limit", "maxhold", "revoke", "write")}
+    assert modes == {"limit": 0o644, "maxhold": 0o644, "revoke": 0o200,
+                     "write": 0o666}, modes
+    zk.create(f"{base}/idle", b"")  # a resource (persistent: not reaped)
+    handed = os.open(m.path("r", "limit"), os.O_WRONLY)  # root's open
+    try:
+        out = subprocess.run(
+            ["setpriv", f"--reuid={OUTSIDER}", f"--regid={OUTSIDER}",
+             "--clear-groups", sys.executable, "-c", AS_OUTSIDER,
+             m.mountpoint, str(handed)],
+            pass_fds=(handed,), capture_output=True, text=True, timeout=30)
+    finally:
+        os.close(handed)
+    assert out.returncode == 0, out.stderr
+    said = dict(line.split() for line in out.stdout.splitlines())
+    assert said == {"open-limit": "EACCES", "open-maxhold": "EACCES",
+                    "read-limit": "ok", "write-handed": "EPERM",
+                    "rmdir": "EACCES"}, said
+    assert open(m.path("r", "limit")).read() == "1\n", "nothing stored"
+    assert "(python3, uid 65534) refused to set a limit" in m.log()
+    os.rmdir(m.path("idle"))  # root may
 
 
 def test_digest_auth_guards_the_nodes(zookeeper, base, tmp_path):
