@@ -17,6 +17,7 @@ import time
 from contextlib import contextmanager
 
 import pytest
+from kazoo.exceptions import NoNodeError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
@@ -418,11 +419,14 @@ LOCK_NODE = re.compile(r"(?:-write-|-read-|__WRIT__|__READ__|__lock__|"
 
 def lock_nodes(zk, path):
     """Every znode under path whose name is a lock node, ours or another
-    tool's (a mount of any dialect creates them)."""
+    tool's (a mount of any dialect creates them).  A resource may go while
+    it is walked: the server reaps an emptied container (doc/locks.md)."""
     found = []
-    if not zk.exists(path):
+    try:
+        children = zk.get_children(path)
+    except NoNodeError:
         return found
-    for child in zk.get_children(path):
+    for child in children:
         full = path + "/" + child
         if LOCK_NODE.search(child):
             found.append(full)
