@@ -550,9 +550,9 @@ Test(lockreq, an_old_sessions_create_reply_is_not_taken_for_the_new_ones)
 
 	snprintf(old_node, sizeof(old_node), "%s0000000001", old_create.path);
 	((string_stat_completion_t)old_create.completion)(ZOK, old_node, &st,
-							   old_create.data);
-	((strings_stat_completion_t)old_listing.completion)(
-		ZOK, &empty, &dir, old_listing.data);
+							  old_create.data);
+	((strings_stat_completion_t)old_listing.completion)(ZOK, &empty, &dir,
+							    old_listing.data);
 	cr_assert_eq(fake_done_calls, 0, "nothing told from the old session");
 	cr_assert_eq(fake_pending(), 2, "the new create is still awaited");
 
