@@ -226,8 +226,8 @@ int main(int argc, char **argv)
 		log_msg(LOG_WARNING,
 			"uid=, gid= and umask= set the owner and mode the "
 			"files show; without -o default_permissions nothing "
-			"checks them, and with allow_other every user may "
-			"take locks");
+			"checks them for taking locks, and with allow_other "
+			"every user may take them");
 	if (main_add_fsname(&args, o.connect) < 0) {
 		fprintf(stderr, "zklockfs: out of memory\n");
 		goto out_opts;

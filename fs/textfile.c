@@ -567,13 +567,14 @@ void revoke_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 const struct fuse_entry_param *create_entry)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
-	int err = fs->anyone_may_ask
-			  ? 0
-			  : fs_may_change(fs, req, "revoke locks", EACCES);
+	int err = 0;
 
 	(void)ino;
-	if (err == 0 && (fi->flags & O_ACCMODE) != O_WRONLY)
-		err = -EACCES;
+	/* Write-only, for everyone: a reader (grep -r) is no one refused. */
+	if ((fi->flags & O_ACCMODE) != O_WRONLY)
+		return fs_reply_open_err(fs, req, create_entry, EACCES);
+	if (!fs->anyone_may_ask)
+		err = fs_may_change(fs, req, "revoke locks", EACCES);
 	if (err < 0)
 		return fs_reply_open_err(fs, req, create_entry, -err);
 	snapshot_answer_open(fs, req, fi, create_entry, NULL, 0);

@@ -31,12 +31,13 @@ enum resource_verb {
 
 /*
  * A resource's limit lives in its znode's data, so it lasts as long as the
- * znode.  A znode the mount creates is persistent, but one Curator created
- * first is a container, which the server deletes once it has no children
- * -- and ZooKeeper shows a container to clients as persistent, so that
- * cannot be told.  Instead, storing a limit also creates a persistent
- * child RESOURCE_PIN, which keeps any znode in place: no container with a
- * child is deleted.  Its name is no resource's (it starts with '.') and no
+ * znode.  A znode a lock makes is a container (session.c), as one Curator
+ * created first is, which the server deletes once it has no children --
+ * and ZooKeeper shows a container to clients as persistent, so that
+ * cannot be told.  So storing a limit also creates a persistent child
+ * RESOURCE_PIN, which keeps any znode in place: no container with a child
+ * is deleted (a reaping between the set and the pin stores the limit
+ * again, in a persistent znode: resource_on_pinned).  Its name is no resource's (it starts with '.') and no
  * lock node's.  Not in the kazoo dialect: kazoo counts every child of the
  * resource as a lease, and kazoo makes no containers.  Removing a
  * resource removes its pin with it, in one transaction, or neither.
@@ -349,6 +350,16 @@ static void resource_on_pinned(int rc, const char *name, const void *data)
 	struct resource_op *op = (struct resource_op *)data;
 
 	(void)name;
+	if (rc == ZNONODE && !op->created) {
+		/* The server reaped the container between the set and the
+		 * pin, and the limit with it: store it again in a znode of
+		 * our own (persistent), once. */
+		op->created = 1;
+		op->verb = RES_CREATE_LIMIT;
+		return resource_resend(op);
+	}
+	if (rc == ZNONODE) /* gone twice: deleted by another client */
+		return resource_done(op, rc);
 	if (rc != ZOK && rc != ZNODEEXISTS)
 		log_msg(LOG_WARNING,
 			"%s: limit stored, but not pinned (%s): should the "

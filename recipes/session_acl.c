@@ -161,12 +161,22 @@ static void session_probe_containers(struct zkl_session *s, const char *probe)
 	snprintf(parent, sizeof(parent), "%s-c", probe);
 	snprintf(child, sizeof(child), "%s/x", parent);
 	rc = zoo_create(s->zh, parent, "", 0, s->acl, ZOO_CONTAINER, NULL, 0);
-	s->containers = rc == ZOK;
-	if (rc != ZOK) {
+	/* Only a server that does not know the request has no containers;
+	 * any other failure (a connection lost just now) says nothing of
+	 * the server, which is most likely 3.5.3 or later. */
+	s->containers = rc != ZUNIMPLEMENTED;
+	if (rc == ZUNIMPLEMENTED) {
 		log_msg(LOG_WARNING,
 			"ZooKeeper made no container znode under %s (%s; they "
 			"came with ZooKeeper 3.5.3): resource znodes are made "
 			"persistent, and stay after their last lock",
+			s->base, zerror(rc));
+		return;
+	}
+	if (rc != ZOK) {
+		log_msg(LOG_WARNING,
+			"cannot try a container znode under %s (%s): resource "
+			"znodes are made as containers all the same",
 			s->base, zerror(rc));
 		return;
 	}
