@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from harness import Driver, Locker, Mounts, lock_nodes, status, wait_until
+from harness import (Driver, Locker, Mounts, lock_nodes, released, status,
+                     wait_until)
 from tcpproxy import TcpProxy
 from test_core import still_waiting
 from test_names_and_errors import expect_errno
@@ -163,7 +164,9 @@ def test_flock_fcntl_leases_and_readers_are_bounded_alike(zk, base, m1, m2):
     for how, holder in holders_by_kind.items():
         wait_until(lambda: holder.command("read") == "err EIO", 30,
                    f"the {how} holder broken")
-        assert not lock_nodes(zk, f"{base}/of-{how}"), f"{how}: node gone"
+        # Told first, then its node goes (a break tells before it
+        # grants): the node's deletion is awaited, not assumed.
+        released(zk, f"{base}/of-{how}")
         holder.close()
         set_maxhold(m2, 0, f"of-{how}")
 
