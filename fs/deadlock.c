@@ -50,9 +50,12 @@ static int deadlock_holders(struct deadlock_walk *d, const struct tree_res *res,
 		struct posixlock *p =
 			ZKL_CONTAINER_OF(l, struct posixlock, link);
 
-		if (p->owner == asker || deadlock_res(p->via) != res ||
-		    !lockreq_holds(p->lr) ||
-		    !deadlock_conflict(lockreq_mode(p->lr), mode))
+		int held;
+
+		if (p->owner == asker || deadlock_res(p->via) != res)
+			continue;
+		held = lockreq_held_mode(p->lr);
+		if (held < 0 || !deadlock_conflict(held, mode))
 			continue;
 		if (p->owner == d->target)
 			return 1;

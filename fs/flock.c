@@ -185,8 +185,7 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 	pthread_mutex_lock(&fs->lock);
 	old = lf->held;
-	if (how != LOCK_UN && old && lockreq_holds(old) &&
-	    lockreq_mode(old) == mode) {
+	if (how != LOCK_UN && old && lockreq_held_mode(old) == (int)mode) {
 		/* Already held that way, e.g. flock(1) on write or read, or
 		 * LOCK_SH then LOCK_EX on a lease. */
 		pthread_mutex_unlock(&fs->lock);
@@ -244,7 +243,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		err = lockfile_covers(lf->held, mode) ? 0 : -EDEADLK;
 	} else {
 		p = posix_find_locked(fs, ino, fi->lock_owner);
-		if (p && lockreq_holds(p->lr) && lockreq_mode(p->lr) == mode)
+		if (p && lockreq_held_mode(p->lr) == (int)mode)
 			err = 0;
 		else if (p)
 			down = downgrade_how(p->lr, mode,

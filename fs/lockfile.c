@@ -47,12 +47,9 @@ void lockfile_put(struct lockfile *lf)
 
 int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode)
 {
-	enum zkl_mode held;
+	int held = lr ? lockreq_held_mode(lr) : -ENOLCK;
 
-	if (!lr || !lockreq_holds(lr))
-		return 0;
-	held = lockreq_mode(lr);
-	return held == mode ||
+	return held == (int)mode ||
 	       (mode == ZKL_MODE_READ && held == ZKL_MODE_WRITE);
 }
 

@@ -26,6 +26,7 @@ struct reentrant_search {
 	const struct lineage_proc *lineage;
 	size_t n;
 	struct zkl_lockreq *best;
+	int best_mode; /* its mode, or -ENOLCK while there is none */
 };
 
 /* Is lr, held by `holder` through lock file via, a lock of the
@@ -38,13 +39,18 @@ static void reentrant_consider(struct reentrant_search *q,
 			       struct lineage_proc holder,
 			       struct zkl_lockreq *lr)
 {
-	if (!lr || via->res != q->res || via->multi || !lockreq_holds(lr) ||
-	    lockreq_mode(lr) == ZKL_MODE_LEASE ||
-	    (q->best && lockreq_mode(q->best) == ZKL_MODE_WRITE) ||
+	int held;
+
+	if (!lr || via->res != q->res || via->multi ||
+	    q->best_mode == ZKL_MODE_WRITE)
+		return;
+	held = lockreq_held_mode(lr);
+	if (held < 0 || held == ZKL_MODE_LEASE ||
 	    !lineage_has(q->lineage, q->n, holder) ||
 	    !lineage_has_open(holder, q->inos, 3))
 		return;
 	q->best = lr;
+	q->best_mode = held;
 }
 
 int reentrant_find_locked(const struct lockfile *lf, enum zkl_mode mode,
@@ -56,6 +62,7 @@ int reentrant_find_locked(const struct lockfile *lf, enum zkl_mode mode,
 		.res = lf->res,
 		.lineage = lineage,
 		.n = n,
+		.best_mode = -ENOLCK,
 	};
 
 	ZKL_ASSERT_HELD(&fs->lock);
@@ -80,7 +87,7 @@ int reentrant_find_locked(const struct lockfile *lf, enum zkl_mode mode,
 	if (!q.best)
 		return 0;
 	*held = q.best;
-	return reentrant_verdict(lockreq_mode(q.best), mode);
+	return reentrant_verdict(q.best_mode, mode);
 }
 
 int reentrant_take(const struct lockfile *lf, enum zkl_mode mode,

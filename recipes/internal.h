@@ -209,6 +209,12 @@ static inline int session_is_connected_locked(const struct zkl_session *s)
 	       zoo_state(s->zh) == ZOO_CONNECTED_STATE;
 }
 
+/* m is started (session_join_locked) until it is freed (session_part):
+ * the session's end walks the started ones, and session_close waits for
+ * them to go.  s->lock held. */
+void session_join_locked(struct zkl_session *s, struct zkl_member *m);
+void session_part_locked(struct zkl_session *s, struct zkl_member *m);
+
 /* Call m->ops->resume_locked when the session is connected again (at once
  * if the handle is connected now).  The caller has taken a reference for
  * it and made sure m is not waiting already.  s->lock held. */
@@ -217,9 +223,11 @@ void session_resume_when_connected_locked(struct zkl_session *s,
 					  struct zkl_link *notify);
 /* The same, once CLOCK_BOOTTIME reaches due_ms (session_clock.c): a step
  * ZooKeeper refused, tried again after a back-off.  The session's end
- * takes m off the list as it does off the resume list. */
-void session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
-			      int64_t due_ms);
+ * takes m off the list as it does off the resume list.  Returns 1, or 0
+ * if m waits already (for the connection or a time: it keeps that), in
+ * which case the caller takes no reference for it. */
+int session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
+			     int64_t due_ms);
 /* How long a break waits for the holder's mount to let go (revoke.c): the
  * session timeout, after which a mount cut off before the mark has
  * declared its jeopardy (mounts of one base share it). */

@@ -558,16 +558,21 @@ int lockreq_revoke_asked(struct zkl_lockreq *lr, int64_t *when_ms)
 	return asked;
 }
 
-int lockreq_holds(struct zkl_lockreq *lr)
+int lockreq_held_mode(struct zkl_lockreq *lr)
 {
 	struct zkl_link notify;
 	struct zkl_session *s = lr->s;
-	int held;
+	int mode;
 
 	session_enter(s, &notify);
-	held = lr->outcome == LR_HELD && !lr->lost;
+	mode = lr->outcome == LR_HELD && !lr->lost ? (int)lr->mode : -ENOLCK;
 	session_leave(s, &notify);
-	return held;
+	return mode;
+}
+
+int lockreq_holds(struct zkl_lockreq *lr)
+{
+	return lockreq_held_mode(lr) >= 0;
 }
 
 /*
@@ -740,11 +745,7 @@ void lr_hold(struct zkl_lockreq *lr, enum lr_hold h)
 
 static void lr_free_locked(struct zkl_lockreq *lr)
 {
-	if (list_linked(&lr->member.live)) {
-		list_del(&lr->member.live);
-		if (list_empty(&lr->s->live)) /* session_close may wait */
-			pthread_cond_broadcast(&lr->s->state_changed);
-	}
+	session_part_locked(lr->s, &lr->member);
 	lr_free(lr);
 }
 
@@ -1057,10 +1058,9 @@ void lr_defer_for(struct zkl_lockreq *lr, int ms)
 {
 	/* Waiting already (for the connection, or a time): the resume hook
 	 * redoes whatever its phase wants. */
-	if (list_linked(&lr->member.resume))
-		return;
-	lr_hold(lr, LR_HOLD_RESUME);
-	session_resume_at_locked(lr->s, &lr->member, session_clock_now() + ms);
+	if (session_resume_at_locked(lr->s, &lr->member,
+				     session_clock_now() + ms))
+		lr_hold(lr, LR_HOLD_RESUME);
 }
 
 int lr_is_connection_loss(int rc)
@@ -1793,7 +1793,7 @@ static int lr_first_step(struct zkl_lockreq *lr)
 
 	if (!lr->q && !(lr->q = queue_get_locked(s, lr->dir)))
 		return -ENOMEM;
-	list_add_tail(&s->live, &lr->member.live);
+	session_join_locked(s, &lr->member);
 	if (s->state == ZKL_CONN_EXPIRED || s->draining) {
 		/* Between two sessions: queue on the next one. */
 		lr_hold(lr, LR_HOLD_RESUME);

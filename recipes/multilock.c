@@ -160,7 +160,7 @@ static int multilock_start_locked(struct zkl_lockreq *g,
 	int err = -ECANCELED;
 
 	if (g->outcome == LR_PENDING) {
-		list_add_tail(&g->s->live, &g->member.live);
+		session_join_locked(g->s, &g->member);
 		lr_to(g, PH_CREATING);
 		err = g->s->dead ? -ENOTCONN
 		      : g->try_only && !session_is_connected_locked(g->s)

@@ -120,7 +120,7 @@ static void pl_mutex_done(struct zkl_lockreq *m, int err, void *arg)
 
 static int pl_first_step(struct zkl_lockreq *lr)
 {
-	list_add_tail(&lr->s->live, &lr->member.live);
+	session_join_locked(lr->s, &lr->member);
 	/* Between two sessions the lock's request waits for the next one,
 	 * and we with it. */
 	return pl_start_mutex(lr);

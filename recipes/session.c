@@ -128,6 +128,22 @@ static void session_watcher(zhandle_t *zh, int type, int state,
 		session_on_state(ctx, zh, state);
 }
 
+void session_join_locked(struct zkl_session *s, struct zkl_member *m)
+{
+	ZKL_ASSERT_HELD(&s->lock);
+	assert(!list_linked(&m->live));
+	list_add_tail(&s->live, &m->live);
+}
+
+void session_part_locked(struct zkl_session *s, struct zkl_member *m)
+{
+	if (!list_linked(&m->live))
+		return;
+	list_del(&m->live);
+	if (list_empty(&s->live)) /* session_drain may wait for it */
+		pthread_cond_broadcast(&s->state_changed);
+}
+
 void session_resume_when_connected_locked(struct zkl_session *s,
 					  struct zkl_member *m,
 					  struct zkl_link *notify)

@@ -233,13 +233,16 @@ static void clock_check_holds_locked(struct zkl_session *s, int64_t now,
 	}
 }
 
-void session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
-			      int64_t due_ms)
+int session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
+			     int64_t due_ms)
 {
 	ZKL_ASSERT_HELD(&s->lock);
+	if (list_linked(&m->resume))
+		return 0;
 	m->due_ms = due_ms;
 	list_add_tail(&s->later, &m->resume);
 	pthread_cond_signal(&s->clock_changed);
+	return 1;
 }
 
 /* Resume the members whose time has come (once connected); returns the
