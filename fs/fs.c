@@ -47,6 +47,34 @@ void fs_reply_err(fuse_req_t req, int err)
 	fuse_reply_err(req, err);
 }
 
+/* Is this refusal one of its minute's first FS_REFUSALS_LOGGED?  The
+ * first of a new minute says how many the last logged minute left out.
+ * Lock-free: two refusals at a minute's turn may log one line more. */
+static int fs_refusal_logged(struct zkl_fs *fs)
+{
+	struct timespec now;
+	long long minute, was;
+	unsigned n;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	minute = (long long)now.tv_sec / 60;
+	was = atomic_load(&fs->refusal_minute);
+	if (was != minute &&
+	    atomic_compare_exchange_strong(&fs->refusal_minute, &was, minute)) {
+		n = atomic_exchange(&fs->refusals_this_minute, 0);
+		if (n > FS_REFUSALS_LOGGED)
+			log_msg(LOG_WARNING,
+				"%u more refused changes were not logged",
+				n - FS_REFUSALS_LOGGED);
+	}
+	n = atomic_fetch_add(&fs->refusals_this_minute, 1);
+	if (n == FS_REFUSALS_LOGGED)
+		log_msg(LOG_WARNING,
+			"more refused changes this minute: counted "
+			"(.status refusals), not logged");
+	return n < FS_REFUSALS_LOGGED;
+}
+
 int fs_may_change(struct zkl_fs *fs, fuse_req_t req, const char *what, int err)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -54,6 +82,9 @@ int fs_may_change(struct zkl_fs *fs, fuse_req_t req, const char *what, int err)
 
 	if (ctx->uid == 0 || ctx->uid == fs->uid)
 		return 0;
+	atomic_fetch_add(&fs->refusals, 1);
+	if (!fs_refusal_logged(fs))
+		return -err;
 	identity_for_log(who, sizeof(who), ctx->pid, ctx->uid);
 	log_msg(LOG_WARNING,
 		"%s refused to %s: only root and the mount's owner (uid %u) "

@@ -30,6 +30,11 @@ struct zkl_fs {
 	int anyone_may_ask;   /* -o anyone_may_ask: revoke's ask is anyone's */
 	atomic_ullong asks_sent, breaks_sent; /* nodes the revoke files asked
 					       * or broke (textfile.c) */
+	/* Changes fs_may_change refused; the minute (CLOCK_MONOTONIC) whose
+	 * refusals are being logged, and how many of them came so far. */
+	atomic_ullong refusals;
+	atomic_llong refusal_minute;
+	atomic_uint refusals_this_minute;
 	char hostname[256];
 	char *mountpoint; /* resolved at the start, or NULL (metrics.c) */
 	struct timespec started;    /* CLOCK_MONOTONIC, at mount */
@@ -98,7 +103,10 @@ void fs_reply_open_err(struct zkl_fs *fs, fuse_req_t req,
  * names the change for the log, which names who was refused.  Returns 0,
  * or -err: EACCES where the kernel would answer from the mode (an open, an
  * rmdir), EPERM at a write through a descriptor someone else opened.
+ * The first FS_REFUSALS_LOGGED of a minute are logged; the rest are
+ * counted (`refusals` in .status), so that no user can fill the log.
  * (fs.c) */
+#define FS_REFUSALS_LOGGED 10
 int fs_may_change(struct zkl_fs *fs, fuse_req_t req, const char *what, int err);
 
 /* Look up `name` in directory `parent` and fill e for the kernel, with

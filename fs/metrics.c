@@ -290,6 +290,10 @@ static void metrics_session(struct metrics_out *out, struct zkl_fs *fs,
 		       atomic_load(&fs->asks_sent));
 	metrics_sample(out, "revoke_sent_total", "how=\"break\"",
 		       atomic_load(&fs->breaks_sent));
+	metrics_counter(out, "refusals_total",
+			"Changes refused to a user other than root and the "
+			"mount's owner (limit, maxhold, revoke, rmdir).",
+			atomic_load(&fs->refusals));
 	metrics_head(out, "zookeeper_request_seconds", "histogram",
 		     "Time ZooKeeper took to answer a request of this mount.");
 	for (int op = 0; op < ZKL_OPS; op++) {

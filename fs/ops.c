@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 /*
  * Route each file operation to the kind of file it is about: a lock file
@@ -217,6 +218,46 @@ void entry_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)fi;
 	fs_fill_attr(fs, ino, &st);
 	fuse_reply_attr(req, &st, FS_ATTR_TIMEOUT);
+}
+
+/* Is gid one of the caller's groups (its primary one, or a supplementary
+ * one as /proc shows it)? */
+static int entry_caller_in_group(fuse_req_t req, gid_t gid)
+{
+	gid_t groups[64];
+	int n;
+
+	if (fuse_req_ctx(req)->gid == gid)
+		return 1;
+	n = fuse_req_getgroups(req, 64, groups);
+	for (int i = 0; i < n && i < 64; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+/* access(2), faccessat(2), test -w: the answer an open would give, from
+ * the modes getattr shows (fs_fill_attr).  The kernel asks only when the
+ * mount has no default_permissions (it checks the modes itself then);
+ * without this handler it would take every ACCESS for a yes, so `[ -w
+ * limit ]` would say yes to a user whose open is refused. */
+void entry_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct zkl_fs *fs = fuse_req_userdata(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct stat st;
+	mode_t bits;
+
+	fs_fill_attr(fs, ino, &st);
+	if (ctx->uid == 0) /* as the kernel does: x wants some x bit */
+		bits = S_ISDIR(st.st_mode) || (st.st_mode & 0111) ? 07 : 06;
+	else if (ctx->uid == st.st_uid)
+		bits = (st.st_mode >> 6) & 07;
+	else if (entry_caller_in_group(req, st.st_gid))
+		bits = (st.st_mode >> 3) & 07;
+	else
+		bits = st.st_mode & 07;
+	fs_reply_err(req, (mask & (R_OK | W_OK | X_OK) & ~bits) ? EACCES : 0);
 }
 
 /* Only what `exec 9>file` and touch(1) need: truncation to 0 and times. */
@@ -644,6 +685,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.forget = entry_forget,
 	.forget_multi = entry_forget_multi,
 	.getattr = entry_getattr,
+	.access = entry_access,
 	.setattr = entry_setattr,
 	.mknod = entry_mknod,
 	.mkdir = dir_mkdir,

@@ -13,6 +13,7 @@ void entry_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void entry_forget_multi(fuse_req_t req, size_t count,
 			struct fuse_forget_data *forgets);
 void entry_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void entry_access(fuse_req_t req, fuse_ino_t ino, int mask);
 void entry_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int to_set, struct fuse_file_info *fi);
 void entry_refuse_name(fuse_req_t req, fuse_ino_t parent, const char *name);

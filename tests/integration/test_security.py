@@ -10,7 +10,7 @@ import pytest
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
-from harness import Locker, Mounts, kazoo_client, lock_nodes
+from harness import Locker, Mounts, kazoo_client, lock_nodes, status
 
 OUTSIDER = 65534  # nobody
 GROUP = 100       # users
@@ -57,6 +57,10 @@ attempt("open-maxhold", lambda: os.close(os.open(mnt + "/r/maxhold", os.O_WRONLY
 attempt("read-limit", lambda: os.close(os.open(mnt + "/r/limit", os.O_RDONLY)))
 attempt("write-handed", lambda: os.write(handed, b"7\n"))
 attempt("rmdir", lambda: os.rmdir(mnt + "/idle"))
+for f, m in (("limit", os.W_OK), ("limit", os.R_OK), ("revoke", os.W_OK),
+             ("write", os.W_OK), ("write", os.R_OK)):
+    print(f"access-{f}-{'w' if m == os.W_OK else 'r'}",
+          "yes" if os.access(mnt + "/r/" + f, m) else "no")
 """
 
 
@@ -64,8 +68,9 @@ attempt("rmdir", lambda: os.rmdir(mnt + "/idle"))
 def test_only_root_or_the_owner_may_change_a_resource(zk, base, mounts,
                                                       checked_by):
     """One rule for what every host sees change, told where the user can
-    see it: the modes, EACCES at open and rmdir, EPERM through a
-    descriptor the owner handed on, and the log names who tried."""
+    see it: the modes, access(2) (test -w), EACCES at open and rmdir,
+    EPERM through a descriptor the owner handed on, and the log names who
+    tried."""
     opts = "allow_other" + (",default_permissions"
                             if checked_by == "kernel" else "")
     m = mounts.new("-o", opts)
@@ -87,10 +92,45 @@ def test_only_root_or_the_owner_may_change_a_resource(zk, base, mounts,
     said = dict(line.split() for line in out.stdout.splitlines())
     assert said == {"open-limit": "EACCES", "open-maxhold": "EACCES",
                     "read-limit": "ok", "write-handed": "EPERM",
-                    "rmdir": "EACCES"}, said
+                    "rmdir": "EACCES",
+                    "access-limit-w": "no", "access-limit-r": "yes",
+                    "access-revoke-w": "no", "access-write-w": "yes",
+                    "access-write-r": "yes"}, said
     assert open(m.path("r", "limit")).read() == "1\n", "nothing stored"
     assert "(python3, uid 65534) refused to set a limit" in m.log()
     os.rmdir(m.path("idle"))  # root may
+
+
+REFUSE_MANY = r"""
+import os, sys
+refused = 0
+for _ in range(int(sys.argv[2])):
+    try:
+        os.close(os.open(sys.argv[1], os.O_WRONLY))
+    except PermissionError:
+        refused += 1
+print(refused)
+"""
+
+
+def test_refusals_are_counted_and_their_log_is_bounded(mounts):
+    """Any user may try as often as it likes: every refusal is counted,
+    the log gets at most ten a minute and a line that says the rest are
+    counted, not logged."""
+    m = mounts.new("-o", "allow_other")
+    tries = 25
+    out = subprocess.run(
+        ["setpriv", f"--reuid={OUTSIDER}", f"--regid={OUTSIDER}",
+         "--clear-groups", sys.executable, "-c", REFUSE_MANY,
+         m.path("r", "limit"), str(tries)],
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.split() == [str(tries)], out
+    assert status(m)["refusals"] == str(tries)
+    logged = m.log().count("refused to set a limit")
+    # Ten in one minute; if the tries straddle a minute's turn, up to ten
+    # in each, never all of them.
+    assert 10 <= logged <= 20, f"{logged} refusals logged of {tries}"
+    assert "counted (.status refusals), not logged" in m.log()
 
 
 def test_digest_auth_guards_the_nodes(zookeeper, base, tmp_path):
