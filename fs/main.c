@@ -292,6 +292,7 @@ int main(int argc, char **argv)
 		.digest_auth = o.auth_file ? auth : NULL,
 		.dialect = o.style,
 		.jeopardy_margin_ms = o.jeopardy_margin_ms,
+		.persistent_resources = o.persistent_resources,
 	};
 	opened = session_open(&so, &fs.session, err, sizeof(err));
 	memset(auth, 0, sizeof(auth)); /* the session keeps its own copy */

@@ -47,6 +47,7 @@ enum {
 	OPTS_KEY_AUTH_FILE,
 	OPTS_KEY_METRICS_FILE,
 	OPTS_KEY_DIALECT,
+	OPTS_KEY_CONTAINERS,
 	OPTS_KEY_MAX_READ, /* refused: a lock file's text needs more */
 	OPTS_KEY_COUNT
 };
@@ -57,6 +58,7 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("auth_file=", OPTS_KEY_AUTH_FILE),
 	FUSE_OPT_KEY("metrics_file=", OPTS_KEY_METRICS_FILE),
 	FUSE_OPT_KEY("dialect=", OPTS_KEY_DIALECT),
+	FUSE_OPT_KEY("containers=", OPTS_KEY_CONTAINERS),
 	FUSE_OPT_KEY("max_read=", OPTS_KEY_MAX_READ),
 	FUSE_OPT_KEY("session_timeout=", OPTS_KEY_SESSION_TIMEOUT),
 	FUSE_OPT_KEY("connect_timeout=", OPTS_KEY_CONNECT_TIMEOUT),
@@ -188,6 +190,7 @@ static int opts_proc_string(struct opts_ctx *c, const char *arg, int key)
 		      : key == OPTS_KEY_ON_REVOKE    ? &c->o->on_revoke
 		      : key == OPTS_KEY_AUTH_FILE    ? &c->o->auth_file
 		      : key == OPTS_KEY_METRICS_FILE ? &c->o->metrics_file
+		      : key == OPTS_KEY_CONTAINERS   ? &c->o->containers
 						     : &c->o->dialect;
 
 	if (!value)
@@ -216,6 +219,7 @@ static int opts_proc_ours(struct opts_ctx *c, const char *arg, int key)
 	case OPTS_KEY_AUTH_FILE:
 	case OPTS_KEY_METRICS_FILE:
 	case OPTS_KEY_DIALECT:
+	case OPTS_KEY_CONTAINERS:
 		return opts_proc_string(c, arg, key);
 	case OPTS_KEY_MAX_READ:
 		return opts_fail(c,
@@ -366,6 +370,14 @@ int opts_parse(int argc, char **argv, struct opts *o,
 			 o->dialect);
 		return -EINVAL;
 	}
+	if (o->containers && strcmp(o->containers, "yes") != 0 &&
+	    strcmp(o->containers, "no") != 0) {
+		snprintf(err, errlen, "containers=%s: expected yes or no",
+			 o->containers);
+		return -EINVAL;
+	}
+	o->persistent_resources = o->containers &&
+				  strcmp(o->containers, "no") == 0;
 	if (o->on_lost && opts_parse_on_lost(o->on_lost, &o->on_lost_signal)) {
 		snprintf(err, errlen,
 			 "on_lost=%s: expected log, signal or "
@@ -406,10 +418,11 @@ void opts_free(struct opts *o)
 	free(o->on_lost);
 	free(o->on_revoke);
 	free(o->dialect);
+	free(o->containers);
 	free(o->auth_file);
 	free(o->metrics_file);
 	o->hosts = o->base = o->on_lost = o->auth_file = o->dialect = NULL;
-	o->on_revoke = o->metrics_file = NULL;
+	o->on_revoke = o->metrics_file = o->containers = NULL;
 }
 
 /*
@@ -846,6 +859,11 @@ void opts_print_help(const char *progname)
 	       "                             mount creates have, so that Curator\n"
 	       "                             or kazoo services see them (every\n"
 	       "                             dialect waits behind all of them)\n"
+	       "    -o containers=yes|no     resource znodes are containers, which\n"
+	       "                             ZooKeeper deletes after their last\n"
+	       "                             lock (default yes; no: persistent,\n"
+	       "                             for a base kazoo-dialect mounts\n"
+	       "                             share)\n"
 	       "    -o on_revoke=log|signal[:SIG]\n"
 	       "                             when a held lock is asked to let go\n"
 	       "                             (MOUNT/<res>/revoke, Curator's\n"

@@ -44,11 +44,13 @@ struct opts {
 			     * its lock again at once, counted (reentrant.c) */
 	int anyone_may_ask;   /* -o anyone_may_ask: revoke's `ask` is
 			       * everyone's (fs.h) */
-	int default_permissions; /* -o default_permissions: the kernel checks
+	char *containers;     /* -o containers=yes|no, as given */
+	int persistent_resources; /* containers=no */
+	int default_permissions;  /* -o default_permissions: the kernel checks
 				  * the modes uid=, gid= and umask= give */
-	char repeated[128];      /* our options given more than once ("a, b"):
+	char repeated[128];       /* our options given more than once ("a, b"):
 			     * the later value counts */
-	enum zkl_style style;    /* of the lock nodes the mount creates */
+	enum zkl_style style;     /* of the lock nodes the mount creates */
 };
 
 /* Parse the value of -o dialect into the style of names the mount

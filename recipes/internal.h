@@ -62,6 +62,7 @@ struct zkl_session {
 	 * whether the server has them), and how many the mount made
 	 * (atomic: the creates' replies count them unlocked). */
 	int containers;
+	int persistent_resources; /* -o containers=no: never containers */
 	_Atomic uint64_t resources_created;
 	struct zkl_session_metrics metrics; /* session.c */
 

@@ -317,6 +317,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	}
 	s->session_timeout_ms = opts->session_timeout_ms;
 	s->dialect = opts->dialect;
+	s->persistent_resources = opts->persistent_resources;
 	session_clock_init(s, opts->jeopardy_margin_ms);
 	s->acl = &ZOO_OPEN_ACL_UNSAFE;
 	if (opts->digest_auth) {

@@ -36,6 +36,9 @@ struct zkl_session_opts {
 	 * and at least half a second (heartbeat.h).  Kept under a quarter
 	 * of that timeout. */
 	int jeopardy_margin_ms;
+	/* Make resource znodes persistent even where they could be
+	 * containers (session.c says when they are). */
+	int persistent_resources;
 };
 
 enum zkl_conn_state {

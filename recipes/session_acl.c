@@ -145,22 +145,32 @@ static int session_check_base_acl(struct zkl_session *s, char *err,
 	return -EACCES;
 }
 
-/* Does the server make containers (ZooKeeper 3.5.3 and later)?  One with
- * an ephemeral child, both deleted at once: if the daemon dies before,
- * the child goes with the session and the server reaps the emptied
- * container (one that never had a child it would keep; the window for
- * that is the one round trip between the two creates).  Not in one
- * transaction: the C client asserts on a multi that creates a container.
- * Without containers resource znodes are persistent (session.c), and the
- * log says what that costs. */
+/* The base's probe container's name: no resource's (it starts with '.'),
+ * nor a probe's of session_check_base (those end in eight hex digits). */
+#define SESSION_PROBE_C ".zklockfs-probe-c"
+
+/* Does the server make containers (ZooKeeper 3.5.3 and later)?  The
+ * base's one probe container, with an ephemeral child of this start's,
+ * both deleted at once: if the daemon dies before, the child goes with
+ * the session and the server reaps the emptied container.  A container
+ * that never had a child the server keeps; one left so (a start that
+ * died between the two creates) is the same for every mount, so the
+ * next start gives it a child and deletes it.  Not in one transaction:
+ * the C client asserts on a multi that creates a container.  Without
+ * containers resource znodes are persistent (session.c), and the log
+ * says what that costs. */
 static void session_probe_containers(struct zkl_session *s, const char *probe)
 {
-	char parent[NAMES_MAX_NODE_PATH + 80], child[sizeof(parent) + 2];
+	char parent[NAMES_MAX_NODE_PATH + 80];
+	char child[sizeof(parent) + NAMES_MAX_NODE_PATH + 64];
 	int rc;
 
-	snprintf(parent, sizeof(parent), "%s-c", probe);
-	snprintf(child, sizeof(child), "%s/x", parent);
+	snprintf(parent, sizeof(parent), "%s/%s", s->base, SESSION_PROBE_C);
+	snprintf(child, sizeof(child), "%s/%s", parent,
+		 strrchr(probe, '/') + 1);
 	rc = zoo_create(s->zh, parent, "", 0, s->acl, ZOO_CONTAINER, NULL, 0);
+	if (rc == ZNODEEXISTS) /* a leftover, or another mount's probe */
+		rc = ZOK;
 	/* Only a server that does not know the request has no containers;
 	 * any other failure (a connection lost just now) says nothing of
 	 * the server, which is most likely 3.5.3 or later. */
@@ -180,10 +190,14 @@ static void session_probe_containers(struct zkl_session *s, const char *probe)
 			s->base, zerror(rc));
 		return;
 	}
+	/* Another mount's probe may have emptied it and the server reaped
+	 * it just now (ZNONODE): nothing to clean up then. */
 	if (zoo_create(s->zh, child, "", 0, s->acl, ZOO_EPHEMERAL, NULL, 0) ==
 	    ZOK)
 		(void)zoo_delete(s->zh, child, -1);
-	(void)zoo_delete(s->zh, parent, -1); /* else reaped, as said */
+	/* ZNOTEMPTY: another mount's probe is in it; it deletes it, or the
+	 * server reaps it after. */
+	(void)zoo_delete(s->zh, parent, -1);
 }
 
 int session_check_base(struct zkl_session *s, char *err, size_t errlen)
@@ -226,7 +240,8 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 	}
 	if (rc == 0 && s->auth)
 		rc = session_check_base_acl(s, err, errlen);
-	if (rc == 0 && s->dialect != ZKL_STYLE_KAZOO)
+	if (rc == 0 && s->dialect != ZKL_STYLE_KAZOO &&
+	    !s->persistent_resources)
 		session_probe_containers(s, probe);
 	return rc;
 }

@@ -159,3 +159,32 @@ def test_the_daemon_keeps_nothing_for_names_the_kernel_forgot(m1):
     grown = daemon_rss_kib(m1) - rss
     assert grown < 2048, \
         f"6,000 more names used and forgotten grew the daemon by {grown} KiB"
+
+
+def test_containers_no_makes_persistent_resources(zk, base, mounts):
+    """-o containers=no, for a base that kazoo-dialect mounts share: the
+    mount's resource znodes are persistent and stay after their last
+    lock, where the default mount's are reaped; .status says which."""
+    default, persistent = mounts.new(), mounts.new("-o", "containers=no")
+    assert status(default)["containers"] == "yes"
+    assert status(persistent)["containers"] == "no"
+    use_once(persistent, "kept")
+    use_once(default, "reaped")
+    released(zk, base)
+    wait_until(lambda: "reaped" not in resources(zk, base), 15,
+               "the server to reap the default mount's resource")
+    time.sleep(1.5)  # and once more: a check interval (negative check)
+    assert "kept" in resources(zk, base), "a persistent resource was reaped"
+    zk.delete(f"{base}/kept")
+
+
+def test_a_start_cleans_up_a_probe_left_behind(zk, base, mounts):
+    """The start's container probe is one znode per base, so one that a
+    start which died left behind (empty: never reaped) is cleaned up by
+    the next start, and a start leaves none of its own."""
+    zk.ensure_path(base)
+    zk.create(f"{base}/.zklockfs-probe-c", b"")  # stands in for a leftover
+    m = mounts.new()
+    assert status(m)["containers"] == "yes"
+    left = [c for c in zk.get_children(base) if c.startswith(".zklockfs-probe")]
+    assert left == [], f"probes left behind: {left}"
