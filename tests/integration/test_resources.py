@@ -24,6 +24,18 @@ def resources(zk, base):
     return sorted(c for c in zk.get_children(base) if not c.startswith("."))
 
 
+def kept_while_reaped(zk, base, kept, reaped):
+    """Once the lock nodes are gone, wait for the server to reap the
+    resource `reaped` (so it has looked at every container), and a check
+    interval more, then say whether `kept` is still there.  No event
+    tells an absence: the wait is bounded."""
+    released(zk, base)
+    wait_until(lambda: reaped not in resources(zk, base), 15,
+               f"the server to reap {reaped}")
+    time.sleep(1.5)  # and once more: a check interval (negative check)
+    return kept in resources(zk, base)
+
+
 def use_once(mount, name):
     fd = os.open(mount.path(name, "write"), os.O_WRONLY)
     os.close(fd)
@@ -50,12 +62,8 @@ def test_a_configured_resource_stays_and_reads_back_elsewhere(zk, base, m1, m2):
     with open(m1.path("db", "maxhold"), "w") as f:
         f.write("60\n")
     use_once(m1, "gone")
-    released(zk, base)
-    # Once "gone" is reaped the server has looked at every container.
-    wait_until(lambda: "gone" not in resources(zk, base), 15,
-               "the server to reap the unconfigured resource")
-    time.sleep(1.5)  # and once more: a check interval (negative check)
-    assert "jobs" in resources(zk, base), "the limit's resource was reaped"
+    assert kept_while_reaped(zk, base, "jobs", "gone"), \
+        "the limit's resource was reaped"
     assert open(m2.path("jobs", "limit")).read() == "3\n"
     assert open(m2.path("db", "maxhold")).read() == "60\n"
     with open(m1.path("db", "maxhold"), "w") as f:
@@ -170,11 +178,8 @@ def test_containers_no_makes_persistent_resources(zk, base, mounts):
     assert status(persistent)["containers"] == "no"
     use_once(persistent, "kept")
     use_once(default, "reaped")
-    released(zk, base)
-    wait_until(lambda: "reaped" not in resources(zk, base), 15,
-               "the server to reap the default mount's resource")
-    time.sleep(1.5)  # and once more: a check interval (negative check)
-    assert "kept" in resources(zk, base), "a persistent resource was reaped"
+    assert kept_while_reaped(zk, base, "kept", "reaped"), \
+        "a persistent resource was reaped"
     zk.delete(f"{base}/kept")
 
 
