@@ -24,6 +24,13 @@ def resources(zk, base):
     return sorted(c for c in zk.get_children(base) if not c.startswith("."))
 
 
+def listed(mount):
+    """What `ls MOUNT` shows (no dot files): the resources in ZooKeeper."""
+    out = subprocess.run(["ls", mount.mountpoint], capture_output=True,
+                         text=True, check=True, timeout=30)
+    return out.stdout.split()
+
+
 def kept_while_reaped(zk, base, kept, reaped):
     """Once the lock nodes are gone, wait for the server to reap the
     resource `reaped` (so it has looked at every container), and a check
@@ -42,6 +49,12 @@ def use_once(mount, name):
 
 
 def test_names_used_once_leave_nothing_behind(zk, base, m1, m2):
+    held = [os.open(m1.path(name, "write"), os.O_WRONLY) for name in "abc"]
+    try:  # what exists, as another host lists it (doc/operations.md)
+        assert listed(m2) == ["a", "b", "c"]
+    finally:
+        for fd in held:
+            os.close(fd)
     names = [f"report-{i}" for i in range(40)]
     for i, name in enumerate(names):
         use_once((m1, m2)[i % 2], name)
@@ -52,6 +65,37 @@ def test_names_used_once_leave_nothing_behind(zk, base, m1, m2):
     released(zk, base)
     wait_until(lambda: resources(zk, base) == [], 15,
                "the server to reap every resource used once")
+    assert listed(m2) == []
+
+
+NOBODY_USES = r"""
+import os, sys
+mnt, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    os.close(os.open(f"{mnt}/report-{i}/write", os.O_WRONLY))
+"""
+
+
+@pytest.mark.plain  # thousands of opens: slow under a sanitizer
+def test_a_user_who_locks_thousands_of_names_leaves_nothing(zk, base, mounts):
+    """The issue's case: an unprivileged user of an allow_other mount
+    locks thousands of new names once each and exits.  Every resource
+    znode goes, and once the kernel forgets the names, so does the
+    daemon's entry for each."""
+    m = mounts.new("-o", "allow_other")
+    n = 3000
+    out = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         sys.executable, "-c", NOBODY_USES, m.mountpoint, str(n)],
+        capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert int(status(m)["resources_created"]) >= n
+    released(zk, base)
+    wait_until(lambda: resources(zk, base) == [], 60,
+               f"the server to reap the {n} resources")
+    forget_all()
+    wait_until(lambda: int(status(m)["resources"]) < 10, 30,
+               "the daemon to free the entries the kernel forgot")
 
 
 def test_a_configured_resource_stays_and_reads_back_elsewhere(zk, base, m1, m2):
