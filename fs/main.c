@@ -15,6 +15,7 @@
 #include "metrics.h"
 #include "opts.h"
 #include "snapshot.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -271,6 +272,13 @@ int main(int argc, char **argv)
 	if (o.auth_file && authfile_read(o.auth_file, auth, sizeof(auth), err,
 					 sizeof(err)) < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
+		goto out_tree;
+	}
+	/* The benchmarks' timeline of each lock (trace.h, HACKING.md). */
+	if ((rc = trace_start(getenv("ZKLOCKFS_TRACE"))) < 0) {
+		fprintf(stderr, "zklockfs: ZKLOCKFS_TRACE=%s: %s\n",
+			getenv("ZKLOCKFS_TRACE"), strerror(-rc));
+		rc = 1;
 		goto out_tree;
 	}
 	/* After the fork: threads do not survive it. */

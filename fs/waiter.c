@@ -176,6 +176,7 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 		return waiter_fail(w, err);
 	/* Read before the reply: the holder may release lr at once. */
 	mode = names_mode_str(lockreq_mode(lr));
+	lockreq_trace(lr, TRACE_ANSWERED, trace_now(), NULL);
 	w->lr = NULL;
 	w->ops->granted(w, lr);
 	waiter_answer_same_holder(w);
@@ -342,6 +343,7 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct waiter *w = calloc(1, sizeof(*w)), *kept;
 	struct zkl_lockreq *dropped = NULL;
+	int64_t asked = trace_now();
 	int err, answer = 0;
 
 	if (!w) {
@@ -408,6 +410,8 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	if (err < 0)
 		w->lr = NULL;
 	else
+		lockreq_trace(w->lr, TRACE_ASKED, asked, ops->what);
+	if (err == 0)
 		err = waiter_list_unless_deadlock(w, mode);
 	if (err < 0) {
 		if (from)

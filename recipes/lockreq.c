@@ -406,6 +406,7 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 		return;
 	}
 	lr_begin_entry_locked(lr, LR_HOLD_OWNER);
+	lr_trace(lr, TRACE_RELEASED);
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		log_msg(LOG_DEBUG, "released %s lock %s",
 			names_mode_str(lr->mode), lr->node);
@@ -575,6 +576,27 @@ int lockreq_holds(struct zkl_lockreq *lr)
 	return lockreq_held_mode(lr) >= 0;
 }
 
+void lockreq_trace(struct zkl_lockreq *lr, enum zkl_trace_point p, int64_t at,
+		   const char *what)
+{
+	struct zkl_link notify;
+
+	if (!trace_on())
+		return;
+	session_enter(lr->s, &notify);
+	if (!lr->trace[p])
+		lr->trace[p] = at;
+	if (what)
+		lr->trace_what = what;
+	session_leave(lr->s, &notify);
+}
+
+void lr_trace(struct zkl_lockreq *lr, enum zkl_trace_point p)
+{
+	if (trace_on() && !lr->trace[p])
+		lr->trace[p] = trace_now();
+}
+
 /*
  * A lock request's references, telling its owner, and its
  * node's name (see lr.h).
@@ -695,6 +717,9 @@ void lr_free(struct zkl_lockreq *lr)
 	assert(!lr->mutex && !lr->members);
 	if (lr->q)
 		queue_put_locked(lr->q, &lr->leaving);
+	if (lr->trace_what)
+		trace_write(names_mode_str(lr->mode), lr->trace_what,
+			    lr->trace);
 	free(lr);
 }
 
@@ -803,6 +828,7 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 	if (!err && lr->kind != LR_MEMBER) /* a multi-lock counts as one */
 		session_count_grant_locked(lr->s);
 	if (!err) {
+		lr_trace(lr, TRACE_GRANTED);
 		lr->told_ms = session_clock_now();
 		if (lr_is_owners_lock(lr))
 			session_metrics_granted_locked(
@@ -996,6 +1022,7 @@ void lr_delete(struct zkl_lockreq *lr)
 	if (!c)
 		return lr_delete_refused(lr, ZSYSTEMERROR); /* again soon */
 	lr->delete_sent_us = session_metrics_now_us();
+	lr_trace(lr, TRACE_DELETE_SENT);
 	if (zoo_adelete(lr->s->zh, lr->node, -1, lr_on_deleted, c) != ZOK) {
 		lr_delete_unsent_locked(lr);
 		lr_call_unsent(c);
@@ -1184,6 +1211,7 @@ static void lr_on_deleted(int rc, const void *data)
 	if (lr_call_current(c)) {
 		session_metrics_answered_locked(s, ZKL_OP_DELETE, rc,
 						lr->delete_sent_us);
+		lr_trace(lr, TRACE_DELETED);
 		lr_deleted_locked(lr, rc, &notify);
 	}
 	lr_call_end(c, &notify);
@@ -1328,6 +1356,7 @@ static void lr_on_own_armed(int rc, const char *value, int len,
 	struct zkl_link notify;
 
 	session_enter(s, &notify);
+	lr_trace(lr, TRACE_OWN_WATCHED);
 	if (rc == ZOK && lr->own_watch.entry &&
 	    revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
 		lr_break_seen_locked(lr, &notify);
@@ -1733,6 +1762,7 @@ int lr_queue_create(struct zkl_lockreq *lr)
 	if (!c)
 		return -ENOMEM;
 	lr->create_sent_us = session_metrics_now_us();
+	lr_trace(lr, TRACE_CREATE_SENT);
 	rc = zoo_acreate2(lr->s->zh, lr->create_path, lr->data,
 			  (int)lr->datalen, lr->s->acl,
 			  ZOO_EPHEMERAL_SEQUENTIAL, lr_on_created, c);
@@ -1870,6 +1900,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 		return lr_call_end(c, &notify);
 	session_metrics_answered_locked(s, ZKL_OP_CREATE, rc,
 					lr->create_sent_us);
+	lr_trace(lr, TRACE_CREATED);
 	if (rc == ZOK) {
 		lr->czxid = st->czxid;
 		session_note_server_time_locked(s, st->ctime);
@@ -2110,6 +2141,8 @@ static void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 	struct zkl_lockreq *lr = ZKL_CONTAINER_OF(w, struct zkl_lockreq, qwait);
 
 	lr_begin_entry_locked(lr, LR_HOLD_LINE);
+	if (lr->phase == PH_LISTING)
+		lr_trace(lr, TRACE_LISTED);
 	if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
 		/* stale: the request moved on (cancelled, expired, or its
 		 * create failed and it lined up again) */

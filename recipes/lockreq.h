@@ -23,6 +23,7 @@
 
 #include "names.h"
 #include "session.h"
+#include "trace.h"
 
 struct zkl_lockreq;
 
@@ -161,5 +162,12 @@ int lockreq_revoke_asked(struct zkl_lockreq *lr, int64_t *when_ms);
 int lockreq_held_mode(struct zkl_lockreq *lr);
 /* 1 if the lock is held now, else 0. */
 int lockreq_holds(struct zkl_lockreq *lr);
+
+/* The owner's moments of the request's timeline (trace.h): `at` from
+ * trace_now(), taken when the moment came; nothing if tracing is off.
+ * TRACE_ASKED also names how the owner asked (`what`, a static string:
+ * "open", "flock", ...); other moments pass NULL. */
+void lockreq_trace(struct zkl_lockreq *lr, enum zkl_trace_point p, int64_t at,
+		   const char *what);
 
 #endif

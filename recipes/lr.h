@@ -247,6 +247,10 @@ struct zkl_lockreq {
 	 * were sent, CLOCK_MONOTONIC us. */
 	unsigned metrics_kind : 2, metrics_ended : 1;
 	int64_t made_ms, told_ms, create_sent_us, delete_sent_us;
+	/* Its timeline, when tracing (trace.h): a moment's time, or 0; and
+	 * how its owner asked ("open", "flock", ...: a static string). */
+	int64_t trace[TRACE_POINTS];
+	const char *trace_what;
 	lockreq_done_fn done;
 	void *arg;
 	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
@@ -305,6 +309,8 @@ int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name);
  * request. */
 void lr_hold(struct zkl_lockreq *lr, enum lr_hold h);
 void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h);
+/* Note that lr reached moment p now, the first time (trace.h). */
+void lr_trace(struct zkl_lockreq *lr, enum zkl_trace_point p);
 /* Tell the owner err (0: granted) once.  A grant during a jeopardy is
  * held back until it ends (lr_tell_deferred_locked): told then, its
  * holder would hear of a lock the server may already have given away. */
