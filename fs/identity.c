@@ -17,7 +17,7 @@
  * itself if that cannot be read: FUSE names the asking thread, and a lock
  * belongs to a process (on_lost signals it, F_GETLK names it) even when
  * the thread that took it has ended. */
-static pid_t identity_process(pid_t tid)
+static pid_t identity_process_of_thread(pid_t tid)
 {
 	char status[1024]; /* Tgid is the fourth line */
 	const char *field;
@@ -55,17 +55,34 @@ static void identity_stat_comm(const char *stat, char *comm, size_t size)
 	comm[len] = '\0';
 }
 
+/* The process of thread tid (*pid), and its /proc/<pid>/stat into stat
+ * (size bytes).  One read for a single-threaded caller (most are: a shell,
+ * flock(1)), whose one thread is the process; a multi-threaded one's
+ * process is looked up (its status's Tgid).  Returns the stat's length,
+ * or <= 0 if /proc shows it no more. */
+static ssize_t identity_stat(pid_t tid, pid_t *pid, char *stat, size_t size)
+{
+	ssize_t n = procfile_read(tid, "stat", stat, size);
+	unsigned long long threads;
+
+	*pid = tid;
+	if (n > 0 && procstat_field(stat, 20, &threads) == 0 && threads == 1)
+		return n;
+	*pid = identity_process_of_thread(tid);
+	return *pid == tid ? n : procfile_read(*pid, "stat", stat, size);
+}
+
 size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 		       uid_t uid)
 {
-	pid_t pid = identity_process(tid), ppid;
+	pid_t pid, ppid;
 	char stat[1024], comm[64] = "?", start_line[32] = "";
 	unsigned long long start;
 	int n;
 
-	/* One read for the command name and the start time, which with the
-	 * pid names the process: the pid alone may be another's later. */
-	if (procfile_read(pid, "stat", stat, sizeof(stat)) > 0 &&
+	/* The command name and the start time, which with the pid name the
+	 * process: the pid alone may be another's later. */
+	if (identity_stat(tid, &pid, stat, sizeof(stat)) > 0 &&
 	    lineage_parse_stat(stat, &ppid, &start) == 0) {
 		identity_stat_comm(stat, comm, sizeof(comm));
 		snprintf(start_line, sizeof(start_line), "start %llu\n", start);
@@ -82,11 +99,11 @@ size_t identity_format(char *buf, size_t size, const char *host, pid_t tid,
 
 void identity_for_log(char *buf, size_t size, pid_t tid, uid_t uid)
 {
-	pid_t pid = identity_process(tid), ppid;
+	pid_t pid, ppid;
 	char stat[1024], comm[64] = "?";
 	unsigned long long start;
 
-	if (procfile_read(pid, "stat", stat, sizeof(stat)) > 0 &&
+	if (identity_stat(tid, &pid, stat, sizeof(stat)) > 0 &&
 	    lineage_parse_stat(stat, &ppid, &start) == 0)
 		identity_stat_comm(stat, comm, sizeof(comm));
 	snprintf(buf, size, "pid %d (%s, uid %u)", (int)pid, comm,

@@ -68,34 +68,42 @@ int lineage_parse(const char *status, pid_t *tgid, pid_t *ppid)
 	return 0;
 }
 
-int lineage_parse_stat(const char *stat, pid_t *ppid, unsigned long long *start)
+int procstat_field(const char *stat, int want, unsigned long long *out)
 {
-	/* After the command's closing parenthesis: state, then ppid (4),
-	 * ..., starttime (22). */
+	/* After the command's closing parenthesis (field 2, which may hold
+	 * spaces and parentheses itself): the state (3), then numbers. */
 	const char *p = strrchr(stat, ')');
-	unsigned long long v = 0;
 	char *end;
 
-	if (!p)
+	if (!p || want < 4)
 		return -EINVAL;
 	p++;
-	for (int field = 3; field <= 22; field++) {
+	for (int field = 3; field <= want; field++) {
 		while (*p == ' ')
 			p++;
 		if (!*p)
 			return -EINVAL;
-		if (field == 4 || field == 22) {
+		if (field == want) {
 			errno = 0;
-			v = strtoull(p, &end, 10);
+			*out = strtoull(p, &end, 10);
 			if (errno || end == p ||
 			    (*end != ' ' && *end != '\n' && *end != '\0'))
 				return -EINVAL;
-			if (field == 4)
-				*ppid = (pid_t)v;
+			return 0;
 		}
 		p += strcspn(p, " ");
 	}
-	*start = v;
+	return -EINVAL;
+}
+
+int lineage_parse_stat(const char *stat, pid_t *ppid, unsigned long long *start)
+{
+	unsigned long long v;
+
+	if (procstat_field(stat, 4, &v) < 0 ||
+	    procstat_field(stat, 22, start) < 0)
+		return -EINVAL;
+	*ppid = (pid_t)v;
 	return 0;
 }
 

@@ -40,6 +40,10 @@ struct lineage_proc {
  * -EINVAL if either is missing or malformed. */
 int lineage_parse(const char *status, pid_t *tgid, pid_t *ppid);
 
+/* Numeric field `want` (4 or later, counted as proc(5) does) of a
+ * /proc/<pid>/stat text into *out.  Returns 0 or -EINVAL. */
+int procstat_field(const char *stat, int want, unsigned long long *out);
+
 /* The parent (field 4) and start time (field 22) of a /proc/<pid>/stat
  * text, whose command (field 2) may hold spaces and parentheses.
  * Returns 0 or -EINVAL. */
