@@ -55,7 +55,8 @@ void trace_write(const char *mode, const char *kind,
 
 	if (trace_fd < 0 || at[TRACE_ASKED] == 0)
 		return;
-	n = snprintf(line, sizeof(line), "%s %s", mode, kind);
+	n = snprintf(line, sizeof(line), "%s %s t0=%lld", mode, kind,
+		     (long long)at[TRACE_ASKED]);
 	for (int p = 0; p < TRACE_POINTS && n < (int)sizeof(line); p++)
 		n += at[p] ? snprintf(line + n, sizeof(line) - (size_t)n,
 				      " %s=%lld", names[p],

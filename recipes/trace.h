@@ -4,11 +4,12 @@
  *
  * With ZKLOCKFS_TRACE naming a file when the daemon starts, each lock
  * request an owner asked for appends one line to it when it is freed:
- * its mode and kind, then each moment it reached, in microseconds from
- * the owner's ask (CLOCK_MONOTONIC), "-" for one it never reached:
+ * its mode and kind, the owner's ask (t0, CLOCK_MONOTONIC microseconds),
+ * then each moment it reached, in microseconds from t0, "-" for one it
+ * never reached:
  *
- *   write open asked=0 create_sent=9 created=402 listed=405 granted=406
- *   answered=431 own_watched=690 released=811 delete_sent=822
+ *   write open t0=81722011093 asked=0 create_sent=9 created=402 listed=405
+ *   granted=406 answered=431 own_watched=690 released=811 delete_sent=822
  *   deleted=1093
  *
  * Off (the default), a moment is one test of a flag: no clock is read.
