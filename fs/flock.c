@@ -230,6 +230,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct posixlock *p;
 	struct unlock *u;
 	int err = 1; /* 1: not answered here; else 0 or -errno */
+	int held;
 
 	if (!lockfile_whole_file(lock))
 		return fs_reply_err(req, EINVAL);
@@ -239,8 +240,9 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		return unlock_reply_when_done(u, req);
 	}
 	pthread_mutex_lock(&fs->lock);
-	if (lf->held && lockreq_holds(lf->held)) {
-		err = lockfile_covers(lf->held, mode) ? 0 : -EDEADLK;
+	held = lf->held ? lockreq_held_mode(lf->held) : -ENOLCK;
+	if (held >= 0) {
+		err = lockfile_mode_covers(held, mode) ? 0 : -EDEADLK;
 	} else {
 		p = posix_find_locked(fs, ino, fi->lock_owner);
 		if (p && lockreq_held_mode(p->lr) == (int)mode)

@@ -47,32 +47,37 @@ void fs_reply_err(fuse_req_t req, int err)
 	fuse_reply_err(req, err);
 }
 
-/* Is this refusal one of its minute's first FS_REFUSALS_LOGGED?  The
- * first of a new minute says how many the last logged minute left out.
- * Lock-free: two refusals at a minute's turn may log one line more. */
+/* Is this refusal one of the first FS_REFUSALS_LOGGED of its minute (60
+ * s from the first refusal logged)?  The first of a new minute says how
+ * many the last one left out.  A cold path: under fs->lock. */
 static int fs_refusal_logged(struct zkl_fs *fs)
 {
 	struct timespec now;
-	long long minute, was;
-	unsigned n;
+	unsigned left_out = 0;
+	int logged;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	minute = (long long)now.tv_sec / 60;
-	was = atomic_load(&fs->refusal_minute);
-	if (was != minute &&
-	    atomic_compare_exchange_strong(&fs->refusal_minute, &was, minute)) {
-		n = atomic_exchange(&fs->refusals_this_minute, 0);
-		if (n > FS_REFUSALS_LOGGED)
-			log_msg(LOG_WARNING,
-				"%u more refused changes were not logged",
-				n - FS_REFUSALS_LOGGED);
+	pthread_mutex_lock(&fs->lock);
+	if (fs->refusals_this_minute == 0 ||
+	    now.tv_sec - fs->refusal_minute_from >= 60) {
+		if (fs->refusals_this_minute > FS_REFUSALS_LOGGED)
+			left_out =
+				fs->refusals_this_minute - FS_REFUSALS_LOGGED;
+		fs->refusal_minute_from = now.tv_sec;
+		fs->refusals_this_minute = 0;
 	}
-	n = atomic_fetch_add(&fs->refusals_this_minute, 1);
-	if (n == FS_REFUSALS_LOGGED)
+	logged = fs->refusals_this_minute++ < FS_REFUSALS_LOGGED;
+	if (fs->refusals_this_minute == FS_REFUSALS_LOGGED + 1)
 		log_msg(LOG_WARNING,
 			"more refused changes this minute: counted "
 			"(.status refusals), not logged");
-	return n < FS_REFUSALS_LOGGED;
+	pthread_mutex_unlock(&fs->lock);
+	if (left_out)
+		log_msg(LOG_WARNING,
+			"%u more refused changes were not logged in the "
+			"minute before",
+			left_out);
+	return logged;
 }
 
 int fs_may_change(struct zkl_fs *fs, fuse_req_t req, const char *what, int err)

@@ -30,18 +30,15 @@ struct zkl_fs {
 	int anyone_may_ask;   /* -o anyone_may_ask: revoke's ask is anyone's */
 	atomic_ullong asks_sent, breaks_sent; /* nodes the revoke files asked
 					       * or broke (textfile.c) */
-	/* Changes fs_may_change refused; the minute (CLOCK_MONOTONIC) whose
-	 * refusals are being logged, and how many of them came so far. */
+	/* Changes fs_may_change refused (atomic: .status reads it). */
 	atomic_ullong refusals;
-	atomic_llong refusal_minute;
-	atomic_uint refusals_this_minute;
 	char hostname[256];
 	char *mountpoint; /* resolved at the start, or NULL (metrics.c) */
 	struct timespec started;    /* CLOCK_MONOTONIC, at mount */
 	struct timespec mounted_at; /* CLOCK_REALTIME, at mount: every file's
 				     * times (ls -l) */
 
-	/* Guards the lists below, `stopping`, and the state and lock of
+	/* Guards the lists and fields below, `stopping`, and the state and lock of
 	 * every open lock file.  Taken before the session's mutex when both
 	 * are held. */
 	pthread_mutex_t lock;
@@ -64,6 +61,10 @@ struct zkl_fs {
 	size_t signal_watched;      /* waiters the signal poller looks at */
 	pthread_cond_t signal_poll; /* wakes the poller (with fs->lock) */
 	pthread_t signal_poller;
+	/* The refusals' log (fs_may_change): when its minute began
+	 * (CLOCK_MONOTONIC seconds), and the refusals in it so far. */
+	time_t refusal_minute_from;
+	unsigned refusals_this_minute;
 };
 
 /* Zero fs, then set up its mutex, condition and empty lists: first thing,

@@ -45,12 +45,15 @@ void lockfile_put(struct lockfile *lf)
 	free(lf);
 }
 
-int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode)
+int lockfile_mode_covers(int held, enum zkl_mode mode)
 {
-	int held = lr ? lockreq_held_mode(lr) : -ENOLCK;
-
 	return held == (int)mode ||
 	       (mode == ZKL_MODE_READ && held == ZKL_MODE_WRITE);
+}
+
+int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode)
+{
+	return lockfile_mode_covers(lr ? lockreq_held_mode(lr) : -ENOLCK, mode);
 }
 
 enum zkl_mode lockfile_mode(fuse_ino_t ino, enum zkl_mode asked)

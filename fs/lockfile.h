@@ -107,8 +107,10 @@ struct unlock;
 void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 		const struct lockfile *via, struct unlock *u);
 
-/* Does lr, held, satisfy a request for `mode`?  A write lock covers both
- * lock modes; a lease only a lease. */
+/* Does a lock held in mode `held` (lockreq_held_mode: -ENOLCK if none)
+ * satisfy a request for `mode`?  A write lock covers both lock modes; a
+ * lease only a lease.  lockfile_covers asks lr for its held mode. */
+int lockfile_mode_covers(int held, enum zkl_mode mode);
 int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);
 
 /* The mode of a lock taken on the file ino when `asked` is asked for

@@ -220,44 +220,36 @@ void entry_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_attr(req, &st, FS_ATTR_TIMEOUT);
 }
 
-/* Is gid one of the caller's groups (its primary one, or a supplementary
- * one as /proc shows it)? */
-static int entry_caller_in_group(fuse_req_t req, gid_t gid)
-{
-	gid_t groups[64];
-	int n;
-
-	if (fuse_req_ctx(req)->gid == gid)
-		return 1;
-	n = fuse_req_getgroups(req, 64, groups);
-	for (int i = 0; i < n && i < 64; i++)
-		if (groups[i] == gid)
-			return 1;
-	return 0;
-}
-
-/* access(2), faccessat(2), test -w: the answer an open would give, from
- * the modes getattr shows (fs_fill_attr).  The kernel asks only when the
- * mount has no default_permissions (it checks the modes itself then);
- * without this handler it would take every ACCESS for a yes, so `[ -w
- * limit ]` would say yes to a user whose open is refused. */
+/* access(2), faccessat(2), test -w, and chdir: the answer an open (or a
+ * chdir) would give.  The kernel asks only when the mount has no
+ * default_permissions; then the modes are not what the daemon enforces
+ * (lock files and resources open for every user the mount lets in), so
+ * the answer comes from the daemon's own rule for each kind of file, as
+ * its open applies it (textfile.c, fs_may_change).  Without this handler
+ * the kernel took every ACCESS for a yes: `[ -w limit ]` said yes to a
+ * user whose open is refused. */
 void entry_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct stat st;
-	mode_t bits;
+	enum tree_kind kind = tree_kind_of(ino);
+	int may_change = ctx->uid == 0 || ctx->uid == fs->uid;
+	int refused;
 
-	fs_fill_attr(fs, ino, &st);
-	if (ctx->uid == 0) /* as the kernel does: x wants some x bit */
-		bits = S_ISDIR(st.st_mode) || (st.st_mode & 0111) ? 07 : 06;
-	else if (ctx->uid == st.st_uid)
-		bits = (st.st_mode >> 6) & 07;
-	else if (entry_caller_in_group(req, st.st_gid))
-		bits = (st.st_mode >> 3) & 07;
+	if (kind == TREE_DIR)
+		refused = 0; /* list, enter, and make lock files in */
+	else if (mask & X_OK)
+		refused = 1; /* nothing here runs */
+	else if (tree_kind_is_info(kind))
+		refused = (mask & W_OK) != 0;
+	else if (tree_kind_is_setting(kind))
+		refused = (mask & W_OK) && !may_change;
+	else if (kind == TREE_REVOKE)
+		refused = (mask & R_OK) ||
+			  ((mask & W_OK) && !may_change && !fs->anyone_may_ask);
 	else
-		bits = st.st_mode & 07;
-	fs_reply_err(req, (mask & (R_OK | W_OK | X_OK) & ~bits) ? EACCES : 0);
+		refused = 0; /* a lock file */
+	fs_reply_err(req, refused ? EACCES : 0);
 }
 
 /* Only what `exec 9>file` and touch(1) need: truncation to 0 and times. */

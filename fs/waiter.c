@@ -846,14 +846,16 @@ int waiter_holder_answer_locked(const struct waiter *w,
 				struct zkl_lockreq **dropped)
 {
 	struct zkl_lockreq *held;
+	int mode;
 
 	ZKL_ASSERT_HELD(&w->fs->lock);
 	if (!w->ops->holder_lock_locked)
 		return 0;
 	held = w->ops->holder_lock_locked(w);
-	if (!held || !lockreq_holds(held))
+	mode = held ? lockreq_held_mode(held) : -ENOLCK;
+	if (mode < 0)
 		return 0;
-	if (lockfile_covers(held, lockreq_mode(w->lr)))
+	if (lockfile_mode_covers(mode, lockreq_mode(w->lr)))
 		return 1;
 	if (!w->ops->holder_drop_locked)
 		return -EDEADLK; /* fcntl: waiting would be for ourselves */

@@ -159,10 +159,13 @@ static void resource_resend(struct resource_op *op)
 }
 
 /* A limit was stored: pin the znode, unless kazoo's semaphore counts its
- * children (RESOURCE_PIN above).  From a completion. */
+ * children (RESOURCE_PIN above): in dialect kazoo, and with -o
+ * containers=no, which is for a base that kazoo-dialect mounts share
+ * (every mount of it makes persistent resource znodes then).  From a
+ * completion. */
 static void resource_pin(struct resource_op *op)
 {
-	if (op->s->dialect == ZKL_STYLE_KAZOO)
+	if (op->s->dialect == ZKL_STYLE_KAZOO || op->s->persistent_resources)
 		return resource_done(op, ZOK);
 	op->verb = RES_PIN;
 	resource_resend(op);

@@ -145,32 +145,23 @@ static int session_check_base_acl(struct zkl_session *s, char *err,
 	return -EACCES;
 }
 
-/* The base's probe container's name: no resource's (it starts with '.'),
- * nor a probe's of session_check_base (those end in eight hex digits). */
-#define SESSION_PROBE_C ".zklockfs-probe-c"
-
-/* Does the server make containers (ZooKeeper 3.5.3 and later)?  The
- * base's one probe container, with an ephemeral child of this start's,
- * both deleted at once: if the daemon dies before, the child goes with
- * the session and the server reaps the emptied container.  A container
- * that never had a child the server keeps; one left so (a start that
- * died between the two creates) is the same for every mount, so the
- * next start gives it a child and deletes it.  Not in one transaction:
- * the C client asserts on a multi that creates a container.  Without
- * containers resource znodes are persistent (session.c), and the log
- * says what that costs. */
+/* Does the server make containers (ZooKeeper 3.5.3 and later)?  One with
+ * an ephemeral child, both deleted at once: if the daemon dies before,
+ * the child goes with the session and the server reaps the emptied
+ * container.  One that never had a child the server keeps (a start that
+ * died in the round trip between the two creates): the next start deletes
+ * it (session_clean_probes).  Not in one transaction: the C client
+ * asserts on a multi that creates a container.
+ * Without containers resource znodes are persistent (session.c), and the
+ * log says what that costs. */
 static void session_probe_containers(struct zkl_session *s, const char *probe)
 {
-	char parent[NAMES_MAX_NODE_PATH + 80];
-	char child[sizeof(parent) + NAMES_MAX_NODE_PATH + 64];
+	char parent[NAMES_MAX_NODE_PATH + 80], child[sizeof(parent) + 2];
 	int rc;
 
-	snprintf(parent, sizeof(parent), "%s/%s", s->base, SESSION_PROBE_C);
-	snprintf(child, sizeof(child), "%s/%s", parent,
-		 strrchr(probe, '/') + 1);
+	snprintf(parent, sizeof(parent), "%s-c", probe);
+	snprintf(child, sizeof(child), "%s/x", parent);
 	rc = zoo_create(s->zh, parent, "", 0, s->acl, ZOO_CONTAINER, NULL, 0);
-	if (rc == ZNODEEXISTS) /* a leftover, or another mount's probe */
-		rc = ZOK;
 	/* Only a server that does not know the request has no containers;
 	 * any other failure (a connection lost just now) says nothing of
 	 * the server, which is most likely 3.5.3 or later. */
@@ -190,14 +181,34 @@ static void session_probe_containers(struct zkl_session *s, const char *probe)
 			s->base, zerror(rc));
 		return;
 	}
-	/* Another mount's probe may have emptied it and the server reaped
-	 * it just now (ZNONODE): nothing to clean up then. */
+	/* ZNONODE: another start's clean-up took it first; nothing left. */
 	if (zoo_create(s->zh, child, "", 0, s->acl, ZOO_EPHEMERAL, NULL, 0) ==
 	    ZOK)
 		(void)zoo_delete(s->zh, child, -1);
-	/* ZNOTEMPTY: another mount's probe is in it; it deletes it, or the
-	 * server reaps it after. */
-	(void)zoo_delete(s->zh, parent, -1);
+	(void)zoo_delete(s->zh, parent, -1); /* else reaped, as said */
+}
+
+/* Delete the probe containers of starts that died between a probe's two
+ * creates (session_probe_containers): empty ones only (ZNOTEMPTY: another
+ * start's, in use).  names: the base's children. */
+static void session_clean_probes(struct zkl_session *s,
+				 const struct String_vector *names)
+{
+	static const char prefix[] = ".zklockfs-probe-";
+	char path[NAMES_MAX_NODE_PATH + 80];
+
+	for (int i = 0; i < names->count; i++) {
+		const char *name = names->data[i];
+		size_t len = strlen(name);
+
+		if (strncmp(name, prefix, sizeof(prefix) - 1) != 0 ||
+		    len < sizeof(prefix) + 1 ||
+		    strcmp(name + len - 2, "-c") != 0 ||
+		    snprintf(path, sizeof(path), "%s/%s", s->base, name) >=
+			    (int)sizeof(path))
+			continue;
+		(void)zoo_delete(s->zh, path, -1);
+	}
 }
 
 int session_check_base(struct zkl_session *s, char *err, size_t errlen)
@@ -227,6 +238,8 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 	rc = s->auth ? session_learn_identity(s, probe, err, errlen) : 0;
 	if (rc == 0) {
 		int zrc = zoo_get_children(s->zh, s->base, 0, &children);
+		if (zrc == ZOK)
+			session_clean_probes(s, &children);
 		deallocate_String_vector(&children);
 		if (zrc != ZOK)
 			rc = session_probe_failed(s, zrc, "list the children",

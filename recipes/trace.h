@@ -25,7 +25,7 @@ enum zkl_trace_point {
 	TRACE_CREATED,     /* ... and its reply came */
 	TRACE_LISTED,      /* the first listing of the queue came back */
 	TRACE_GRANTED,     /* the request decided it holds */
-	TRACE_ANSWERED,    /* the owner answered its caller (the kernel) */
+	TRACE_ANSWERED,    /* the owner answers its caller (just before) */
 	TRACE_OWN_WATCHED, /* the held node's watch was set (its reply) */
 	TRACE_RELEASED,    /* the owner let go (a FUSE release or unlock) */
 	TRACE_DELETE_SENT, /* the node's delete went to ZooKeeper */

@@ -90,7 +90,9 @@ def test_a_user_who_locks_thousands_of_names_leaves_nothing(zk, base, mounts):
         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert int(status(m)["resources_created"]) >= n
-    released(zk, base)
+    # No lock node left: else no container would go (released() would
+    # walk thousands of resources per look).
+    assert status(m)["held"] == "0" and status(m)["waiting"] == "0"
     wait_until(lambda: resources(zk, base) == [], 60,
                f"the server to reap the {n} resources")
     forget_all()
@@ -221,19 +223,29 @@ def test_containers_no_makes_persistent_resources(zk, base, mounts):
     assert status(default)["containers"] == "yes"
     assert status(persistent)["containers"] == "no"
     use_once(persistent, "kept")
+    with open(persistent.path("kept", "limit"), "w") as f:
+        f.write("2\n")  # no pin: kazoo would count it as a lease
+    assert zk.get_children(f"{base}/kept") == []
     use_once(default, "reaped")
     assert kept_while_reaped(zk, base, "kept", "reaped"), \
         "a persistent resource was reaped"
+    assert open(default.path("kept", "limit")).read() == "2\n"
     zk.delete(f"{base}/kept")
 
 
 def test_a_start_cleans_up_a_probe_left_behind(zk, base, mounts):
-    """The start's container probe is one znode per base, so one that a
-    start which died left behind (empty: never reaped) is cleaned up by
-    the next start, and a start leaves none of its own."""
+    """A start that died between its container probe's two creates left
+    an empty container that the server never reaps: the next start
+    deletes it, keeps one in use (another start's, with its child), and
+    leaves none of its own."""
     zk.ensure_path(base)
-    zk.create(f"{base}/.zklockfs-probe-c", b"")  # stands in for a leftover
-    m = mounts.new()
-    assert status(m)["containers"] == "yes"
-    left = [c for c in zk.get_children(base) if c.startswith(".zklockfs-probe")]
-    assert left == [], f"probes left behind: {left}"
+    # Persistent stand-ins (kazoo makes no containers): the start deletes
+    # by name and emptiness, whatever the kind.
+    zk.create(f"{base}/.zklockfs-probe-0badc0de-c", b"")
+    zk.create(f"{base}/.zklockfs-probe-12345678-c/x", b"", makepath=True)
+    mounts.new()
+    left = sorted(c for c in zk.get_children(base)
+                  if c.startswith(".zklockfs-probe"))
+    assert left == [".zklockfs-probe-12345678-c"], \
+        f"probes after the start: {left}"
+    zk.delete(f"{base}/.zklockfs-probe-12345678-c", recursive=True)

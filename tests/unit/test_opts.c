@@ -55,6 +55,29 @@ Test(opts, dialect_chooses_the_names_created)
 	opts_free(&o);
 }
 
+Test(opts, containers_yes_or_no)
+{
+	struct opts o;
+	char err[256];
+	char *none[] = { "zklockfs", "h:1", "/m" };
+	char *no[] = { "zklockfs", "-o", "containers=no", "h:1", "/m" };
+	char *yes[] = { "zklockfs", "-o", "containers=yes", "h:1", "/m" };
+	char *bad[] = { "zklockfs", "-o", "containers=off", "h:1", "/m" };
+
+	cr_assert_eq(parse(&o, err, 3, none), 0, "%s", err);
+	cr_assert_eq(o.persistent_resources, 0, "containers by default");
+	opts_free(&o);
+	cr_assert_eq(parse(&o, err, 5, no), 0, "%s", err);
+	cr_assert_eq(o.persistent_resources, 1);
+	opts_free(&o);
+	cr_assert_eq(parse(&o, err, 5, yes), 0, "%s", err);
+	cr_assert_eq(o.persistent_resources, 0);
+	opts_free(&o);
+	cr_assert_eq(parse(&o, err, 5, bad), -EINVAL);
+	cr_assert(strstr(err, "containers=off: expected yes or no"), "%s", err);
+	opts_free(&o);
+}
+
 Test(opts, default_base_and_timeouts)
 {
 	struct opts o;
