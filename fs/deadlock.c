@@ -92,6 +92,31 @@ static int deadlock_expand(struct deadlock_walk *d, uint64_t owner)
 	return 0;
 }
 
+int deadlock_owner_holds_locked(struct zkl_fs *fs, struct lineage_proc p)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	if (p.pid == 0)
+		return 0;
+	for (struct zkl_link *l = fs->lockfiles.next; l != &fs->lockfiles;
+	     l = l->next) {
+		const struct lockfile *lf =
+			ZKL_CONTAINER_OF(l, struct lockfile, link);
+
+		if (lf->state == LF_OPEN && lf->held &&
+		    lf->taker.pid == p.pid && lf->taker.start == p.start)
+			return 1;
+	}
+	for (struct zkl_link *l = fs->posix_locks.next; l != &fs->posix_locks;
+	     l = l->next) {
+		const struct posixlock *pl =
+			ZKL_CONTAINER_OF(l, struct posixlock, link);
+
+		if (pl->taker.pid == p.pid && pl->taker.start == p.start)
+			return 1;
+	}
+	return 0;
+}
+
 int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
 				enum zkl_mode mode)
 {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "names.h"
+#include "process.h"
 
 /* The walk gives up (no EDEADLK) past this many distinct owners reached
  * from the asker, a cycle or not: Linux gives up after 10 links. */
@@ -28,5 +29,11 @@ struct lockfile;
  * fs->lock held. */
 int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
 				enum zkl_mode mode);
+
+/* Does process p hold a lock through this mount (an open lock file's, a
+ * flock, an fcntl lock)?  Only then can its wait close a cycle of waits
+ * across hosts: its request is flagged LOCKREQ_MAY_DEADLOCK
+ * (recipes/waitgraph.h).  O(locks held).  fs->lock held. */
+int deadlock_owner_holds_locked(struct zkl_fs *fs, struct lineage_proc p);
 
 #endif

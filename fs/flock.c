@@ -55,6 +55,7 @@ static void flock_granted(struct waiter *w, struct zkl_lockreq *lr)
 	lf->holder = w->nlineage ? w->lineage[0] : (struct lineage_proc){ 0 };
 	memcpy(lf->identity, w->identity, w->identity_len);
 	lf->identity_len = w->identity_len;
+	lf->taker = w->taker;
 	pthread_mutex_unlock(&w->fs->lock);
 	if (old)
 		lockreq_release(old);
@@ -92,6 +93,7 @@ static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 	p->via = w->lf;
 	memcpy(p->identity, w->identity, w->identity_len);
 	p->identity_len = w->identity_len;
+	p->taker = w->taker;
 	pthread_mutex_unlock(&fs->lock);
 	free(fresh);
 	if (old)

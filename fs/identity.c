@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "names.h"
 #include "process.h"
 
 /* The process of thread tid (its thread group, as /proc says), or tid
@@ -121,24 +122,16 @@ size_t identity_add_multi(char *buf, size_t len, size_t size, const char *list)
 int identity_get(const char *data, size_t len, const char *key, char *out,
 		 size_t outlen)
 {
-	size_t klen = strlen(key);
-	const char *end = data + len;
+	size_t vlen;
+	const char *v = names_data_field(data, len, key, &vlen);
 
-	for (const char *line = data; line < end;) {
-		const char *nl = memchr(line, '\n', (size_t)(end - line));
-		const char *eol = nl ? nl : end;
-		if ((size_t)(eol - line) > klen && line[klen] == ' ' &&
-		    memcmp(line, key, klen) == 0) {
-			size_t vlen = (size_t)(eol - line) - klen - 1;
-			if (vlen >= outlen)
-				vlen = outlen - 1;
-			memcpy(out, line + klen + 1, vlen);
-			out[vlen] = '\0';
-			return (int)vlen;
-		}
-		line = eol + 1;
-	}
-	return -ENOENT;
+	if (!v)
+		return -ENOENT;
+	if (vlen >= outlen)
+		vlen = outlen - 1;
+	memcpy(out, v, vlen);
+	out[vlen] = '\0';
+	return (int)vlen;
 }
 
 int identity_holder(const char *data, size_t len, struct lineage_proc *out)

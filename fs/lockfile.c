@@ -253,6 +253,7 @@ static void lockfile_open_granted(struct waiter *w, struct zkl_lockreq *lr)
 	lf->holder = w->nlineage ? w->lineage[0] : (struct lineage_proc){ 0 };
 	memcpy(lf->identity, w->identity, w->identity_len);
 	lf->identity_len = w->identity_len;
+	lf->taker = w->taker;
 	pthread_mutex_unlock(&fs->lock);
 	lockfile_reply_opened(lf, w->req);
 }

@@ -59,6 +59,7 @@ struct lockfile {
 				     * reentrant; else none) */
 	size_t identity_len;        /* of whoever took `held` */
 	char identity[IDENTITY_MAX];
+	struct lineage_proc taker;  /* the process it names (deadlock.h) */
 	off_t read_base;            /* file offset where read()'s text starts */
 	struct fuse_pollhandle *ph; /* a poller to wake (lockfile.c), or
 				     * NULL */
@@ -80,6 +81,7 @@ struct posixlock {
 	struct lineage_proc holder; /* who took it (-o reentrant; else none) */
 	size_t identity_len;
 	char identity[IDENTITY_MAX];
+	struct lineage_proc taker; /* the process it names (deadlock.h) */
 };
 
 void lockfile_get(struct lockfile *lf);
@@ -250,6 +252,7 @@ struct waiter {
 	struct timespec keep_until; /* KEPT: deadline.h's clock */
 	size_t identity_len;
 	char identity[IDENTITY_MAX];
+	struct lineage_proc taker; /* the process the identity names */
 };
 
 /* Queue a lock request for `mode` on lf's resource for req, with

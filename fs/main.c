@@ -301,6 +301,7 @@ int main(int argc, char **argv)
 		.dialect = o.style,
 		.jeopardy_margin_ms = o.jeopardy_margin_ms,
 		.persistent_resources = o.persistent_resources,
+		.deadlock_timeout_ms = o.deadlock_timeout_ms,
 	};
 	opened = session_open(&so, &fs.session, err, sizeof(err));
 	memset(auth, 0, sizeof(auth)); /* the session keeps its own copy */

@@ -290,6 +290,14 @@ static void metrics_session(struct metrics_out *out, struct zkl_fs *fs,
 		       atomic_load(&fs->asks_sent));
 	metrics_sample(out, "revoke_sent_total", "how=\"break\"",
 		       atomic_load(&fs->breaks_sent));
+	metrics_counter(out, "deadlocks_total",
+			"Waits of this mount failed with EDEADLK: each closed "
+			"a cycle of waits across hosts.",
+			st->deadlocks);
+	metrics_counter(out, "deadlock_checks_total",
+			"Long waits of this mount, by processes that hold a "
+			"lock, checked for a cycle of waits across hosts.",
+			st->deadlock_checks);
 	metrics_counter(out, "refusals_total",
 			"Changes refused to a user other than root and the "
 			"mount's owner (limit, maxhold, revoke, rmdir).",

@@ -38,6 +38,7 @@ enum {
 	OPTS_KEY_SESSION_TIMEOUT,
 	OPTS_KEY_CONNECT_TIMEOUT,
 	OPTS_KEY_JEOPARDY_MARGIN,
+	OPTS_KEY_DEADLOCK_TIMEOUT,
 	OPTS_KEY_UID,
 	OPTS_KEY_GID,
 	OPTS_KEY_UMASK,
@@ -63,6 +64,7 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("session_timeout=", OPTS_KEY_SESSION_TIMEOUT),
 	FUSE_OPT_KEY("connect_timeout=", OPTS_KEY_CONNECT_TIMEOUT),
 	FUSE_OPT_KEY("jeopardy_margin_ms=", OPTS_KEY_JEOPARDY_MARGIN),
+	FUSE_OPT_KEY("deadlock_timeout_ms=", OPTS_KEY_DEADLOCK_TIMEOUT),
 	FUSE_OPT_KEY("uid=", OPTS_KEY_UID),
 	FUSE_OPT_KEY("gid=", OPTS_KEY_GID),
 	FUSE_OPT_KEY("umask=", OPTS_KEY_UMASK),
@@ -119,6 +121,9 @@ static const struct opts_number opts_id = {
 	/* (uid_t)-1 means "no change" to chown(2): not an owner. */
 	10, 0, 4294967294UL, "a decimal number, 0 to 4294967294"
 };
+static const struct opts_number opts_deadlock_millis = {
+	10, 0, 3600000, "a whole number of milliseconds, 0 (off) to 3600000"
+};
 static const struct opts_number opts_mode = {
 	8, 0, 0777, "octal mode bits, 0 to 777 (e.g. umask=007)"
 };
@@ -159,6 +164,11 @@ static int opts_proc_number(struct opts_ctx *c, const char *arg, int key)
 		if (opts_number(c, arg, &opts_millis, &v) < 0)
 			return -1;
 		o->jeopardy_margin_ms = (int)v;
+		return 0;
+	case OPTS_KEY_DEADLOCK_TIMEOUT:
+		if (opts_number(c, arg, &opts_deadlock_millis, &v) < 0)
+			return -1;
+		o->deadlock_timeout_ms = (int)v;
 		return 0;
 	case OPTS_KEY_UID:
 		if (opts_number(c, arg, &opts_id, &v) < 0)
@@ -347,6 +357,7 @@ int opts_parse(int argc, char **argv, struct opts *o,
 	c.o = &c.opts;
 	c.opts.session_timeout = OPTS_DEFAULT_SESSION_TIMEOUT;
 	c.opts.connect_timeout = OPTS_DEFAULT_CONNECT_TIMEOUT;
+	c.opts.deadlock_timeout_ms = -1; /* the session's default */
 	*fuse_args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	rc = fuse_opt_parse(fuse_args, &c, opts_table, opts_proc);
 	*o = c.opts;
@@ -854,6 +865,11 @@ void opts_print_help(const char *progname)
 	       "                             (default: a tenth of the timeout the\n"
 	       "                             server granted, at least 500; under a\n"
 	       "                             quarter of it)\n"
+	       "    -o deadlock_timeout_ms=MS\n"
+	       "                             a wait this long, by a process that\n"
+	       "                             holds a lock, is checked for a cycle\n"
+	       "                             of waits across hosts, which fails\n"
+	       "                             with EDEADLK (default 1000; 0: off)\n"
 	       "    -o dialect=zklockfs|curator|kazoo\n"
 	       "                             whose names the lock nodes this\n"
 	       "                             mount creates have, so that Curator\n"

@@ -26,11 +26,12 @@ struct opts {
 	int debug;
 	int show_help;
 	int show_version;
-	int session_timeout;    /* seconds */
-	int connect_timeout;    /* seconds */
-	int jeopardy_margin_ms; /* 0: the session's default */
-	char *on_lost;          /* as given: "log", "signal" or "signal:SIG" */
-	char *on_revoke;        /* the same, for a holder asked to let go */
+	int session_timeout;     /* seconds */
+	int connect_timeout;     /* seconds */
+	int jeopardy_margin_ms;  /* 0: the session's default */
+	int deadlock_timeout_ms; /* -1: the session's default; 0: off */
+	char *on_lost;           /* as given: "log", "signal" or "signal:SIG" */
+	char *on_revoke;         /* the same, for a holder asked to let go */
 	char *auth_file;    /* digest credentials "user:password", or NULL */
 	char *metrics_file; /* absolute path kept current (metrics.c), or
 			     * NULL */

@@ -81,7 +81,8 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		"\nlast_jeopardy %s\njeopardy_margin_ms %d\n"
 		"heartbeat_age_ms %" PRId64 "\nresources %zu\n"
 		"resources_created %" PRIu64 "\ncontainers %s\n"
-		"refusals %llu\nuptime_s %lld\nversion %s\n",
+		"refusals %llu\ndeadlocks %" PRIu64 "\ndeadlock_checks %" PRIu64
+		"\nuptime_s %lld\nversion %s\n",
 		metrics_state_name(&st), (uint64_t)st.session_id, st.timeout_ms,
 		session_hosts(fs->session), st.server[0] ? st.server : "-",
 		session_base(fs->session), st.held, st.waiting, st.leases_held,
@@ -91,7 +92,7 @@ static void info_status(struct zkl_fs *fs, fuse_req_t req,
 		st.maxhold_breaks, st.jeopardies, jeopardy_at, st.margin_ms,
 		st.heartbeat_age_ms, tree_count(&fs->tree),
 		st.resources_created, st.containers ? "yes" : "no",
-		atomic_load(&fs->refusals),
+		atomic_load(&fs->refusals), st.deadlocks, st.deadlock_checks,
 		(long long)(now.tv_sec - fs->started.tv_sec), ZKLOCKFS_VERSION);
 	if (info_close(out, &text) != 0)
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);

@@ -375,6 +375,8 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		w->identity_len =
 			identity_add_multi(w->identity, w->identity_len,
 					   sizeof(w->identity), lf->res->name);
+	if (identity_holder(w->identity, w->identity_len, &w->taker) < 0)
+		w->taker = (struct lineage_proc){ 0 }; /* gone already */
 	log_msg(LOG_DEBUG, "pid %d asks a %s lock on %s (%s%s)", (int)w->tid,
 		names_mode_str(mode), lf->zpath, ops->what,
 		flags & LOCKREQ_TRY ? ", try" : "");
@@ -404,6 +406,12 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			return;
 		}
 	}
+	/* Its owner holds a lock already: its wait may close a cycle across
+	 * hosts (recipes/waitgraph.h). */
+	pthread_mutex_lock(&fs->lock);
+	if (!(flags & LOCKREQ_TRY) && deadlock_owner_holds_locked(fs, w->taker))
+		flags |= LOCKREQ_MAY_DEADLOCK;
+	pthread_mutex_unlock(&fs->lock);
 	err = lockfile_new_request(lf, mode, flags | LOCKREQ_KIND(ops->kind),
 				   w->identity, w->identity_len, waiter_done, w,
 				   &w->lr);

@@ -63,6 +63,12 @@ struct zkl_session {
 	 * (atomic: the creates' replies count them unlocked). */
 	int containers;
 	int persistent_resources; /* -o containers=no: never containers */
+	/* A wait this old whose owner holds a lock is checked for a cycle
+	 * across hosts (waitgraph.c; 0: never); the waits this mount failed
+	 * with EDEADLK. */
+	int64_t deadlock_timeout_ms;
+	uint64_t deadlocks;
+	uint64_t deadlock_checks; /* walks ended (waitgraph.c: wg_stop) */
 	_Atomic uint64_t resources_created;
 	struct zkl_session_metrics metrics; /* session.c */
 

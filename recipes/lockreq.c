@@ -24,6 +24,7 @@
 #include "lr.h"
 #include "lockrule.h"
 #include "revoke.h"
+#include "waitgraph.h"
 #include "zkerr.h"
 #include "log.h"
 
@@ -326,6 +327,7 @@ int lockreq_start_in_place(struct zkl_lockreq *lr, struct zkl_lockreq *from)
 static void lockreq_abandon_locked(struct zkl_lockreq *lr,
 				   struct zkl_link *notify)
 {
+	waitgraph_end_locked(lr);
 	lr->outcome = LR_FINISHED;
 	if (lr_kinds[lr->kind]->abandon_locked)
 		lr_kinds[lr->kind]->abandon_locked(lr, notify);
@@ -651,6 +653,7 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	lr->mode = mode;
 	lr->kind = kind;
 	lr->try_only = (flags & LOCKREQ_TRY) != 0;
+	lr->may_deadlock = (flags & LOCKREQ_MAY_DEADLOCK) != 0;
 	lr->metrics_kind = (flags >> LOCKREQ_KIND_SHIFT) % ZKL_KINDS;
 	lr->made_ms = session_clock_now();
 	lr->done = done;
@@ -714,7 +717,7 @@ void lr_free(struct zkl_lockreq *lr)
 	 * goes: a step in flight holds one until the node is gone. */
 	assert(!lr->gone_fn || lr->gone_told);
 	assert(!notice_posted(&lr->notice) && !list_linked(&lr->member.resume));
-	assert(!lr->mutex && !lr->members);
+	assert(!lr->mutex && !lr->members && !lr->wg);
 	if (lr->q)
 		queue_put_locked(lr->q, &lr->leaving);
 	if (lr->trace_what)
@@ -818,6 +821,7 @@ void lr_tell_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify)
 {
 	if (lr->outcome != LR_PENDING)
 		return;
+	waitgraph_end_locked(lr);
 	lr->grant_deferred = !err && lr->s->jeopardy_ms != 0;
 	if (lr->grant_deferred)
 		return;
@@ -1341,6 +1345,27 @@ static void lr_unwatch_to(struct zkl_lockreq *lr, enum lr_unwatching upto)
 			lr_drop_locked(lr, armed[i].hold);
 }
 
+/* This waiting request closes a cycle of waits across hosts and is its
+ * youngest (waitgraph.h): it fails with EDEADLK, and its node goes.  The
+ * mark's second line names the cycle. */
+static void lr_deadlock_locked(struct zkl_lockreq *lr, const char *mark,
+			       size_t len, struct zkl_link *notify)
+{
+	size_t skip = strlen(WAITGRAPH_MARK);
+	int n = len > skip ? (int)strcspn(mark + skip, "\n") : 0;
+
+	if (n > (int)(len - skip))
+		n = (int)(len - skip);
+	log_msg(LOG_WARNING,
+		"%s: fails with EDEADLK: its wait closes a "
+		"cycle across hosts (%.*s)",
+		lr->node, n, mark + skip);
+	lr->s->deadlocks++;
+	if (lr->phase == PH_WATCHING)
+		lr_to(lr, PH_IDLE);
+	lr_finish_locked(lr, -EDEADLK, notify);
+}
+
 /* The get that set the own watch: the node's data (is it the revocation
  * mark?), or no watch set: the node is gone (a waiter fails, a holder
  * loses), or the connection broke (set it again once connected:
@@ -1357,8 +1382,12 @@ static void lr_on_own_armed(int rc, const char *value, int len,
 
 	session_enter(s, &notify);
 	lr_trace(lr, TRACE_OWN_WATCHED);
-	if (rc == ZOK && lr->own_watch.entry &&
-	    revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
+	if (rc == ZOK && lr->own_watch.entry && lr->outcome == LR_PENDING &&
+	    waitgraph_is_mark(value, len > 0 ? (size_t)len : 0)) {
+		/* A walk found this wait the youngest of a cycle. */
+		lr_deadlock_locked(lr, value, (size_t)len, &notify);
+	} else if (rc == ZOK && lr->own_watch.entry &&
+		   revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
 		lr_break_seen_locked(lr, &notify);
 	} else if (rc == ZOK && lr->own_watch.entry) {
 		lr->own_known = 1;
@@ -2133,7 +2162,9 @@ static void lr_evaluate(struct zkl_lockreq *lr, int listed,
 	if (err < 0) {
 		lr_to(lr, PH_IDLE);
 		lr_finish_locked(lr, err, notify);
+		return;
 	}
+	waitgraph_waiting_locked(lr); /* once: a cycle comes with a wait */
 }
 
 static void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
@@ -2415,6 +2446,7 @@ void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 	 * cannot free the request under us (a released one may have no
 	 * other). */
 	lr_hold(lr, LR_HOLD_ENTRY);
+	waitgraph_end_locked(lr); /* its record goes with the session */
 	lr_unwatch_all(lr);
 	if (queue_leave_line_locked(&lr->qwait))
 		lr_drop_locked(lr, LR_HOLD_LINE);

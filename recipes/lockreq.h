@@ -34,6 +34,10 @@ typedef void (*lockreq_done_fn)(struct zkl_lockreq *lr, int err, void *arg);
 
 enum lockreq_flags {
 	LOCKREQ_TRY = 1, /* fail with -EAGAIN instead of queueing */
+	/* Its owner holds a lock already: a long wait is checked for a
+	 * cycle of waits across hosts (waitgraph.h), -EDEADLK if it closes
+	 * one. */
+	LOCKREQ_MAY_DEADLOCK = 2,
 };
 
 /* A flag: the request is of kind k (0 to ZKL_KINDS - 1), the owner's name

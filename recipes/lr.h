@@ -251,6 +251,11 @@ struct zkl_lockreq {
 	 * how its owner asked ("open", "flock", ...: a static string). */
 	int64_t trace[TRACE_POINTS];
 	const char *trace_what;
+	/* Its check for a cycle of waits across hosts (waitgraph.c), while
+	 * it waits; may_deadlock: its owner holds a lock (LOCKREQ_
+	 * MAY_DEADLOCK), so that its wait may close a cycle. */
+	struct wg_walk *wg;
+	unsigned may_deadlock : 1;
 	lockreq_done_fn done;
 	void *arg;
 	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
@@ -309,6 +314,13 @@ int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name);
  * request. */
 void lr_hold(struct zkl_lockreq *lr, enum lr_hold h);
 void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h);
+/* waitgraph.c: lr waits (PH_WATCHING): check for a cycle once the
+ * deadlock timeout passes, if its owner may close one; its wait ended
+ * (granted, failed, let go, or its session over): the check ends, its
+ * record goes.  Both s->lock held; either may come more than once. */
+void waitgraph_waiting_locked(struct zkl_lockreq *lr);
+void waitgraph_end_locked(struct zkl_lockreq *lr);
+
 /* Note that lr reached moment p now, the first time (trace.h). */
 void lr_trace(struct zkl_lockreq *lr, enum zkl_trace_point p);
 /* Tell the owner err (0: granted) once.  A grant during a jeopardy is

@@ -70,8 +70,10 @@ static int ml_make_members(struct zkl_lockreq *g, const char *const *dirs,
 	for (; err == 0 && made < n; made++) {
 		struct zkl_lockreq *m;
 		err = lr_alloc(g->s, dirs[made], dirs[made], LR_MEMBER, g->mode,
-			       g->try_only ? LOCKREQ_TRY : 0, g->data,
-			       g->datalen, ml_member_done, g, &m);
+			       (g->try_only ? LOCKREQ_TRY : 0) |
+				       (g->may_deadlock ? LOCKREQ_MAY_DEADLOCK
+							: 0),
+			       g->data, g->datalen, ml_member_done, g, &m);
 		/* The multi-lock's own tag: its owner's F_GETLK skips the
 		 * nodes by it (each member finds its own in its resource). */
 		if (err == 0 && (err = lr_use_tag(m, g->guid)) < 0)

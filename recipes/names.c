@@ -316,6 +316,26 @@ int names_format_mutex(char *buf, size_t size, enum zkl_style style,
 			    tag);
 }
 
+const char *names_data_field(const char *data, size_t len, const char *key,
+			     size_t *vlen)
+{
+	size_t klen = strlen(key);
+	const char *end = data + len;
+
+	for (const char *line = data; line < end;) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		const char *eol = nl ? nl : end;
+
+		if ((size_t)(eol - line) > klen && line[klen] == ' ' &&
+		    memcmp(line, key, klen) == 0) {
+			*vlen = (size_t)(eol - line) - klen - 1;
+			return line + klen + 1;
+		}
+		line = eol + 1;
+	}
+	return NULL;
+}
+
 /* ---- the peers' semaphore layouts -------------------------------------- */
 
 int names_peer_dir(enum zkl_style style, enum names_peer_dir which,

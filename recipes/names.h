@@ -80,6 +80,11 @@ struct zkl_node {
 /* "read", "write" or "lease". */
 const char *names_mode_str(enum zkl_mode mode);
 
+/* The value of the line "key value" of a lock node's data (the identity a
+ * mount writes: fs/identity.h), *vlen its length; NULL if it has none. */
+const char *names_data_field(const char *data, size_t len, const char *key,
+			     size_t *vlen);
+
 /* "zklockfs", "curator", "kazoo" or "zookeeper". */
 const char *names_style_str(enum zkl_style style);
 

@@ -318,6 +318,9 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	s->session_timeout_ms = opts->session_timeout_ms;
 	s->dialect = opts->dialect;
 	s->persistent_resources = opts->persistent_resources;
+	s->deadlock_timeout_ms = opts->deadlock_timeout_ms < 0
+					 ? 1000
+					 : opts->deadlock_timeout_ms;
 	session_clock_init(s, opts->jeopardy_margin_ms);
 	s->acl = &ZOO_OPEN_ACL_UNSAFE;
 	if (opts->digest_auth) {
@@ -550,6 +553,8 @@ void session_stats(struct zkl_session *s, struct zkl_session_stats *out)
 	out->maxhold_breaks = s->maxhold_breaks;
 	out->delete_retries = s->delete_retries;
 	out->containers = s->containers;
+	out->deadlocks = s->deadlocks;
+	out->deadlock_checks = s->deadlock_checks;
 	out->resources_created = atomic_load(&s->resources_created);
 	session_clock_stats_locked(s, out);
 	session_leave(s, &notify);

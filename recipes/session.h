@@ -39,6 +39,10 @@ struct zkl_session_opts {
 	/* Make resource znodes persistent even where they could be
 	 * containers (session.c says when they are). */
 	int persistent_resources;
+	/* A wait longer than this, by a process that holds a lock, is
+	 * checked for a cycle of waits across hosts (waitgraph.h); 0: never,
+	 * -1: the default (a second). */
+	int deadlock_timeout_ms;
 };
 
 enum zkl_conn_state {
@@ -105,9 +109,12 @@ struct zkl_session_stats {
 	uint64_t losses; /* held locks lost (session ended, node deleted,
 			  * jeopardy) */
 	uint64_t expirations;
-	uint64_t delete_retries;    /* deletes of our nodes ZooKeeper refused
+	uint64_t delete_retries; /* deletes of our nodes ZooKeeper refused
 				   * (each tried again until it lands) */
-	int containers;             /* resource znodes are containers */
+	int containers;          /* resource znodes are containers */
+	uint64_t deadlocks; /* waits failed with EDEADLK: they closed a cycle
+			     * across hosts (waitgraph.h) */
+	uint64_t deadlock_checks;   /* long waits checked for a cycle */
 	uint64_t resources_created; /* resource znodes this mount made (new
 				     * names, and names made again after
 				     * the server reaped them: a create

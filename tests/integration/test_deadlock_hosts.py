@@ -1,0 +1,145 @@
+"""Deadlocks across hosts (doc/locks.md, "Deadlocks"): a process that holds
+a lock and waits, through any mount, for a lock whose holder waits, through
+a chain of such holders on any hosts, for a lock it holds, closes a cycle.
+After the deadlock timeout (a second) exactly one wait of the cycle, the
+youngest, fails with EDEADLK, whatever call it is (open, flock, fcntl);
+the others go on once it lets go.  A chain without a cycle waits as
+before.  Each mount is a host: its own ZooKeeper session."""
+import errno
+
+import pytest
+
+from harness import Driver, lock_nodes, status, wait_until
+
+pytestmark = pytest.mark.concurrency
+
+EDEADLK = "err " + errno.errorcode[errno.EDEADLK]
+
+
+def take(d, mount, res, how):
+    """d takes res's exclusive lock through mount, the way `how` says."""
+    if how == "open":
+        d.ok(f"open {res} {mount.path(res, 'write')} w")
+    else:
+        d.ok(f"open {res} {mount.path(res, 'lock')}")
+        d.ok(f"flock {res} ex" if how == "flock" else f"lockf {res} wr")
+
+
+def ask(zk, base, d, mount, res, how):
+    """d asks res's exclusive lock and is queued behind its holder."""
+    before = len(lock_nodes(zk, f"{base}/{res}"))
+    if how == "open":
+        d.send(f"open {res}.w {mount.path(res, 'write')} w")
+    else:
+        d.ok(f"open {res}.w {mount.path(res, 'lock')}")
+        d.send(f"flock {res}.w ex" if how == "flock" else f"lockf {res}.w wr")
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/{res}")) > before, 15,
+               f"a wait queued on {res}")
+
+
+def deadlocks(mount):
+    return int(status(mount)["deadlocks"])
+
+
+def checks(mount):
+    return int(status(mount)["deadlock_checks"])
+
+
+@pytest.mark.parametrize("hows", [("open", "open"), ("flock", "lockf"),
+                                  ("lockf", "open")])
+def test_two_hosts_waiting_for_each_other(zk, base, m1, m2, hows):
+    """a on host 1 holds ra and asks rb; b on host 2 holds rb and asks ra:
+    b's wait, the younger, fails with EDEADLK; a's goes on once b lets
+    go."""
+    a, b = Driver(), Driver()
+    take(a, m1, "ra", hows[0])
+    take(b, m2, "rb", hows[1])
+    ask(zk, base, a, m1, "rb", hows[1])
+    ask(zk, base, b, m2, "ra", hows[0])
+    assert b.answer(timeout=15) == EDEADLK, "the cycle was not reported"
+    assert a.poll() is None, "the older wait was failed too, or granted"
+    assert (deadlocks(m1), deadlocks(m2)) == (0, 1)
+    assert "fails with EDEADLK" in m2.log()
+    b.exit()  # lets rb go
+    assert a.answer() == "ok", "a gets rb once b lets go"
+    a.exit()
+
+
+def test_three_hosts(zk, base, mounts):
+    m = [mounts.new(), mounts.new(), mounts.new()]
+    d = [Driver(), Driver(), Driver()]
+    for i in range(3):
+        take(d[i], m[i], f"r{i}", "open")
+    for i in range(3):
+        ask(zk, base, d[i], m[i], f"r{(i + 1) % 3}", ("open", "flock",
+                                                      "lockf")[i])
+    assert d[2].answer(timeout=15) == EDEADLK
+    assert d[0].poll() is None and d[1].poll() is None
+    assert [deadlocks(x) for x in m] == [0, 0, 1]
+    d[2].exit()
+    assert d[1].answer() == "ok"
+    d[1].exit()
+    assert d[0].answer() == "ok"
+    d[0].exit()
+
+
+def test_a_chain_without_a_cycle_waits(zk, base, m1, m2):
+    """a holds ra and waits for rb, whose holder b waits for rc, held by c,
+    who waits for nothing: no report, however long; all go on in turn."""
+    a, b, c = Driver(), Driver(), Driver()
+    take(a, m1, "ra", "open")
+    take(b, m2, "rb", "open")
+    take(c, m1, "rc", "open")
+    ask(zk, base, b, m2, "rc", "flock")
+    ask(zk, base, a, m1, "rb", "open")
+    # Both waits are checked (their owners hold locks), to the end.
+    wait_until(lambda: checks(m1) >= 1 and checks(m2) >= 1, 15,
+               "both waits to be checked for a cycle")
+    assert a.poll() is None and b.poll() is None, \
+        "a wait without a cycle ended"
+    assert deadlocks(m1) == deadlocks(m2) == 0
+    c.exit()
+    assert b.answer() == "ok"
+    b.exit()
+    assert a.answer() == "ok"
+    a.exit()
+
+
+def test_both_start_waiting_at_once_one_report(zk, base, m1, m2):
+    """The two waits of a cycle start together, so both checks run
+    together: still exactly one EDEADLK, never two and never none.  Five
+    rounds; run the file in a loop for more."""
+    for round_ in range(5):
+        a, b = Driver(), Driver()
+        take(a, m1, "ra", "open")
+        take(b, m2, "rb", "open")
+        before = (deadlocks(m1), deadlocks(m2))
+        checked = {a: checks(m1), b: checks(m2)}
+        a.send(f"open rb.w {m1.path('rb', 'write')} w")
+        b.send(f"open ra.w {m2.path('ra', 'write')} w")
+        answers = {}
+
+        def answered(x):
+            if x not in answers and (r := x.poll()) is not None:
+                answers[x] = r
+            return answers.get(x)
+
+        failed = wait_until(
+            lambda: [x for x in (a, b) if answered(x) == EDEADLK], 15,
+            f"round {round_}: an EDEADLK")
+        [loser] = failed
+        winner = b if loser is a else a
+        # The winner's own check has ended too: a second report would
+        # have come by now.
+        mount = m1 if winner is a else m2
+        wait_until(lambda: checks(mount) > checked[winner], 15,
+                   f"round {round_}: the other wait's check to end")
+        assert answered(winner) is None, \
+            f"round {round_}: both waits ended: {answers}"
+        after = (deadlocks(m1), deadlocks(m2))
+        assert sum(after) - sum(before) == 1, (before, after)
+        loser.exit()
+        assert winner.answer() == "ok"
+        winner.exit()
+        wait_until(lambda: lock_nodes(zk, base) == [], 15,
+                   "every node of the round to go")
