@@ -246,6 +246,8 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 		fputs(":revoke", out);
 	if (info_is_overdue(n, now_ms, limit_ms))
 		fputs(":overdue", out);
+	if (n->waits_for) /* the node in its way (the one it watches) */
+		fprintf(out, ":waits=%s", n->waits_for);
 	info_identity_field(out, n, "note", 1);
 	fputc('\n', out);
 }

@@ -386,7 +386,10 @@ static int holders_emit_locks(const struct holders_query *q,
 	for (size_t i = 0; i < dir->nlocks; i++)
 		gone[i] = (unsigned char)dir->reads[i].gone;
 	for (size_t i = 0; i < dir->nlocks; i++) {
+		struct holders_node *o;
+		ssize_t ahead = -1;
 		int held;
+
 		if (gone[i])
 			continue;
 		/* A lease granted once holds whatever the limit is now
@@ -397,9 +400,12 @@ static int holders_emit_locks(const struct holders_query *q,
 			       lockrule_count_ahead(dir->nodes, gone, 0, i) <
 				       q->limit;
 		else
-			held = lockrule_watch(dir->nodes, gone, 0, i, 1) < 0;
-		holders_emit(out, dir, i,
-			     held ? HOLDERS_HELD : HOLDERS_WAITING);
+			held = (ahead = lockrule_watch(dir->nodes, gone, 0, i,
+						       1)) < 0;
+		o = holders_emit(out, dir, i,
+				 held ? HOLDERS_HELD : HOLDERS_WAITING);
+		if (!held && dir->nodes[i].mode != ZKL_MODE_LEASE)
+			o->waits_for = dir->nodes[ahead].name;
 		out->counted += held && dir->nodes[i].mode == ZKL_MODE_LEASE;
 	}
 	free(gone);

@@ -40,6 +40,8 @@ struct holders_node {
 		     * node goes once the margin has run */
 	unsigned holds; /* this mount's, held by so many owners at once
 			 * (-o reentrant); 0 for one, or another's node */
+	const char *waits_for; /* a waiting lock: the name of the node it
+				* waits for (the one it watches), else NULL */
 };
 
 /* The semaphore's state, when leases are held or queued. */

@@ -98,6 +98,12 @@ def test_a_chain_without_a_cycle_waits(zk, base, m1, m2):
     assert a.poll() is None and b.poll() is None, \
         "a wait without a cycle ended"
     assert deadlocks(m1) == deadlocks(m2) == 0
+    # holders names, for each waiter, the node in its way: the chain can
+    # be followed by hand from any host.
+    rows = [line.split() for line in
+            open(m2.path("rb", "holders")).read().splitlines()]
+    assert [r[0] for r in rows] == ["held", "waiting"], rows
+    assert rows[1][9] == "zklockfs:waits=" + rows[0][8], rows
     c.exit()
     assert b.answer() == "ok"
     b.exit()
@@ -143,3 +149,21 @@ def test_both_start_waiting_at_once_one_report(zk, base, m1, m2):
         winner.exit()
         wait_until(lambda: lock_nodes(zk, base) == [], 15,
                    "every node of the round to go")
+
+
+def test_a_wait_given_up_before_the_check_is_no_cycle(zk, base, mounts):
+    """b closes the cycle, but is killed before the deadlock timeout: its
+    locks and its wait go, and a, which waited for it, is granted; no
+    report on either host."""
+    m1 = mounts.new("-o", "deadlock_timeout_ms=3000")
+    m2 = mounts.new("-o", "deadlock_timeout_ms=3000")
+    a, b = Driver(), Driver()
+    take(a, m1, "ra", "open")
+    take(b, m2, "rb", "open")
+    ask(zk, base, a, m1, "rb", "open")
+    ask(zk, base, b, m2, "ra", "open")
+    b.proc.kill()  # well within the 3 s before any check
+    b.proc.wait(15)
+    assert a.answer() == "ok", "a gets rb once b is gone"
+    assert deadlocks(m1) == deadlocks(m2) == 0
+    a.exit()

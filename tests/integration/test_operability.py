@@ -111,10 +111,12 @@ def test_notes_are_bounded_and_escaped_and_other_tools_nodes_shown(zk, base, m1)
         assert rows[0]["tool"] == "zklockfs", rows
         assert rows[1]["state"] == "waiting" and rows[1]["mode"] == "write", rows
         assert rows[1]["node"] == kazoo.rsplit("/", 1)[1]
-        assert rows[1]["tool"] == "kazoo"
+        # A waiter names the node in its way (the one it watches).
+        assert rows[1]["tool"] == "kazoo:waits=" + rows[0]["node"], rows
         assert (rows[1]["host"], rows[1]["pid"], rows[1]["note"]) == \
             ("-", "-", "worker 7")
-        assert rows[2]["tool"] == "curator" and rows[2]["state"] == "waiting"
+        assert rows[2]["tool"] == "curator:waits=" + rows[1]["node"] and \
+            rows[2]["state"] == "waiting", rows
         assert (rows[2]["host"], rows[2]["note"]) == ("10.0.0.1", "-"), rows
         assert int(rows[1]["token"]) > int(rows[0]["token"])
         assert "9f2c__lock__" not in os.listdir(m1.path("x")), "a lock node is no resource"

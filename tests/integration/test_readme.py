@@ -443,7 +443,8 @@ def test_the_group_example_lets_only_that_group_lock(zookeeper, base,
 # ---- samples and maps ----------------------------------------------------
 
 HOLDERS_LINE = re.compile(r"^(held|waiting) (read|write|lease) \d+ \S+ \S+ \S+ "
-                          r"\S+ \d+s \S+ (zklockfs|curator|kazoo|zookeeper) .+$")
+                          r"\S+ \d+s \S+ (zklockfs|curator|kazoo|zookeeper)"
+                          r"(:\S+)? .+$")
 
 
 def test_the_holders_sample_has_the_shape_holders_prints(m1, m2):
