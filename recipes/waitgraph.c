@@ -48,7 +48,8 @@ struct wg_item {
 	unsigned read : 1; /* its data came back */
 	int64_t czxid;     /* as read (a wait's: at the check) */
 	int32_t version;
-	char owner[WG_KEY_MAX + 1];         /* "" for another tool's node */
+	char owner[WG_KEY_MAX + 1]; /* "" for another tool's node */
+	char cmd[64];               /* the owner's command, for the log */
 	char path[NAMES_MAX_NODE_PATH + 1]; /* a node's, or a record's */
 };
 
@@ -80,6 +81,7 @@ struct wg_walk {
 	unsigned record_sent : 1, parent_made : 1;
 	enum zkl_mode mode;
 	char owner[WG_KEY_MAX + 1];
+	char cmd[64];
 	char node[NAMES_MAX_NODE_PATH + 1];
 	char record[NAMES_MAX_NODE_PATH + WG_KEY_MAX + 64];
 	struct String_vector records; /* names in WAITGRAPH_DIR */
@@ -122,6 +124,15 @@ int waitgraph_is_mark(const char *data, size_t len)
 }
 
 /* ---- the walk's life ------------------------------------------------ */
+
+/* The "cmd" line of a node's data into out ("?" if none). */
+static void wg_cmd(const char *data, size_t len, char *out, size_t size)
+{
+	size_t vlen;
+	const char *v = data ? names_data_field(data, len, "cmd", &vlen) : NULL;
+
+	snprintf(out, size, "%.*s", v ? (int)vlen : 1, v ? v : "?");
+}
 
 static void wg_free(struct wg_walk *w)
 {
@@ -316,6 +327,7 @@ static void wg_listed_records(struct wg_walk *w,
 	wg_add(w, WG_EXPAND, -1, w->node);
 	w->items[0].is_wait = 1;
 	memcpy(w->items[0].owner, w->owner, sizeof(w->owner));
+	memcpy(w->items[0].cmd, w->cmd, sizeof(w->cmd));
 	wg_walk_on(w);
 }
 
@@ -373,6 +385,7 @@ void waitgraph_waiting_locked(struct zkl_lockreq *lr)
 	w->mode = lr->mode;
 	w->cycle_end = -1;
 	name = lr_node_name(lr);
+	wg_cmd(lr->data, lr->datalen, w->cmd, sizeof(w->cmd));
 	if (waitgraph_owner_key(lr->data, lr->datalen, w->owner,
 				sizeof(w->owner)) < 0 ||
 	    snprintf(w->node, sizeof(w->node), "%s", lr->node) >=
@@ -621,10 +634,14 @@ static void wg_node_read(struct wg_walk *w, int rc, const struct wg_reply *r)
 			w->items[added].is_wait = 1;
 			memcpy(w->items[added].owner,
 			       w->items[it->parent].owner, sizeof(it->owner));
+			memcpy(w->items[added].cmd, w->items[it->parent].cmd,
+			       sizeof(it->cmd));
 		}
 	} else if (waitgraph_owner_key(r->value, len, it->owner,
 				       sizeof(it->owner)) < 0) {
 		it->owner[0] = '\0'; /* a peer's node */
+	} else {
+		wg_cmd(r->value, len, it->cmd, sizeof(it->cmd));
 	}
 	wg_walk_on(w);
 }
@@ -664,8 +681,10 @@ static void wg_describe(const struct wg_walk *w, char *out, size_t size)
 		if (it->is_record)
 			continue;
 		wg_dirname(it->path, dir, sizeof(dir));
-		k = snprintf(out + n, size - n, "%s%s %s %s", n ? ", for " : "",
-			     it->owner[0] ? it->owner : "(another tool)",
+		k = snprintf(out + n, size - n, "%s%s (%s) %s %s",
+			     n ? ", for " : "",
+			     it->owner[0] ? it->owner : "another tool",
+			     it->owner[0] ? it->cmd : "-",
 			     it->is_wait ? "waits in" : "holds",
 			     strlen(dir) > base ? dir + base + 1 : dir);
 		if (k < 0 || (size_t)k >= size - n)

@@ -59,7 +59,12 @@ def test_two_hosts_waiting_for_each_other(zk, base, m1, m2, hows):
     assert b.answer(timeout=15) == EDEADLK, "the cycle was not reported"
     assert a.poll() is None, "the older wait was failed too, or granted"
     assert (deadlocks(m1), deadlocks(m2)) == (0, 1)
-    assert "fails with EDEADLK" in m2.log()
+    # The log names the cycle: each process (host~pid~start and its
+    # command) and what it holds or waits in.
+    [line] = [x for x in m2.log().splitlines()
+              if "fails with EDEADLK: its wait closes a cycle" in x]
+    assert "(python3) waits in rb" in line and "(python3) holds" in line, \
+        line
     b.exit()  # lets rb go
     assert a.answer() == "ok", "a gets rb once b lets go"
     a.exit()
