@@ -925,6 +925,13 @@ static void lr_ignore_void(int rc, const void *data)
 	(void)data;
 }
 
+static void lr_ignore_stat(int rc, const struct Stat *st, const void *data)
+{
+	(void)rc;
+	(void)st;
+	(void)data;
+}
+
 static int lr_child_path(const struct zkl_lockreq *lr, const char *name,
 			 char path[NAMES_MAX_NODE_PATH + 1])
 {
@@ -1106,6 +1113,7 @@ int lr_is_connection_loss(int rc)
  */
 static void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
+	waitgraph_end_locked(lr); /* a member let go by its multi-lock */
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* A peer lease gives up its own way (peerlease_abandon_locked). */
 	assert(lr->kind != LR_PEER_LEASE);
@@ -1352,10 +1360,11 @@ static void lr_deadlock_locked(struct zkl_lockreq *lr, const char *mark,
 			       size_t len, struct zkl_link *notify)
 {
 	size_t skip = strlen(WAITGRAPH_MARK);
-	int n = len > skip ? (int)strcspn(mark + skip, "\n") : 0;
-
-	if (n > (int)(len - skip))
-		n = (int)(len - skip);
+	const char *nl = len > skip ? memchr(mark + skip, '\n', len - skip)
+				    : NULL;
+	int n = len <= skip ? 0
+		: nl        ? (int)(nl - (mark + skip))
+			    : (int)(len - skip);
 	log_msg(LOG_WARNING,
 		"%s: fails with EDEADLK: its wait closes a "
 		"cycle across hosts (%.*s)",
@@ -1386,6 +1395,16 @@ static void lr_on_own_armed(int rc, const char *value, int len,
 	    waitgraph_is_mark(value, len > 0 ? (size_t)len : 0)) {
 		/* A walk found this wait the youngest of a cycle. */
 		lr_deadlock_locked(lr, value, (size_t)len, &notify);
+	} else if (rc == ZOK && lr->own_watch.entry &&
+		   waitgraph_is_mark(value, len > 0 ? (size_t)len : 0)) {
+		/* Granted just before a walk marked it: no deadlock any
+		 * more.  Its identity back, for holders and other walks. */
+		log_msg(LOG_INFO,
+			"%s: a deadlock mark came after the grant: the "
+			"identity is set again",
+			lr->node);
+		zoo_aset(s->zh, lr->node, lr->data, (int)lr->datalen, -1,
+			 lr_ignore_stat, NULL);
 	} else if (rc == ZOK && lr->own_watch.entry &&
 		   revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
 		lr_break_seen_locked(lr, &notify);

@@ -250,17 +250,31 @@ int session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
 static int64_t clock_resume_due_locked(struct zkl_session *s, int64_t now,
 				       int64_t due, struct zkl_link *notify)
 {
+	struct zkl_link ready;
+
+	/* The due ones first onto a list of their own: a member's resume may
+	 * take another off (a request's end ends its deadlock check's
+	 * timer), which a walk of s->later would then step on. */
+	list_init(&ready);
 	for (struct zkl_link *l = s->later.next; l != &s->later;) {
 		struct zkl_link *next = l->next;
 		struct zkl_member *m =
 			ZKL_CONTAINER_OF(l, struct zkl_member, resume);
 		if (m->due_ms <= now) {
 			list_del(l);
-			session_resume_when_connected_locked(s, m, notify);
+			list_add_tail(&ready, l);
 		} else if (m->due_ms < due) {
 			due = m->due_ms;
 		}
 		l = next;
+	}
+	while (!list_empty(&ready)) {
+		struct zkl_link *l = ready.next;
+
+		list_del(l);
+		session_resume_when_connected_locked(
+			s, ZKL_CONTAINER_OF(l, struct zkl_member, resume),
+			notify);
 	}
 	return due;
 }

@@ -19,6 +19,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,7 @@ struct wg_walk {
 	struct zkl_lockreq *lr; /* NULL once the wait ended */
 	enum wg_stage stage;
 	unsigned in_flight; /* replies due; the walk stays for them */
+	int64_t again_ms;   /* the wait to the next walk (doubles) */
 	unsigned record_sent : 1, parent_made : 1;
 	enum zkl_mode mode;
 	char owner[WG_KEY_MAX + 1];
@@ -134,13 +136,23 @@ static void wg_cmd(const char *data, size_t len, char *out, size_t size)
 	snprintf(out, size, "%.*s", v ? (int)vlen : 1, v ? v : "?");
 }
 
-static void wg_free(struct wg_walk *w)
+/* Forget what the last walk read: the next one reads it all anew. */
+static void wg_reset(struct wg_walk *w)
 {
 	deallocate_String_vector(&w->records);
 	for (size_t i = 0; i < w->ndirs; i++) {
 		deallocate_String_vector(&w->dirs[i].names);
 		free(w->dirs[i].nodes);
 	}
+	memset(&w->records, 0, sizeof(w->records));
+	memset(w->dirs, 0, sizeof(w->dirs));
+	w->ndirs = w->nitems = w->next = 0;
+	w->cycle_end = -1;
+}
+
+static void wg_free(struct wg_walk *w)
+{
+	wg_reset(w);
 	free(w);
 }
 
@@ -169,19 +181,35 @@ void waitgraph_end_locked(struct zkl_lockreq *lr)
 	w->lr = NULL;
 	if (list_linked(&w->timer.resume))
 		list_del(&w->timer.resume);
-	/* After its create, in the session's order: it goes. */
-	if (w->record_sent)
+	/* After its create, in the session's order: it goes (a closing
+	 * session's ephemeral nodes go with it). */
+	if (w->record_sent && !w->s->closing)
 		zoo_adelete(w->s->zh, w->record, -1, wg_ignore_void, NULL);
 	wg_put_if_done_locked(w);
 }
 
-/* The walk ends here (why: NULL when it ran its course), counted. */
+/* Past this the walks of a long wait come no further apart. */
+#define WG_AGAIN_MAX_MS 60000
+
+/* The walk ends here (why: NULL when it ran its course), counted.  While
+ * the wait lasts another comes, further apart each time: a cycle can close
+ * after this walk (a member of a multi-lock granted since, a thread of a
+ * process that took a lock since), and this one may have stopped short (a
+ * connection lost, a node changed while it was read, a bound).  A mark
+ * sent ends the checks: the wait fails with it. */
 static void wg_stop(struct wg_walk *w, const char *why)
 {
 	if (why)
 		log_msg(LOG_DEBUG, "deadlock check of %s: %s", w->node, why);
 	w->s->deadlock_checks++;
 	w->stage = WG_IDLE;
+	if (!w->lr || w->in_flight > 0 || list_linked(&w->timer.resume))
+		return;
+	w->again_ms = w->again_ms * 2 > WG_AGAIN_MAX_MS ? WG_AGAIN_MAX_MS
+							: w->again_ms * 2;
+	w->stage = WG_WAITING;
+	session_resume_at_locked(w->s, &w->timer,
+				 session_clock_now() + w->again_ms);
 }
 
 /* A reply came: 0 to go on, or -1 if the walk is over (the wait ended,
@@ -320,7 +348,8 @@ static void wg_listed_records(struct wg_walk *w,
 	w->records.count = names->count;
 	w->records.data = calloc((size_t)names->count + 1, sizeof(char *));
 	for (int i = 0; w->records.data && i < names->count; i++)
-		w->records.data[i] = strdup(names->data[i]);
+		if (!(w->records.data[i] = strdup(names->data[i])))
+			return wg_stop(w, "out of memory");
 	if (!w->records.data)
 		return wg_stop(w, "out of memory");
 	w->stage = WG_WALKING;
@@ -342,7 +371,11 @@ static void wg_due(struct zkl_member *m, struct zkl_link *notify)
 		wg_put_if_done_locked(w);
 		return;
 	}
-	wg_record(w);
+	wg_reset(w);
+	if (!w->record_sent)
+		return wg_record(w);
+	if (wg_sent(w, zoo_async(w->s->zh, w->s->base, wg_on_string, w)) == 0)
+		w->stage = WG_SYNCING;
 }
 
 /* The session ended while the timer ran: the wait ends with it (its
@@ -365,6 +398,18 @@ static const struct zkl_member_ops wg_timer_ops = {
 	.resume_locked = wg_due,
 	.expired_locked = wg_timer_expired,
 };
+
+/* FNV-1a of the waiting node's path: in the record's name, so that the
+ * members of one multi-lock (one owner, one tag, one mode, and often one
+ * sequence number in their resources) have records of their own. */
+static uint64_t wg_path_hash(const char *path)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *path; path++)
+		h = (h ^ (unsigned char)*path) * 1099511628211ull;
+	return h;
+}
 
 void waitgraph_waiting_locked(struct zkl_lockreq *lr)
 {
@@ -390,8 +435,9 @@ void waitgraph_waiting_locked(struct zkl_lockreq *lr)
 				sizeof(w->owner)) < 0 ||
 	    snprintf(w->node, sizeof(w->node), "%s", lr->node) >=
 		    (int)sizeof(w->node) ||
-	    snprintf(w->record, sizeof(w->record), "%s/%s/%s~%s", s->base,
-		     WAITGRAPH_DIR, w->owner, name) >= (int)sizeof(w->record)) {
+	    snprintf(w->record, sizeof(w->record), "%s/%s/%s~%s~%016" PRIx64,
+		     s->base, WAITGRAPH_DIR, w->owner, name,
+		     wg_path_hash(lr->node)) >= (int)sizeof(w->record)) {
 		free(w);
 		return;
 	}
@@ -399,6 +445,7 @@ void waitgraph_waiting_locked(struct zkl_lockreq *lr)
 	list_init(&w->timer.resume);
 	w->timer.ops = &wg_timer_ops;
 	lr->wg = w;
+	w->again_ms = s->deadlock_timeout_ms;
 	session_resume_at_locked(s, &w->timer,
 				 session_clock_now() + s->deadlock_timeout_ms);
 }
@@ -586,9 +633,10 @@ static void wg_dir_listed(struct wg_walk *w, int rc, const struct wg_reply *r)
 	l->names.count = r->names->count;
 	l->names.data = calloc((size_t)r->names->count + 1, sizeof(char *));
 	l->nodes = calloc((size_t)r->names->count + 1, sizeof(*l->nodes));
+	w->ndirs++; /* wg_reset frees what there is */
 	for (int i = 0; l->names.data && i < r->names->count; i++)
-		l->names.data[i] = strdup(r->names->data[i]);
-	w->ndirs++; /* wg_free frees what there is */
+		if (!(l->names.data[i] = strdup(r->names->data[i])))
+			return wg_stop(w, "out of memory");
 	if (!l->names.data || !l->nodes)
 		return wg_stop(w, "out of memory");
 	l->n = lockrule_collect(l->names.data, (size_t)l->names.count,
@@ -660,11 +708,18 @@ static void wg_check_start(struct wg_walk *w)
 	 * reads came before all of these: the whole cycle stood at one
 	 * instant.  Replies come in the order sent (one session). */
 	for (int i = w->cycle_end; i >= 0; i = w->items[i].parent) {
-		if (wg_sent(w, zoo_aexists(w->s->zh, w->items[i].path, 0,
-					   wg_on_stat, w)) < 0)
-			return;
+		if (zoo_aexists(w->s->zh, w->items[i].path, 0, wg_on_stat, w) !=
+		    ZOK) {
+			/* The replies of those sent still come: the check
+			 * ends with the last of them, failed. */
+			w->check_failed = 1;
+			break;
+		}
+		w->in_flight++;
 		w->check_order[w->nchecks++] = i;
 	}
+	if (w->nchecks == 0)
+		wg_stop(w, "the cycle could not be read again");
 }
 
 /* "host~pid~start waits in /r <- ..." from the end of the cycle back. */
@@ -783,7 +838,8 @@ static void wg_advance(struct wg_walk *w, int rc, const struct wg_reply *r)
 					  : "the cycle broke before its mark");
 	case WG_WAITING:
 	case WG_IDLE:
-		assert(!"a reply to a walk with no call in flight");
+		/* A walk that stopped short: the replies of what it had
+		 * sent still come, and change nothing. */
 		return;
 	}
 }

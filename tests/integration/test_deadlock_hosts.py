@@ -172,3 +172,40 @@ def test_a_wait_given_up_before_the_check_is_no_cycle(zk, base, mounts):
     assert a.answer() == "ok", "a gets rb once b is gone"
     assert deadlocks(m1) == deadlocks(m2) == 0
     a.exit()
+
+
+def test_a_multi_lock_in_a_cycle(zk, base, m1, m2):
+    """a holds x and waits for .all/ha,hb, whose ha b holds; b asks for x:
+    the cycle goes through one member of a's multi-lock; b's wait, the
+    youngest, fails."""
+    a, b = Driver(), Driver()
+    take(a, m1, "x", "open")
+    take(b, m2, "ha", "open")
+    a.send(f"open all {m1.path('.all', 'ha,hb', 'write')} w")
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/ha")) == 2, 15,
+               "a's multi-lock to queue on ha")
+    ask(zk, base, b, m2, "x", "open")
+    assert b.answer(timeout=15) == EDEADLK
+    b.exit()
+    assert a.answer() == "ok", "a's multi-lock holds once b let go"
+    a.exit()
+
+
+def test_a_checked_multi_lock_given_up_leaves_the_mount_well(zk, base, m1,
+                                                             m2):
+    """A multi-lock whose members' waits are being checked is given up
+    (its process killed): the mount lets every member go and stays up
+    (the teardown checks the daemon's exit), no record is left."""
+    a, b = Driver(), Driver()
+    take(a, m1, "x", "open")
+    take(b, m2, "ha", "open")
+    checked = checks(m1)
+    a.send(f"open all {m1.path('.all', 'ha,hb', 'write')} w")
+    wait_until(lambda: checks(m1) > checked, 15, "a's wait to be checked")
+    a.proc.kill()
+    a.proc.wait(15)
+    wait_until(lambda: not zk.exists(f"{base}/.zklockfs-waits") or
+               zk.get_children(f"{base}/.zklockfs-waits") == [], 15,
+               "the killed wait's records to go")
+    assert status(m1)["state"] == "connected"
+    b.exit()
