@@ -209,3 +209,24 @@ def test_a_checked_multi_lock_given_up_leaves_the_mount_well(zk, base, m1,
                "the killed wait's records to go")
     assert status(m1)["state"] == "connected"
     b.exit()
+
+
+def test_a_host_that_dies_in_a_cycle_is_no_report(zk, base, mounts):
+    """b's host dies (its daemon killed) before any check: its session's
+    end takes b's locks and wait, a is granted once ZooKeeper ends that
+    session, and the surviving host reports nothing."""
+    m1 = mounts.new("-o", "deadlock_timeout_ms=2000")
+    m2 = mounts.new("-o", "deadlock_timeout_ms=2000")
+    a, b = Driver(), Driver()
+    take(a, m1, "ra", "open")
+    take(b, m2, "rb", "open")
+    ask(zk, base, a, m1, "rb", "open")
+    ask(zk, base, b, m2, "ra", "open")
+    m2.kill()  # the host is gone; its session ends after its timeout
+    # a's check runs while b's nodes still stand (the session lives a few
+    # seconds more), but b's host published nothing: no cycle is seen.
+    assert a.answer(timeout=30) == "ok", "a gets rb once b's session ends"
+    assert deadlocks(m1) == 0 and checks(m1) >= 1, status(m1)
+    a.exit()
+    b.proc.kill()
+    b.proc.wait(15)
