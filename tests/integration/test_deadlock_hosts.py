@@ -156,17 +156,24 @@ def test_both_start_waiting_at_once_one_report(zk, base, m1, m2):
                    "every node of the round to go")
 
 
-def test_a_wait_given_up_before_the_check_is_no_cycle(zk, base, mounts):
-    """b closes the cycle, but is killed before the deadlock timeout: its
-    locks and its wait go, and a, which waited for it, is granted; no
-    report on either host."""
-    m1 = mounts.new("-o", "deadlock_timeout_ms=3000")
-    m2 = mounts.new("-o", "deadlock_timeout_ms=3000")
+def cycle_of_two(zk, base, mounts, timeout_ms):
+    """Two new hosts with that deadlock timeout; a on the first holds ra
+    and waits for rb, b on the second holds rb and waits for ra."""
+    m1 = mounts.new("-o", f"deadlock_timeout_ms={timeout_ms}")
+    m2 = mounts.new("-o", f"deadlock_timeout_ms={timeout_ms}")
     a, b = Driver(), Driver()
     take(a, m1, "ra", "open")
     take(b, m2, "rb", "open")
     ask(zk, base, a, m1, "rb", "open")
     ask(zk, base, b, m2, "ra", "open")
+    return m1, m2, a, b
+
+
+def test_a_wait_given_up_before_the_check_is_no_cycle(zk, base, mounts):
+    """b closes the cycle, but is killed before the deadlock timeout: its
+    locks and its wait go, and a, which waited for it, is granted; no
+    report on either host."""
+    m1, m2, a, b = cycle_of_two(zk, base, mounts, 3000)
     b.proc.kill()  # well within the 3 s before any check
     b.proc.wait(15)
     assert a.answer() == "ok", "a gets rb once b is gone"
@@ -215,13 +222,7 @@ def test_a_host_that_dies_in_a_cycle_is_no_report(zk, base, mounts):
     """b's host dies (its daemon killed) before any check: its session's
     end takes b's locks and wait, a is granted once ZooKeeper ends that
     session, and the surviving host reports nothing."""
-    m1 = mounts.new("-o", "deadlock_timeout_ms=2000")
-    m2 = mounts.new("-o", "deadlock_timeout_ms=2000")
-    a, b = Driver(), Driver()
-    take(a, m1, "ra", "open")
-    take(b, m2, "rb", "open")
-    ask(zk, base, a, m1, "rb", "open")
-    ask(zk, base, b, m2, "ra", "open")
+    m1, m2, a, b = cycle_of_two(zk, base, mounts, 2000)
     m2.kill()  # the host is gone; its session ends after its timeout
     # a's check runs while b's nodes still stand (the session lives a few
     # seconds more), but b's host published nothing: no cycle is seen.
