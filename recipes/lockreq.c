@@ -128,7 +128,6 @@ static void lr_unwatch_to(struct zkl_lockreq *lr, enum lr_unwatching upto);
 /* The basic steps. */
 static int lr_line_up(struct zkl_lockreq *lr);
 /* ... or for ms, then resume once connected (a step ZooKeeper refused). */
-static void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* lockreq_release of a plain request, s->lock held. */
 static void lr_release_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* An heir lets its write lock go (released: its node is deleted unless
@@ -327,12 +326,8 @@ int lockreq_start_in_place(struct zkl_lockreq *lr, struct zkl_lockreq *from)
 static void lockreq_abandon_locked(struct zkl_lockreq *lr,
 				   struct zkl_link *notify)
 {
-	waitgraph_end_locked(lr);
 	lr->outcome = LR_FINISHED;
-	if (lr_kinds[lr->kind]->abandon_locked)
-		lr_kinds[lr->kind]->abandon_locked(lr, notify);
-	else
-		lr_abandon_locked(lr, notify);
+	lr_kinds[lr->kind]->abandon_locked(lr, notify);
 }
 
 int lockreq_cancel(struct zkl_lockreq *lr)
@@ -1111,9 +1106,11 @@ int lr_is_connection_loss(int rc)
  * failed): delete it now if we know it, or make sure the step in flight
  * deletes it when it learns the name (those check outcome == FINISHED).
  */
-static void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
+void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	waitgraph_end_locked(lr); /* a member let go by its multi-lock */
+	/* Only a request with a node of its own waits (lr_evaluate): a
+	 * multi-lock's members, a peer lease's mutex end theirs here. */
+	waitgraph_end_locked(lr);
 	ZKL_ASSERT_HELD(&lr->s->lock);
 	/* A peer lease gives up its own way (peerlease_abandon_locked). */
 	assert(lr->kind != LR_PEER_LEASE);
@@ -2583,6 +2580,7 @@ static const struct zkl_member_ops lr_member_ops = {
 /* The plain machine: every step its own. */
 const struct lr_kind_ops lr_plain_kind = {
 	.name = "plain",
+	.abandon_locked = lr_abandon_locked,
 	.owners_lock = 1,
 };
 
@@ -2590,6 +2588,7 @@ const struct lr_kind_ops lr_plain_kind = {
  * peer's names; the lease is what its owner holds. */
 const struct lr_kind_ops lr_peer_mutex_kind = {
 	.name = "peer mutex",
+	.abandon_locked = lr_abandon_locked,
 	.peer_names = 1,
 };
 

@@ -93,7 +93,8 @@ struct lr_kind_ops {
 	/* lockreq_start, s->lock held.  Returns 0 or -errno.  NULL: it is
 	 * started by the request that made it, never by an owner. */
 	int (*start_locked)(struct zkl_lockreq *lr, struct zkl_link *notify);
-	/* Nobody wants its node any more (the outcome is FINISHED). */
+	/* Nobody wants its node any more (the outcome is FINISHED).  Every
+	 * kind has one: an owner's release, cancel or failure ends here. */
 	void (*abandon_locked)(struct zkl_lockreq *lr, struct zkl_link *notify);
 	/* Its node's create step.  Returns 0 or -errno. */
 	int (*create)(struct zkl_lockreq *lr);
@@ -415,6 +416,9 @@ void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_defer_for(struct zkl_lockreq *lr, int ms);
 int lr_is_connection_loss(int rc);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
+/* The abandon of the kinds with a node of their own (plain, member, peer
+ * mutex): delete it, or leave that to the step in flight. */
+void lr_abandon_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 
 /* An heir's node data: data[0..len) and a "token N" line (its write
  * lock's token, which is the heir's), in a new *out of *outlen bytes.

@@ -130,6 +130,7 @@ static void multilock_abandon_locked(struct zkl_lockreq *g,
 				     struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&g->s->lock);
+	assert(!g->wg); /* its members wait, each its own record */
 	g->outcome = LR_FINISHED;
 	ml_let_go(g, notify);
 	lr_to(g, PH_GONE);
@@ -328,6 +329,7 @@ const struct lr_kind_ops multilock_kind = {
  * multi-lock. */
 const struct lr_kind_ops multilock_member_kind = {
 	.name = "multi-lock member",
+	.abandon_locked = lr_abandon_locked,
 	.create = ml_member_create,
 	.found = ml_member_found,
 	.lost = ml_member_lost,

@@ -262,6 +262,7 @@ static void peerlease_abandon_locked(struct zkl_lockreq *lr,
 				     struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&lr->s->lock);
+	assert(!lr->wg); /* its mutex waits, with a record of its own */
 	lr_unwatch_all(lr);
 	pl_release_mutex(lr, notify);
 	switch (lr->phase) {
