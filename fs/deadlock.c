@@ -117,6 +117,19 @@ int deadlock_owner_holds_locked(struct zkl_fs *fs, struct lineage_proc p)
 	return 0;
 }
 
+size_t deadlock_tree_holders_locked(struct zkl_fs *fs,
+				    const struct lineage_proc *lineage,
+				    size_t n, struct lineage_proc *out,
+				    size_t max)
+{
+	size_t found = 0;
+
+	for (size_t i = 0; i < n && found < max; i++)
+		if (deadlock_owner_holds_locked(fs, lineage[i]))
+			out[found++] = lineage[i];
+	return found;
+}
+
 int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
 				enum zkl_mode mode)
 {

@@ -36,4 +36,12 @@ int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
  * (recipes/waitgraph.h).  O(locks held).  fs->lock held. */
 int deadlock_owner_holds_locked(struct zkl_fs *fs, struct lineage_proc p);
 
+/* Under -o reentrant a process tree is one owner: the ancestors among
+ * lineage[0..n) (nearest first) that hold a lock through this mount, at
+ * most max of them into out.  Returns how many.  fs->lock held. */
+size_t deadlock_tree_holders_locked(struct zkl_fs *fs,
+				    const struct lineage_proc *lineage,
+				    size_t n, struct lineage_proc *out,
+				    size_t max);
+
 #endif

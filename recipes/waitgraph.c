@@ -80,18 +80,28 @@ struct wg_walk {
 	enum wg_stage stage;
 	unsigned in_flight; /* replies due; the walk stays for them */
 	int64_t again_ms;   /* the wait to the next walk (doubles) */
-	unsigned record_sent : 1, parent_made : 1;
+	/* record_sent: a create of its records was sent (the wait's end
+	 * deletes them); recorded: every one of them is there. */
+	unsigned record_sent : 1, recorded : 1, parent_made : 1;
+	unsigned records_due; /* WG_RECORDING: creates not yet answered */
+	int record_rc;        /* ... and the first of them that failed */
 	enum zkl_mode mode;
-	char owner[WG_KEY_MAX + 1];
+	/* The owners whose wait it is: its own process first, then (-o
+	 * reentrant) the ancestors that held a lock on its mount when it
+	 * asked; one record each, named by the owner. */
+	char owner[1 + WAITGRAPH_TREE_MAX][WG_KEY_MAX + 1];
+	char record[1 + WAITGRAPH_TREE_MAX]
+		   [NAMES_MAX_NODE_PATH + WG_KEY_MAX + 64];
+	unsigned nowners;
 	char cmd[64];
 	char node[NAMES_MAX_NODE_PATH + 1];
-	char record[NAMES_MAX_NODE_PATH + WG_KEY_MAX + 64];
 	struct String_vector records; /* names in WAITGRAPH_DIR */
 	struct wg_listing dirs[WG_MAX_DIRS];
 	size_t ndirs;
 	struct wg_item items[WAITGRAPH_MAX_NODES];
 	size_t nitems, next;
 	int cycle_end; /* the item that closed the cycle */
+	int victim;    /* WG_MARKING: the item of the wait marked */
 	/* WG_CHECKING: the cycle's items in the order read again, how
 	 * many, how many answered, and whether any changed. */
 	int check_order[WAITGRAPH_MAX_NODES];
@@ -115,6 +125,43 @@ int waitgraph_owner_key(const char *data, size_t len, char *out, size_t size)
 		return -EINVAL;
 	n = snprintf(out, size, "%.*s~%.*s~%.*s", (int)hl, h, (int)pl, p,
 		     (int)sl, st);
+	return n < 0 || (size_t)n >= size ? -EINVAL : n;
+}
+
+int waitgraph_tree_key(const char *data, size_t len, unsigned i, char *out,
+		       size_t size)
+{
+	size_t hl, tl, at = 0;
+	const char *h = data ? names_data_field(data, len, "host", &hl) : NULL;
+	const char *t = data ? names_data_field(data, len, "tree", &tl) : NULL;
+	const char *end, *tilde;
+	int n;
+
+	if (!t)
+		return -ENOENT;
+	for (;;) { /* the i-th of the space-separated "pid~start" */
+		while (at < tl && t[at] == ' ')
+			at++;
+		if (at == tl)
+			return -ENOENT;
+		if (i-- == 0)
+			break;
+		while (at < tl && t[at] != ' ')
+			at++;
+	}
+	end = memchr(t + at, ' ', tl - at);
+	if (!end)
+		end = t + tl;
+	tilde = memchr(t + at, '~', (size_t)(end - (t + at)));
+	if (!h || hl == 0 || memchr(h, '~', hl) || hl > 255 || !tilde ||
+	    tilde == t + at || tilde + 1 == end || tilde - (t + at) > 20 ||
+	    end - tilde - 1 > 24)
+		return -EINVAL;
+	for (const char *c = t + at; c < end; c++)
+		if (c != tilde && (*c < '0' || *c > '9'))
+			return -EINVAL;
+	n = snprintf(out, size, "%.*s~%.*s", (int)hl, h, (int)(end - (t + at)),
+		     t + at);
 	return n < 0 || (size_t)n >= size ? -EINVAL : n;
 }
 
@@ -183,8 +230,9 @@ void waitgraph_end_locked(struct zkl_lockreq *lr)
 		list_del(&w->timer.resume);
 	/* After its create, in the session's order: it goes (a closing
 	 * session's ephemeral nodes go with it). */
-	if (w->record_sent && !w->s->closing)
-		zoo_adelete(w->s->zh, w->record, -1, wg_ignore_void, NULL);
+	for (unsigned i = 0; w->record_sent && !w->s->closing && i < w->nowners;
+	     i++)
+		zoo_adelete(w->s->zh, w->record[i], -1, wg_ignore_void, NULL);
 	wg_put_if_done_locked(w);
 }
 
@@ -297,16 +345,29 @@ static void wg_on_stat(int rc, const struct Stat *st, const void *data)
 
 /* ---- the record, the sync, the records' list ----------------------- */
 
+/* A record for each owner, pipelined; the last reply goes on. */
 static void wg_record(struct wg_walk *w)
 {
+	int rc = ZOK;
+
+	w->record_rc = ZOK;
+	w->records_due = 0;
 	/* Its data is the waiting node's path: a walker reaching the owner
 	 * follows it there. */
-	if (wg_sent(w, zoo_acreate(w->s->zh, w->record, w->node,
-				   (int)strlen(w->node), w->s->acl,
-				   ZOO_EPHEMERAL, wg_on_string, w)) == 0) {
-		w->record_sent = 1;
-		w->stage = WG_RECORDING;
+	for (unsigned i = 0; i < w->nowners && rc == ZOK; i++) {
+		rc = zoo_acreate(w->s->zh, w->record[i], w->node,
+				 (int)strlen(w->node), w->s->acl, ZOO_EPHEMERAL,
+				 wg_on_string, w);
+		if (rc == ZOK) {
+			w->in_flight++;
+			w->records_due++;
+			w->record_sent = 1;
+		}
 	}
+	w->record_rc = rc;
+	if (w->records_due == 0)
+		return wg_stop(w, zerror(rc));
+	w->stage = WG_RECORDING;
 }
 
 static void wg_records_dir(const struct wg_walk *w, char *out, size_t size)
@@ -314,13 +375,21 @@ static void wg_records_dir(const struct wg_walk *w, char *out, size_t size)
 	snprintf(out, size, "%s/%s", w->s->base, WAITGRAPH_DIR);
 }
 
-/* The record's create came back. */
+/* A record's create came back: the first failure of them all decides
+ * once the last is in (one that exists already, from a try before, is
+ * there). */
 static void wg_recorded(struct wg_walk *w, int rc)
 {
 	char dir[NAMES_MAX_NODE_PATH + 64];
 
+	if (rc != ZOK && rc != ZNODEEXISTS && w->record_rc == ZOK)
+		w->record_rc = rc;
+	assert(w->records_due > 0);
+	if (--w->records_due > 0)
+		return;
+	rc = w->record_rc;
 	wg_records_dir(w, dir, sizeof(dir));
-	w->record_sent = rc == ZOK;
+	w->recorded = rc == ZOK;
 	if (rc == ZNONODE && !w->parent_made) {
 		/* The first record of the base, or the records' container
 		 * reaped: make it, then record again. */
@@ -355,7 +424,7 @@ static void wg_listed_records(struct wg_walk *w,
 	w->stage = WG_WALKING;
 	wg_add(w, WG_EXPAND, -1, w->node);
 	w->items[0].is_wait = 1;
-	memcpy(w->items[0].owner, w->owner, sizeof(w->owner));
+	memcpy(w->items[0].owner, w->owner[0], sizeof(w->owner[0]));
 	memcpy(w->items[0].cmd, w->cmd, sizeof(w->cmd));
 	wg_walk_on(w);
 }
@@ -372,7 +441,7 @@ static void wg_due(struct zkl_member *m, struct zkl_link *notify)
 		return;
 	}
 	wg_reset(w);
-	if (!w->record_sent)
+	if (!w->recorded)
 		return wg_record(w);
 	if (wg_sent(w, zoo_async(w->s->zh, w->s->base, wg_on_string, w)) == 0)
 		w->stage = WG_SYNCING;
@@ -431,15 +500,29 @@ void waitgraph_waiting_locked(struct zkl_lockreq *lr)
 	w->cycle_end = -1;
 	name = lr_node_name(lr);
 	wg_cmd(lr->data, lr->datalen, w->cmd, sizeof(w->cmd));
-	if (waitgraph_owner_key(lr->data, lr->datalen, w->owner,
-				sizeof(w->owner)) < 0 ||
+	if (waitgraph_owner_key(lr->data, lr->datalen, w->owner[0],
+				sizeof(w->owner[0])) < 0 ||
 	    snprintf(w->node, sizeof(w->node), "%s", lr->node) >=
-		    (int)sizeof(w->node) ||
-	    snprintf(w->record, sizeof(w->record), "%s/%s/%s~%s~%016" PRIx64,
-		     s->base, WAITGRAPH_DIR, w->owner, name,
-		     wg_path_hash(lr->node)) >= (int)sizeof(w->record)) {
+		    (int)sizeof(w->node)) {
 		free(w);
 		return;
+	}
+	w->nowners = 1;
+	while (w->nowners < 1 + WAITGRAPH_TREE_MAX &&
+	       waitgraph_tree_key(lr->data, lr->datalen, w->nowners - 1,
+				  w->owner[w->nowners],
+				  sizeof(w->owner[0])) > 0)
+		w->nowners++;
+	for (unsigned i = 0; i < w->nowners; i++) {
+		char record[sizeof(w->record[0])];
+
+		if (snprintf(record, sizeof(record), "%s/%s/%s~%s~%016" PRIx64,
+			     s->base, WAITGRAPH_DIR, w->owner[i], name,
+			     wg_path_hash(lr->node)) >= (int)sizeof(record)) {
+			free(w);
+			return;
+		}
+		memcpy(w->record[i], record, sizeof(record));
 	}
 	list_init(&w->timer.live);
 	list_init(&w->timer.resume);
@@ -532,6 +615,15 @@ static int wg_expand(struct wg_walk *w, size_t i, struct wg_listing *l)
 	return 0;
 }
 
+/* Is key one of the owners whose wait the walk's is? */
+static int wg_is_own(const struct wg_walk *w, const char *key)
+{
+	for (unsigned i = 0; key[0] && i < w->nowners; i++)
+		if (strcmp(key, w->owner[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* Follow every record of `owner`: the waits of a holder. */
 static int wg_follow(struct wg_walk *w, size_t i, const char *owner)
 {
@@ -593,8 +685,7 @@ static void wg_walk_on(struct wg_walk *w)
 							  wg_on_data, w));
 				return;
 			}
-			if (it->owner[0] && strcmp(it->owner, w->owner) == 0 &&
-			    it->holds) {
+			if (it->holds && wg_is_own(w, it->owner)) {
 				w->cycle_end = (int)w->next;
 				return wg_check_start(w);
 			}
@@ -766,17 +857,32 @@ static void wg_mark(struct wg_walk *w)
 	if (victim < 0)
 		return wg_stop(w, "no wait of a mount in the cycle");
 	wg_describe(w, text, sizeof(text));
-	log_msg(LOG_INFO,
-		"deadlock across hosts: %s; the youngest wait (%s's in %s) "
-		"fails with EDEADLK",
-		text, w->items[victim].owner, w->items[victim].path);
 	snprintf(mark, sizeof(mark), "%s%s\n", WAITGRAPH_MARK, text);
 	/* On condition of the version read: a mark set meanwhile, or the
 	 * node gone, means another walk or the wait's end came first. */
 	if (wg_sent(w, zoo_aset(w->s->zh, w->items[victim].path, mark,
 				(int)strlen(mark), w->items[victim].version,
-				wg_on_stat, w)) == 0)
+				wg_on_stat, w)) == 0) {
+		w->victim = victim;
 		w->stage = WG_MARKING;
+	}
+}
+
+/* The mark's reply (WG_MARKING): the walk whose mark landed logs the
+ * cycle, so that one cycle is logged once by its walkers, however many
+ * saw it. */
+static void wg_marked(struct wg_walk *w, int rc)
+{
+	char text[1024];
+
+	if (rc != ZOK)
+		return wg_stop(w, "the cycle broke before its mark");
+	wg_describe(w, text, sizeof(text));
+	log_msg(LOG_INFO,
+		"deadlock across hosts: %s; the youngest wait (%s's in %s) "
+		"fails with EDEADLK",
+		text, w->items[w->victim].owner, w->items[w->victim].path);
+	wg_stop(w, NULL);
 }
 
 /* One part of the cycle read again (WG_CHECKING). */
@@ -833,9 +939,7 @@ static void wg_advance(struct wg_walk *w, int rc, const struct wg_reply *r)
 	case WG_CHECKING:
 		return wg_checked(w, rc, r->st);
 	case WG_MARKING:
-		return wg_stop(w, rc == ZOK
-					  ? NULL
-					  : "the cycle broke before its mark");
+		return wg_marked(w, rc);
 	case WG_WAITING:
 	case WG_IDLE:
 		/* A walk that stopped short: the replies of what it had

@@ -45,6 +45,18 @@
  * its length, or -EINVAL if the data names no process (a peer's node). */
 int waitgraph_owner_key(const char *data, size_t len, char *out, size_t size);
 
+/* Under -o reentrant a process tree is one owner: a wait's identity
+ * names, in a "tree" line ("pid~start" each, space-separated), at most
+ * this many ancestors of its process that held a lock on its mount when it
+ * asked.  The wait is theirs too: it is recorded under each of them, and a
+ * walk that reaches a node any of them holds has closed its cycle. */
+#define WAITGRAPH_TREE_MAX 3
+
+/* The i-th (from 0) owner key of that tree line, "<host>~<pid>~<start>",
+ * into out: its length, -ENOENT past the last, -EINVAL if malformed. */
+int waitgraph_tree_key(const char *data, size_t len, unsigned i, char *out,
+		       size_t size);
+
 /* Does data (a node's) carry the deadlock mark? */
 int waitgraph_is_mark(const char *data, size_t len);
 

@@ -12,6 +12,11 @@ One command per line, one answer line per command ("ok [...]" or
   close NAME
   alarm SECS               the next blocking call is interrupted after SECS
   pid                      answers "ok PID"
+  child                    fork: the child answers "ok PID" and takes the
+                           commands that follow, with the descriptors; the
+                           parent, holding its locks, waits for it to exit
+                           (as a script waits for the tool it runs), then
+                           goes on reading
 """
 import errno
 import fcntl
@@ -71,6 +76,12 @@ def run(fds, words):
         return "ok"
     if cmd == "pid":
         return f"ok {os.getpid()}"
+    if cmd == "child":
+        pid = os.fork()
+        if pid == 0:
+            return f"ok {os.getpid()}"
+        os.waitpid(pid, 0)
+        return None  # the child answered, and took what followed
     return "err EINVAL"
 
 
@@ -86,7 +97,8 @@ def main():
             answer = "err " + errno.errorcode.get(e.errno, str(e.errno))
         if words[0] != "alarm":
             signal.alarm(0)  # an alarm is for the next call only
-        print(answer, flush=True)
+        if answer is not None:
+            print(answer, flush=True)
 
 
 main()

@@ -6,6 +6,8 @@ youngest, fails with EDEADLK, whatever call it is (open, flock, fcntl);
 the others go on once it lets go.  A chain without a cycle waits as
 before.  Each mount is a host: its own ZooKeeper session."""
 import errno
+import os
+import signal
 
 import pytest
 
@@ -231,3 +233,70 @@ def test_a_host_that_dies_in_a_cycle_is_no_report(zk, base, mounts):
     a.exit()
     b.proc.kill()
     b.proc.wait(15)
+
+
+def tree_waits(zk, base, m1, m2, child_first, how):
+    """a on host 1 holds ra and runs a child, which asks rb; b on host 2
+    holds rb and asks ra.  The child holds nothing itself: the cycle goes
+    through its parent.  Returns (child, b, the child's pid), both asked,
+    in the order child_first says."""
+    a, b = Driver(), Driver()
+    take(a, m1, "ra", "open")
+    # a now waits for its child, which reads the commands.
+    pid = int(a.ok("child"))
+    take(b, m2, "rb", how)
+    asks = [(a, m1, "rb"), (b, m2, "ra")]
+    for d, mount, res in asks if child_first else asks[::-1]:
+        ask(zk, base, d, mount, res, how)
+    return a, b, pid
+
+
+@pytest.mark.parametrize("child_first,how", [(True, "open"),
+                                             (False, "flock"),
+                                             (True, "lockf")])
+def test_a_reentrant_process_tree_is_one_owner(zk, base, mounts, child_first,
+                                               how):
+    """Under -o reentrant a process tree is one owner (README, "Deadlocks
+    across hosts"): a parent that holds ra and waits for its child, which
+    waits for rb, waits for rb; b, who holds rb and asks ra, closes the
+    cycle.  The youngest wait fails, the child's or b's; the other goes on
+    once it lets go."""
+    m1 = mounts.new("-o", "reentrant")
+    m2 = mounts.new()
+    child, b, _ = tree_waits(zk, base, m1, m2, child_first, how)
+    loser, winner = (b, child) if child_first else (child, b)
+    assert loser.answer(timeout=15) == EDEADLK, "the cycle was not reported"
+    assert winner.poll() is None, "the older wait ended too"
+    assert deadlocks(m1) + deadlocks(m2) == 1
+    # The tree's records are the parent's: its key names the cycle.
+    lines = [x for x in (m1.log() + m2.log()).splitlines()
+             if "deadlock across hosts:" in x]
+    [line] = lines
+    assert line.count("waits in") == 2, line
+    if loser is b:
+        b.exit()
+        assert child.answer() == "ok", "the child gets rb once b lets go"
+        child.exit()
+    else:
+        child.exit()  # the child and its parent exit: ra goes
+        assert b.answer() == "ok", "b gets ra once the tree lets go"
+        b.exit()
+    wait_until(lambda: not zk.exists(f"{base}/.zklockfs-waits") or
+               zk.get_children(f"{base}/.zklockfs-waits") == [], 15,
+               "the waits' records to go")
+
+
+def test_without_reentrant_a_child_is_its_own_owner(zk, base, m1, m2):
+    """The same tree on a mount without -o reentrant: the child is an
+    owner of its own that holds nothing, so no cycle is seen (a parent
+    that waits for its child is not a wait ZooKeeper can see); b's wait is
+    checked and goes on waiting."""
+    checked = checks(m2)
+    child, b, pid = tree_waits(zk, base, m1, m2, True, "open")
+    wait_until(lambda: checks(m2) > checked, 15, "b's wait to be checked")
+    assert child.poll() is None and b.poll() is None
+    assert deadlocks(m1) == deadlocks(m2) == 0
+    os.kill(pid, signal.SIGKILL)  # the parent goes on, and exits
+    child.exit()
+    assert b.answer() == "ok"
+    b.exit()

@@ -41,6 +41,41 @@ Test(waitgraph, a_node_without_a_process_has_no_owner)
 		     -EINVAL, "a key that does not fit is none");
 }
 
+Test(waitgraph, a_tree_key_is_a_whole_pid_and_start_on_the_host)
+{
+	static const char *const bad[] = {
+		"host web1\ntree 41\n",    /* no start */
+		"host web1\ntree ~41\n",   /* no pid */
+		"host web1\ntree 41~\n",   /* an empty start */
+		"host web1\ntree 4x~41\n", /* not a number */
+		"host web1\ntree 4~1~2\n", /* a third part */
+		"tree 41~7\n",             /* no host */
+		"host web1\ntree 123456789012345678901~7\n", /* too long */
+	};
+	char key[64];
+	const char two[] = "host web1\ntree  41~7   42~8 \n";
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(waitgraph_tree_key(bad[i], strlen(bad[i]), 0, key,
+						sizeof(key)),
+			     -EINVAL, "%s", bad[i]);
+	cr_assert_eq(waitgraph_tree_key(IDENTITY, strlen(IDENTITY), 0, key,
+					sizeof(key)),
+		     -ENOENT, "no tree line: no key");
+	cr_assert_eq(waitgraph_tree_key(two, strlen(two), 1, key, sizeof(key)),
+		     (int)strlen("web1~42~8"));
+	cr_assert_str_eq(key, "web1~42~8", "spaces around keys are none");
+	cr_assert_eq(waitgraph_tree_key(two, strlen(two), 2, key, sizeof(key)),
+		     -ENOENT);
+	/* The last line without its newline: read within len alone. */
+	cr_assert_eq(waitgraph_tree_key(two, strlen(two) - 2, 1, key,
+					sizeof(key)),
+		     (int)strlen("web1~42~8"));
+	cr_assert_eq(waitgraph_tree_key(two, strlen(two) - 3, 1, key,
+					sizeof(key)),
+		     -EINVAL, "a start cut short by len is none");
+}
+
 Test(waitgraph, the_mark_is_told_from_an_identity)
 {
 	const char mark[] = WAITGRAPH_MARK "web1~1~2 (sh) holds a\n";
