@@ -47,7 +47,12 @@ struct wg_item {
 	unsigned is_wait : 1; /* a waiting node: a member's wait */
 	unsigned is_record : 1;
 	unsigned read : 1; /* its data came back */
-	int64_t czxid;     /* as read (a wait's: at the check) */
+	/* A wait another walk has marked: its data was the mark, or its
+	 * version changed since the walk first knew it (a waiting node's
+	 * data changes only so; one never read was made at version 0).  The
+	 * cycle is reported already. */
+	unsigned marked : 1;
+	int64_t czxid; /* as read (a wait's: at the check) */
 	int32_t version;
 	char owner[WG_KEY_MAX + 1]; /* "" for another tool's node */
 	char cmd[64];               /* the owner's command, for the log */
@@ -776,6 +781,9 @@ static void wg_node_read(struct wg_walk *w, int rc, const struct wg_reply *r)
 			memcpy(w->items[added].cmd, w->items[it->parent].cmd,
 			       sizeof(it->cmd));
 		}
+	} else if (waitgraph_is_mark(r->value, len)) {
+		it->marked = 1;
+		it->owner[0] = '\0';
 	} else if (waitgraph_owner_key(r->value, len, it->owner,
 				       sizeof(it->owner)) < 0) {
 		it->owner[0] = '\0'; /* a peer's node */
@@ -897,12 +905,17 @@ static void wg_checked(struct wg_walk *w, int rc, const struct Stat *st)
 		w->check_failed = 1;
 	else if (it->is_wait) {
 		it->czxid = st->czxid;
-		it->version = st->version;
+		it->marked |= st->version != it->version;
 	}
 	if (w->checked < w->nchecks)
 		return; /* more to come */
 	if (w->check_failed)
 		return wg_stop(w, "the cycle changed while it was read");
+	/* Another walk of the same cycle marked its wait first: one report
+	 * (its walker logs it). */
+	for (unsigned k = 0; k < w->nchecks; k++)
+		if (w->items[w->check_order[k]].marked)
+			return wg_stop(w, "the cycle is reported already");
 	wg_mark(w);
 }
 
