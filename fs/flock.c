@@ -140,13 +140,15 @@ static const struct waiter_ops posix_ops = {
 
 /* ---- flock(2) ---------------------------------------------------------- */
 
-/* From a write lock held to a read lock: how?  In place, the read lock
- * taking the write lock's place in the queue (lockreq_start_in_place):
- * DOWNGRADE_IN_PLACE.  DOWNGRADE_KEEP: the write lock has other owners
- * too (-o reentrant), so it stays, covering the read asked.
+/* From the lock held to the mode asked: how?  DOWNGRADE_KEEP: held that
+ * way already, or a write lock that has other owners too (-o reentrant),
+ * so it stays, covering the read asked.  From a write lock to a read
+ * lock, in place, the read lock taking the write lock's place in the
+ * queue (lockreq_start_in_place): DOWNGRADE_IN_PLACE.
  * DOWNGRADE_TRY_FAILS: a try while the connection is down, which fails
  * and keeps the lock, as a local downgrade never loses it.  Else
- * DOWNGRADE_OLD_WAY (a multi-lock, a lost lock): as flock(2) converts. */
+ * DOWNGRADE_OLD_WAY (an upgrade, a multi-lock, a lost lock): as flock(2)
+ * converts.  One look at the lock (lockreq_place_to_take). */
 enum downgrade {
 	DOWNGRADE_OLD_WAY,
 	DOWNGRADE_IN_PLACE,
@@ -157,9 +159,11 @@ enum downgrade {
 static enum downgrade downgrade_how(struct zkl_lockreq *old, enum zkl_mode mode,
 				    unsigned flags)
 {
-	if (!old || mode != ZKL_MODE_READ)
+	if (!old)
 		return DOWNGRADE_OLD_WAY;
-	switch (lockreq_place_to_take(old)) {
+	switch (lockreq_place_to_take(old, mode)) {
+	case 1:
+		return DOWNGRADE_KEEP;
 	case 0:
 		return DOWNGRADE_IN_PLACE;
 	case -EBUSY:
@@ -187,12 +191,8 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 	pthread_mutex_lock(&fs->lock);
 	old = lf->held;
-	if (how != LOCK_UN && old && lockreq_held_mode(old) == (int)mode) {
-		/* Already held that way, e.g. flock(1) on write or read, or
-		 * LOCK_SH then LOCK_EX on a lease. */
-		pthread_mutex_unlock(&fs->lock);
-		return fs_reply_err(req, 0);
-	}
+	/* Kept if held that way already: flock(1) on write or read, or
+	 * LOCK_SH then LOCK_EX on a lease. */
 	if (how != LOCK_UN)
 		down = downgrade_how(old, mode, flags);
 	/* LOCK_UN, or a conversion: the old lock goes first, and for every
@@ -247,9 +247,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		err = lockfile_mode_covers(held, mode) ? 0 : -EDEADLK;
 	} else {
 		p = posix_find_locked(fs, ino, fi->lock_owner);
-		if (p && lockreq_held_mode(p->lr) == (int)mode)
-			err = 0;
-		else if (p)
+		if (p)
 			down = downgrade_how(p->lr, mode,
 					     sleep ? 0 : LOCKREQ_TRY);
 		if (down == DOWNGRADE_KEEP) {

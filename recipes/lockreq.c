@@ -277,13 +277,15 @@ int lockreq_start(struct zkl_lockreq *lr)
 	return err;
 }
 
-int lockreq_place_to_take(struct zkl_lockreq *from)
+int lockreq_place_to_take(struct zkl_lockreq *from, enum zkl_mode mode)
 {
 	struct zkl_link notify;
 	int err;
 
 	session_enter(from->s, &notify);
-	if (!lr_heir_can_share(from))
+	if (from->outcome == LR_HELD && !from->lost && from->mode == mode)
+		err = 1;
+	else if (mode != ZKL_MODE_READ || !lr_heir_can_share(from))
 		err = -EINVAL;
 	else if (from->owners > 1)
 		err = -EBUSY;

@@ -80,13 +80,16 @@ int lockreq_member_token(struct zkl_lockreq *lr, size_t i, int64_t *token);
  * (done will not come).  Any thread. */
 int lockreq_start(struct zkl_lockreq *lr);
 
-/* Can a read request take the place of `from` (a downgrade,
+/* Its owner holds `from` and asks a lock of `mode` instead (flock(2)'s
+ * conversion, an fcntl lock's new type): what becomes of it, in one look?
+ * 1: from is held in that mode already, nothing to do.  For a read asked
+ * over a write lock, can a read request take from's place (a downgrade,
  * lockreq_start_in_place)?  0: yes; -EAGAIN: yes, but the session is not
  * connected now, so a try must fail (the lock kept) and a blocking call
  * wait; -EBUSY: other owners hold it too (lockreq_share), so it stays a
- * write lock, which covers the read asked; -EINVAL: no (not a plain
- * write lock, or lost): convert the old way, release then queue. */
-int lockreq_place_to_take(struct zkl_lockreq *from);
+ * write lock, which covers the read asked.  -EINVAL: no (another mode, a
+ * multi-lock, a lock lost): convert the old way, release then queue. */
+int lockreq_place_to_take(struct zkl_lockreq *from, enum zkl_mode mode);
 
 /* lockreq_start for a read request lr that replaces `from`, a write lock
  * of the same session on the same resource (a downgrade): from's owner

@@ -351,16 +351,20 @@ Test(downgrade, only_a_plain_write_lock_of_one_owner_gives_its_place)
 {
 	struct zkl_lockreq *from = held_writer();
 
-	cr_assert_eq(lockreq_place_to_take(from), 0);
+	cr_assert_eq(lockreq_place_to_take(from, ZKL_MODE_READ), 0);
+	cr_assert_eq(lockreq_place_to_take(from, ZKL_MODE_WRITE), 1,
+		     "held that way already: kept");
+	cr_assert_eq(lockreq_place_to_take(from, ZKL_MODE_LEASE), -EINVAL,
+		     "not a downgrade: the old way");
 	fake_set_state(s, ZKL_CONN_CONNECTING);
-	cr_assert_eq(lockreq_place_to_take(from), -EAGAIN,
+	cr_assert_eq(lockreq_place_to_take(from, ZKL_MODE_READ), -EAGAIN,
 		     "a try fails, keeping the lock, while disconnected");
 	fake_set_state(s, ZKL_CONN_CONNECTED);
 	cr_assert_eq(lockreq_share(from), 0);
-	cr_assert_eq(lockreq_place_to_take(from), -EBUSY,
+	cr_assert_eq(lockreq_place_to_take(from, ZKL_MODE_READ), -EBUSY,
 		     "another owner holds it still: it stays a write lock");
 	lockreq_release(from);
-	cr_assert_eq(lockreq_place_to_take(from), 0);
+	cr_assert_eq(lockreq_place_to_take(from, ZKL_MODE_READ), 0);
 	lockreq_release(from);
 	fake_expect_delete_of(writer_name);
 	cr_assert_eq(fake_pending(), 0);
