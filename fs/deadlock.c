@@ -117,17 +117,28 @@ int deadlock_owner_holds_locked(struct zkl_fs *fs, struct lineage_proc p)
 	return 0;
 }
 
-size_t deadlock_tree_holders_locked(struct zkl_fs *fs,
-				    const struct lineage_proc *lineage,
-				    size_t n, struct lineage_proc *out,
-				    size_t max)
+size_t deadlock_tree_of(struct zkl_fs *fs, const struct lineage_proc *lineage,
+			size_t n, struct lineage_proc *out, size_t max)
 {
-	size_t found = 0;
+	size_t at[LINEAGE_MAX], found = 0, kept = 0, waiting = 1;
 
-	for (size_t i = 0; i < n && found < max; i++)
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 1; i < n && found < max && found < LINEAGE_MAX; i++)
 		if (deadlock_owner_holds_locked(fs, lineage[i]))
-			out[found++] = lineage[i];
-	return found;
+			at[found++] = i;
+	pthread_mutex_unlock(&fs->lock);
+	/* Most asks end here: no ancestor holds anything.  Else the chain of
+	 * waits up to the farthest holder, one /proc read a process. */
+	for (size_t k = 0; k < found; k++) {
+		while (waiting <= at[k] &&
+		       lineage_waits_for(lineage[waiting].pid,
+					 lineage[waiting - 1].pid))
+			waiting++;
+		if (waiting <= at[k])
+			break; /* it does not wait for us: nor do those above */
+		out[kept++] = lineage[at[k]];
+	}
+	return kept;
 }
 
 int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,

@@ -36,12 +36,14 @@ int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
  * (recipes/waitgraph.h).  O(locks held).  fs->lock held. */
 int deadlock_owner_holds_locked(struct zkl_fs *fs, struct lineage_proc p);
 
-/* Under -o reentrant a process tree is one owner: the ancestors among
- * lineage[0..n) (nearest first) that hold a lock through this mount, at
- * most max of them into out.  Returns how many.  fs->lock held. */
-size_t deadlock_tree_holders_locked(struct zkl_fs *fs,
-				    const struct lineage_proc *lineage,
-				    size_t n, struct lineage_proc *out,
-				    size_t max);
+/* Under -o reentrant a process tree is one owner: of the ancestors
+ * lineage[1..n) of the asking process lineage[0] (nearest first), those
+ * that hold a lock through this mount and wait for it, each through the
+ * processes between, all blocked waiting for their child
+ * (lineage_waits_for: a script that runs a tool, flock(1) its command;
+ * not a job run in the background).  At most max of them into out.
+ * Returns how many.  Reads /proc: without fs->lock. */
+size_t deadlock_tree_of(struct zkl_fs *fs, const struct lineage_proc *lineage,
+			size_t n, struct lineage_proc *out, size_t max);
 
 #endif

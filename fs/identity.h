@@ -19,7 +19,8 @@
 /* Room for an identity without its note: host (at most 255 bytes, as
  * gethostname gives), command (15 in Linux, at most 63 read), four
  * numbers, a multi-lock's list (a file name: at most 255 bytes), a tree
- * of three (32 bytes each) and the keys fit (779 bytes at most). */
+ * of three (33 bytes each, a sign counted) and the keys fit (779 bytes at
+ * most). */
 #define IDENTITY_HOST_MAX 255
 #define IDENTITY_MAX 800
 /* Largest note a holder may store with write(). */

@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /*
@@ -133,6 +135,76 @@ size_t lineage_of(pid_t tid, struct lineage_proc *out, size_t max)
 		pid = ppid;
 	}
 	return n;
+}
+
+int lineage_parse_wait(const char *syscall, pid_t *child)
+{
+	unsigned long long arg[2];
+	long nr = kernelopen_syscall_of(syscall);
+	const char *at = strchr(syscall, ' ');
+	char *end;
+
+	for (int i = 0; i < 2; i++) {
+		if (!at)
+			return -1;
+		errno = 0;
+		arg[i] = strtoull(at + 1, &end, 16);
+		if (errno || end == at + 1 || (*end != ' ' && *end != '\n'))
+			return -1;
+		at = end;
+	}
+#ifdef SYS_wait4
+	if (nr == SYS_wait4) { /* wait4(pid, ...) */
+		long long pid = (long long)arg[0];
+		if (pid > 0 && pid <= INT_MAX) {
+			*child = (pid_t)pid;
+			return 1;
+		}
+		return 0;
+	}
+#endif
+#ifdef SYS_waitid
+	if (nr == SYS_waitid) { /* waitid(idtype, id, ...) */
+		if (arg[0] == P_PID && arg[1] > 0 && arg[1] <= INT_MAX) {
+			*child = (pid_t)arg[1];
+			return 1;
+		}
+		return 0;
+	}
+#endif
+	return -1;
+}
+
+/* Is `child` the one child that thread `pid` of its process has made
+ * (and not yet reaped)? */
+static int lineage_only_child(pid_t pid, pid_t child)
+{
+	char name[64], text[256], *end;
+	long first;
+
+	snprintf(name, sizeof(name), "task/%d/children", (int)pid);
+	if (procfile_read(pid, name, text, sizeof(text)) <= 0)
+		return 0;
+	first = strtol(text, &end, 10);
+	return first == child &&
+	       (*end == '\0' || strspn(end, " \n") == strlen(end));
+}
+
+int lineage_waits_for(pid_t parent, pid_t child)
+{
+	char text[256];
+	pid_t target;
+
+	if (procfile_read(parent, "syscall", text, sizeof(text)) <= 0)
+		return 0;
+	switch (lineage_parse_wait(text, &target)) {
+	case 1:
+		return target == child;
+	case 0:
+		return lineage_only_child(parent, child);
+	default:
+		return 0;
+	}
 }
 
 int lineage_has(const struct lineage_proc *lineage, size_t n,

@@ -66,6 +66,20 @@ int lineage_still_runs(struct lineage_proc p);
  * one of the inodes inos[0..n) (as /proc/<pid>/fdinfo shows them)? */
 int lineage_has_open(struct lineage_proc p, const uint64_t *inos, size_t n);
 
+/* Which child does a thread wait for, by its /proc/<tid>/syscall text?
+ * Returns 1 with *child the pid it waits for, or 0 for any of its
+ * children (a wait4 of -1, 0 or a group, a waitid of P_ALL, P_PGID or a
+ * pidfd); -1 if it is in neither wait4 nor waitid. */
+int lineage_parse_wait(const char *syscall, pid_t *child);
+
+/* Is process `parent` blocked waiting for its child `child`: in wait4 or
+ * waitid for that pid, or for any child while `child` is the only child
+ * it has (/proc/<pid>/task/<pid>/children)?  Only then does it wait for
+ * what that child waits for (-o reentrant: the process tree is one owner
+ * for the deadlock checks, recipes/waitgraph.h); a parent that runs a
+ * job in the background, or waits for another, does not. */
+int lineage_waits_for(pid_t parent, pid_t child);
+
 /*
  * Does the signal that interrupted a blocked open cancel it?
  *

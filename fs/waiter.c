@@ -409,25 +409,24 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	}
 	/* Its owner holds a lock already: its wait may close a cycle across
 	 * hosts (recipes/waitgraph.h).  Under -o reentrant its owner is its
-	 * process tree: the ancestors that hold are named in its identity,
-	 * and its wait is theirs too. */
-	pthread_mutex_lock(&fs->lock);
-	if (!(flags & LOCKREQ_TRY)) {
+	 * process tree: the ancestors that hold and wait for it are named in
+	 * its identity, and its wait is theirs too. */
+	if (!(flags & LOCKREQ_TRY) && w->nlineage > 1) {
 		struct lineage_proc tree[WAITGRAPH_TREE_MAX];
-		size_t ntree = w->nlineage > 1 ? deadlock_tree_holders_locked(
-							 fs, w->lineage + 1,
-							 w->nlineage - 1, tree,
-							 WAITGRAPH_TREE_MAX)
-					       : 0;
+		size_t ntree = deadlock_tree_of(fs, w->lineage, w->nlineage,
+						tree, WAITGRAPH_TREE_MAX);
 
-		if (ntree > 0)
+		if (ntree > 0) {
 			w->identity_len = identity_add_tree(w->identity,
 							    w->identity_len,
 							    sizeof(w->identity),
 							    tree, ntree);
-		if (ntree > 0 || deadlock_owner_holds_locked(fs, w->taker))
 			flags |= LOCKREQ_MAY_DEADLOCK;
+		}
 	}
+	pthread_mutex_lock(&fs->lock);
+	if (!(flags & LOCKREQ_TRY) && deadlock_owner_holds_locked(fs, w->taker))
+		flags |= LOCKREQ_MAY_DEADLOCK;
 	pthread_mutex_unlock(&fs->lock);
 	err = lockfile_new_request(lf, mode, flags | LOCKREQ_KIND(ops->kind),
 				   w->identity, w->identity_len, waiter_done, w,

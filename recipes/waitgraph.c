@@ -47,10 +47,10 @@ struct wg_item {
 	unsigned is_wait : 1; /* a waiting node: a member's wait */
 	unsigned is_record : 1;
 	unsigned read : 1; /* its data came back */
-	/* A wait another walk has marked: its data was the mark, or its
-	 * version changed since the walk first knew it (a waiting node's
-	 * data changes only so; one never read was made at version 0).  The
-	 * cycle is reported already. */
+	/* A wait another walk has marked: its data, at the walk's read or
+	 * at the check's, was the deadlock mark.  The cycle is reported
+	 * already.  (Not its version: Curator's revoker, say, writes into a
+	 * waiting node too.) */
 	unsigned marked : 1;
 	int64_t czxid; /* as read (a wait's: at the check) */
 	int32_t version;
@@ -805,9 +805,15 @@ static void wg_check_start(struct wg_walk *w)
 	 * its first read and does now, so it did in between (no name comes
 	 * back), and with its data unchanged so did its owner.  All first
 	 * reads came before all of these: the whole cycle stood at one
-	 * instant.  Replies come in the order sent (one session). */
+	 * instant.  Replies come in the order sent (one session).  A wait's
+	 * data is read too: a deadlock mark there means another walk
+	 * reported the cycle first. */
 	for (int i = w->cycle_end; i >= 0; i = w->items[i].parent) {
-		if (zoo_aexists(w->s->zh, w->items[i].path, 0, wg_on_stat, w) !=
+		const char *path = w->items[i].path;
+
+		if ((w->items[i].is_wait
+			     ? zoo_aget(w->s->zh, path, 0, wg_on_data, w)
+			     : zoo_aexists(w->s->zh, path, 0, wg_on_stat, w)) !=
 		    ZOK) {
 			/* The replies of those sent still come: the check
 			 * ends with the last of them, failed. */
@@ -894,9 +900,10 @@ static void wg_marked(struct wg_walk *w, int rc)
 }
 
 /* One part of the cycle read again (WG_CHECKING). */
-static void wg_checked(struct wg_walk *w, int rc, const struct Stat *st)
+static void wg_checked(struct wg_walk *w, int rc, const struct wg_reply *r)
 {
 	struct wg_item *it = &w->items[w->check_order[w->checked++]];
+	const struct Stat *st = r->st;
 
 	if (rc != ZOK || !st)
 		w->check_failed = 1;
@@ -905,7 +912,9 @@ static void wg_checked(struct wg_walk *w, int rc, const struct Stat *st)
 		w->check_failed = 1;
 	else if (it->is_wait) {
 		it->czxid = st->czxid;
-		it->marked |= st->version != it->version;
+		it->version = st->version; /* the mark's condition */
+		it->marked |= waitgraph_is_mark(
+			r->value, r->len > 0 ? (size_t)r->len : 0);
 	}
 	if (w->checked < w->nchecks)
 		return; /* more to come */
@@ -950,7 +959,7 @@ static void wg_advance(struct wg_walk *w, int rc, const struct wg_reply *r)
 			return wg_dir_listed(w, rc, r);
 		return wg_node_read(w, rc, r);
 	case WG_CHECKING:
-		return wg_checked(w, rc, r->st);
+		return wg_checked(w, rc, r);
 	case WG_MARKING:
 		return wg_marked(w, rc);
 	case WG_WAITING:

@@ -17,10 +17,16 @@ One command per line, one answer line per command ("ok [...]" or
                            parent, holding its locks, waits for it to exit
                            (as a script waits for the tool it runs), then
                            goes on reading
+  spawn ARGV...            start ARGV (shell words) as a child in the
+                           background, its stdout a pipe; answers "ok"
+  reap [nohang]            wait for that child: "ok " + its first output
+                           line; with nohang "ok running" if it runs still
 """
 import errno
 import fcntl
 import os
+import shlex
+import subprocess
 import signal
 import struct
 import sys
@@ -76,6 +82,17 @@ def run(fds, words):
         return "ok"
     if cmd == "pid":
         return f"ok {os.getpid()}"
+    if cmd == "spawn":
+        fds["spawned"] = subprocess.Popen(
+            shlex.split(" ".join(args)), stdout=subprocess.PIPE, text=True)
+        return "ok"
+    if cmd == "reap":
+        child = fds["spawned"]
+        if "nohang" in args and child.poll() is None:
+            return "ok running"
+        out = child.stdout.readline().strip()
+        child.wait()
+        return f"ok {out}"
     if cmd == "child":
         pid = os.fork()
         if pid == 0:

@@ -7,7 +7,10 @@ the others go on once it lets go.  A chain without a cycle waits as
 before.  Each mount is a host: its own ZooKeeper session."""
 import errno
 import os
+import shlex
 import signal
+import sys
+import time
 
 import pytest
 
@@ -256,8 +259,8 @@ def tree_waits(zk, base, m1, m2, child_first, how):
                                              (True, "lockf")])
 def test_a_reentrant_process_tree_is_one_owner(zk, base, mounts, child_first,
                                                how):
-    """Under -o reentrant a process tree is one owner (README, "Deadlocks
-    across hosts"): a parent that holds ra and waits for its child, which
+    """Under -o reentrant a process tree is one owner (doc/locks.md,
+    "Deadlocks across hosts"): a parent that holds ra and waits for its child, which
     waits for rb, waits for rb; b, who holds rb and asks ra, closes the
     cycle.  The youngest wait fails, the child's or b's; the other goes on
     once it lets go."""
@@ -300,3 +303,51 @@ def test_without_reentrant_a_child_is_its_own_owner(zk, base, m1, m2):
     child.exit()
     assert b.answer() == "ok"
     b.exit()
+
+
+def test_a_curator_revoke_mark_on_a_wait_hides_no_cycle(zk, base, mounts):
+    """Curator's Revoker writes __REVOKE__ into whatever node it is given,
+    a waiting one too (its mount keeps waiting): a wait whose data changed
+    so is no deadlock mark, and the cycle through it is still reported."""
+    m1, m2, a, b = cycle_of_two(zk, base, mounts, 3000)
+    nodes = lock_nodes(zk, f"{base}/ra")
+    waiting = max(nodes, key=lambda n: zk.get(n)[1].czxid)  # b's
+    zk.set(waiting, b"__REVOKE__")
+    assert b.answer(timeout=20) == EDEADLK, "the cycle was not reported"
+    assert deadlocks(m1) + deadlocks(m2) == 1
+    b.exit()
+    assert a.answer() == "ok"
+    a.exit()
+
+
+def test_a_job_in_the_background_is_no_cycle(zk, base, mounts, tmp_path):
+    """Under -o reentrant a process tree is one owner only where the
+    ancestor waits for its descendant.  p holds ra and runs a child in the
+    background that asks .all/ra,rc (a multi-lock never takes a lock
+    again), then goes on without waiting for it: no cycle, however long
+    (here twenty deadlock timeouts; there is no event to await for a
+    report that must not come); the child gets the lock once p lets go."""
+    m1 = mounts.new("-o", "reentrant", "-o", "deadlock_timeout_ms=100")
+    p = Driver()
+    take(p, m1, "ra", "open")
+    script = ("import os, sys\n"
+              "try:\n"
+              f"    os.open({m1.path('.all', 'ra,rc', 'write')!r}, "
+              "os.O_WRONLY)\n"
+              "    print('ok', flush=True)\n"
+              "except OSError as e:\n"
+              "    print(e, flush=True)\n")
+    job = tmp_path / "job.py"
+    job.write_text(script)
+    # p's child, in the background: p goes on reading its commands.
+    p.ok(f"spawn {shlex.quote(sys.executable)} {shlex.quote(str(job))}")
+    wait_until(lambda: len(lock_nodes(zk, f"{base}/ra")) == 2, 15,
+               "the child's multi-lock to queue behind p's lock")
+    time.sleep(2.0)
+    assert p.do("reap nohang") == "ok running", \
+        "the child's wait ended: " + "\n".join(
+            x for x in m1.log().splitlines() if "deadlock" in x)
+    assert deadlocks(m1) == 0
+    p.ok("close ra")
+    assert p.do("reap", timeout=15) == "ok ok", "the child got the lock"
+    p.exit()

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -100,6 +101,67 @@ Test(lineage, of_a_thread_that_is_gone_is_empty)
 		_exit(0);
 	cr_assert_eq(waitpid(child, NULL, 0), child);
 	cr_assert_eq(lineage_of(child, out, LINEAGE_MAX), 0);
+}
+
+Test(lineage, a_wait_for_a_child_is_read_from_proc_syscall)
+{
+	char text[128];
+	pid_t child = 0;
+
+	snprintf(text, sizeof(text),
+		 "%d 0x1019 0x7ffc 0x0 0x0 0x0 0x0 "
+		 "0x7ffd 0x7f00\n",
+		 (int)SYS_wait4);
+	cr_assert_eq(lineage_parse_wait(text, &child), 1);
+	cr_assert_eq(child, 0x1019);
+	snprintf(text, sizeof(text), "%d 0xffffffffffffffff 0x7ffc 0x0\n",
+		 (int)SYS_wait4);
+	cr_assert_eq(lineage_parse_wait(text, &child), 0, "any child");
+	snprintf(text, sizeof(text), "%d 0x1 0x2a 0x7ffc 0x4\n",
+		 (int)SYS_waitid);
+	cr_assert_eq(lineage_parse_wait(text, &child), 1, "P_PID 42");
+	cr_assert_eq(child, 42);
+	snprintf(text, sizeof(text), "%d 0x0 0x0 0x7ffc 0x4\n",
+		 (int)SYS_waitid);
+	cr_assert_eq(lineage_parse_wait(text, &child), 0, "P_ALL");
+	snprintf(text, sizeof(text), "%d 0x3 0x1019 0x0\n", (int)SYS_read);
+	cr_assert_eq(lineage_parse_wait(text, &child), -1, "reading");
+	cr_assert_eq(lineage_parse_wait("running\n", &child), -1);
+	cr_assert_eq(lineage_parse_wait("-1 0x7ffc 0x7f00\n", &child), -1);
+	snprintf(text, sizeof(text), "%d\n", (int)SYS_wait4);
+	cr_assert_eq(lineage_parse_wait(text, &child), -1, "no arguments");
+}
+
+Test(lineage, a_parent_in_waitpid_waits_for_its_only_child)
+{
+	int ready[2], go[2];
+	pid_t parent, child;
+	char c;
+
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(pipe(go), 0);
+	parent = fork();
+	if (parent == 0) { /* forks the child, then waits for it */
+		pid_t k = fork();
+		if (k == 0) {
+			(void)!read(go[0], &c, 1);
+			_exit(0);
+		}
+		(void)!write(ready[1], &k, sizeof(k));
+		waitpid(k, NULL, 0);
+		_exit(0);
+	}
+	cr_assert_eq(read(ready[0], &child, sizeof(child)), sizeof(child));
+	/* Bounded: the parent reaches its waitpid at once. */
+	for (int i = 0; i < 2000 && !lineage_waits_for(parent, child); i++)
+		usleep(1000);
+	cr_assert(lineage_waits_for(parent, child));
+	cr_assert(!lineage_waits_for(parent, child + 100000),
+		  "not a wait for another pid");
+	cr_assert(!lineage_waits_for(getpid(), parent),
+		  "this process does not wait");
+	(void)!write(go[1], "x", 1);
+	waitpid(parent, NULL, 0);
 }
 
 Test(reentrant, write_covers_both_read_covers_read)
