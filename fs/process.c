@@ -153,11 +153,13 @@ int lineage_parse_wait(const char *syscall, pid_t *child)
 			return -1;
 		at = end;
 	}
+	/* The kernel takes an int from each register: its low 32 bits (a
+	 * -1 shows as 0xffffffff or 0xffffffffffffffff). */
 #ifdef SYS_wait4
 	if (nr == SYS_wait4) { /* wait4(pid, ...) */
-		long long pid = (long long)arg[0];
-		if (pid > 0 && pid <= INT_MAX) {
-			*child = (pid_t)pid;
+		pid_t pid = (pid_t)(int32_t)(uint32_t)arg[0];
+		if (pid > 0) {
+			*child = pid;
 			return 1;
 		}
 		return 0;
@@ -165,8 +167,13 @@ int lineage_parse_wait(const char *syscall, pid_t *child)
 #endif
 #ifdef SYS_waitid
 	if (nr == SYS_waitid) { /* waitid(idtype, id, ...) */
-		if (arg[0] == P_PID && arg[1] > 0 && arg[1] <= INT_MAX) {
-			*child = (pid_t)arg[1];
+		pid_t id = (pid_t)(int32_t)(uint32_t)arg[1];
+		/* Another idtype is no waitid: a 32-bit process's call of
+		 * that number (i386's io_getevents, a pointer first). */
+		if (arg[0] > P_PIDFD)
+			return -1;
+		if (arg[0] == P_PID && id > 0) {
+			*child = id;
 			return 1;
 		}
 		return 0;
@@ -192,7 +199,8 @@ static int lineage_only_child(pid_t pid, pid_t child)
 
 int lineage_waits_for(pid_t parent, pid_t child)
 {
-	char text[256];
+	char text[1024];
+	unsigned long long threads;
 	pid_t target;
 
 	if (procfile_read(parent, "syscall", text, sizeof(text)) <= 0)
@@ -201,7 +209,12 @@ int lineage_waits_for(pid_t parent, pid_t child)
 	case 1:
 		return target == child;
 	case 0:
-		return lineage_only_child(parent, child);
+		/* Any child: only if it is the one there is.  The children
+		 * file lists those of one thread: a process of one thread
+		 * only. */
+		return procfile_read(parent, "stat", text, sizeof(text)) > 0 &&
+		       procstat_field(text, 20, &threads) == 0 &&
+		       threads == 1 && lineage_only_child(parent, child);
 	default:
 		return 0;
 	}

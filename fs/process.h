@@ -73,8 +73,9 @@ int lineage_has_open(struct lineage_proc p, const uint64_t *inos, size_t n);
 int lineage_parse_wait(const char *syscall, pid_t *child);
 
 /* Is process `parent` blocked waiting for its child `child`: in wait4 or
- * waitid for that pid, or for any child while `child` is the only child
- * it has (/proc/<pid>/task/<pid>/children)?  Only then does it wait for
+ * waitid for that pid, or for any child while it has one thread and
+ * `child` is the only child it has (/proc/<pid>/task/<pid>/children)?
+ * A native (not 32-bit) process's call only.  Only then does it wait for
  * what that child waits for (-o reentrant: the process tree is one owner
  * for the deadlock checks, recipes/waitgraph.h); a parent that runs a
  * job in the background, or waits for another, does not. */

@@ -124,6 +124,15 @@ Test(lineage, a_wait_for_a_child_is_read_from_proc_syscall)
 	snprintf(text, sizeof(text), "%d 0x0 0x0 0x7ffc 0x4\n",
 		 (int)SYS_waitid);
 	cr_assert_eq(lineage_parse_wait(text, &child), 0, "P_ALL");
+	snprintf(text, sizeof(text), "%d 0xffffffff 0x7ffc 0x0\n",
+		 (int)SYS_wait4);
+	cr_assert_eq(lineage_parse_wait(text, &child), 0,
+		     "-1 in the register's low 32 bits: any child");
+	snprintf(text, sizeof(text), "%d 0xf7f21000 0x1 0x1 0xffd0\n",
+		 (int)SYS_waitid);
+	cr_assert_eq(lineage_parse_wait(text, &child), -1,
+		     "a 32-bit process's call of that number (a pointer "
+		     "first) is no waitid");
 	snprintf(text, sizeof(text), "%d 0x3 0x1019 0x0\n", (int)SYS_read);
 	cr_assert_eq(lineage_parse_wait(text, &child), -1, "reading");
 	cr_assert_eq(lineage_parse_wait("running\n", &child), -1);
