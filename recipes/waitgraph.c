@@ -355,7 +355,6 @@ static void wg_record(struct wg_walk *w)
 {
 	int rc = ZOK;
 
-	w->record_rc = ZOK;
 	w->records_due = 0;
 	/* Its data is the waiting node's path: a walker reaching the owner
 	 * follows it there. */
@@ -369,6 +368,7 @@ static void wg_record(struct wg_walk *w)
 			w->record_sent = 1;
 		}
 	}
+	/* Under the session's mutex: no reply is in before this. */
 	w->record_rc = rc;
 	if (w->records_due == 0)
 		return wg_stop(w, zerror(rc));

@@ -105,40 +105,46 @@ Test(lineage, of_a_thread_that_is_gone_is_empty)
 
 Test(lineage, a_wait_for_a_child_is_read_from_proc_syscall)
 {
-	char text[128];
-	pid_t child = 0;
+	/* A system call number (-1: none, the text as it is) and the rest
+	 * of the line; what the parse says, and the child it names. */
+	static const struct {
+		long nr;
+		const char *rest, *why;
+		int rc;
+		pid_t child;
+	} cases[] = {
+		{ SYS_wait4, " 0x1019 0x7ffc 0x0 0x0 0x0 0x0 0x7ffd 0x7f00\n",
+		  "wait4 of one pid", 1, 0x1019 },
+		{ SYS_wait4, " 0xffffffffffffffff 0x7ffc 0x0\n", "any child", 0,
+		  0 },
+		{ SYS_waitid, " 0x1 0x2a 0x7ffc 0x4\n", "P_PID 42", 1, 42 },
+		{ SYS_waitid, " 0x0 0x0 0x7ffc 0x4\n", "P_ALL", 0, 0 },
+		{ SYS_wait4, " 0xffffffff 0x7ffc 0x0\n",
+		  "-1 in the register's low 32 bits: any child", 0, 0 },
+		{ SYS_waitid, " 0xf7f21000 0x1 0x1 0xffd0\n",
+		  "a 32-bit process's call of that number (a pointer first) "
+		  "is no waitid",
+		  -1, 0 },
+		{ SYS_read, " 0x3 0x1019 0x0\n", "reading", -1, 0 },
+		{ -1, "running\n", "in no system call", -1, 0 },
+		{ -1, "-1 0x7ffc 0x7f00\n", "blocked outside one", -1, 0 },
+		{ SYS_wait4, "\n", "no arguments", -1, 0 },
+	};
 
-	snprintf(text, sizeof(text),
-		 "%d 0x1019 0x7ffc 0x0 0x0 0x0 0x0 "
-		 "0x7ffd 0x7f00\n",
-		 (int)SYS_wait4);
-	cr_assert_eq(lineage_parse_wait(text, &child), 1);
-	cr_assert_eq(child, 0x1019);
-	snprintf(text, sizeof(text), "%d 0xffffffffffffffff 0x7ffc 0x0\n",
-		 (int)SYS_wait4);
-	cr_assert_eq(lineage_parse_wait(text, &child), 0, "any child");
-	snprintf(text, sizeof(text), "%d 0x1 0x2a 0x7ffc 0x4\n",
-		 (int)SYS_waitid);
-	cr_assert_eq(lineage_parse_wait(text, &child), 1, "P_PID 42");
-	cr_assert_eq(child, 42);
-	snprintf(text, sizeof(text), "%d 0x0 0x0 0x7ffc 0x4\n",
-		 (int)SYS_waitid);
-	cr_assert_eq(lineage_parse_wait(text, &child), 0, "P_ALL");
-	snprintf(text, sizeof(text), "%d 0xffffffff 0x7ffc 0x0\n",
-		 (int)SYS_wait4);
-	cr_assert_eq(lineage_parse_wait(text, &child), 0,
-		     "-1 in the register's low 32 bits: any child");
-	snprintf(text, sizeof(text), "%d 0xf7f21000 0x1 0x1 0xffd0\n",
-		 (int)SYS_waitid);
-	cr_assert_eq(lineage_parse_wait(text, &child), -1,
-		     "a 32-bit process's call of that number (a pointer "
-		     "first) is no waitid");
-	snprintf(text, sizeof(text), "%d 0x3 0x1019 0x0\n", (int)SYS_read);
-	cr_assert_eq(lineage_parse_wait(text, &child), -1, "reading");
-	cr_assert_eq(lineage_parse_wait("running\n", &child), -1);
-	cr_assert_eq(lineage_parse_wait("-1 0x7ffc 0x7f00\n", &child), -1);
-	snprintf(text, sizeof(text), "%d\n", (int)SYS_wait4);
-	cr_assert_eq(lineage_parse_wait(text, &child), -1, "no arguments");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[128];
+		pid_t child = 0;
+
+		if (cases[i].nr < 0)
+			snprintf(text, sizeof(text), "%s", cases[i].rest);
+		else
+			snprintf(text, sizeof(text), "%ld%s", cases[i].nr,
+				 cases[i].rest);
+		cr_assert_eq(lineage_parse_wait(text, &child), cases[i].rc,
+			     "%s", cases[i].why);
+		if (cases[i].rc == 1)
+			cr_assert_eq(child, cases[i].child, "%s", cases[i].why);
+	}
 }
 
 Test(lineage, a_parent_in_waitpid_waits_for_its_only_child)
