@@ -246,8 +246,8 @@ int lockreq_new(struct zkl_session *s, const char *dir, enum zkl_mode mode,
 
 	if (rc == 0)
 		rc = lr_alloc(s, peer ? leases : dir, dir,
-			      peer ? LR_PEER_LEASE : LR_PLAIN, mode, flags,
-			      data, datalen, done, arg, out);
+			      peer ? LR_PEER_LEASE : LR_PLAIN, NULL, mode,
+			      flags, data, datalen, done, arg, out);
 	return rc;
 }
 
@@ -600,31 +600,24 @@ void lr_trace(struct zkl_lockreq *lr, enum zkl_trace_point p)
  * A lock request's references, telling its owner, and its
  * node's name (see lr.h).
  */
-/* The create-path prefix of lr's node for tag into buf. */
-static int lr_format_prefix(const struct zkl_session *s, enum zkl_mode mode,
-			    enum lr_kind kind, const char *tag, char *buf,
-			    size_t size)
-{
-	return lr_kinds[kind]->peer_names
-		       ? names_format_mutex(buf, size, s->dialect, tag)
-		       : names_format_prefix(buf, size, s->dialect, mode, tag);
-}
-
 int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
-	     enum lr_kind kind, enum zkl_mode mode, unsigned flags,
-	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
-	     struct zkl_lockreq **out)
+	     enum lr_kind kind, const char *tag, enum zkl_mode mode,
+	     unsigned flags, const void *data, size_t datalen,
+	     lockreq_done_fn done, void *arg, struct zkl_lockreq **out)
 {
 	const struct lr_kind_ops *k = lr_kinds[kind];
 	char prefix[NAMES_NODE_NAME_MAX + 1];
 	char guid[NAMES_TAG_MAX + 1];
 	struct zkl_lockreq *lr;
 	size_t dirlen = strlen(dir), reslen = strlen(res), pathlen;
-	int rc = names_tag_new(s->dialect, guid);
+	int rc;
 
+	assert(!tag || strlen(tag) < sizeof(guid));
+	rc = tag ? snprintf(guid, sizeof(guid), "%s", tag)
+		 : names_tag_new(s->dialect, guid);
 	if (rc >= 0)
-		rc = lr_format_prefix(s, mode, kind, guid, prefix,
-				      sizeof(prefix));
+		rc = names_format_prefix(prefix, sizeof(prefix), s->dialect,
+					 k->names, mode, guid);
 	if (rc < 0)
 		return rc;
 	pathlen = dirlen + 1 + (size_t)rc;
@@ -684,9 +677,10 @@ int lr_use_tag(struct zkl_lockreq *lr, const char *tag)
 {
 	size_t at = strlen(lr->dir) + 1;
 	/* A tag of the dialect's length: the prefix keeps its length. */
-	int err = lr_format_prefix(lr->s, lr->mode, lr->kind, tag,
-				   lr->create_path + at,
-				   strlen(lr->create_path + at) + 1);
+	int err = names_format_prefix(lr->create_path + at,
+				      strlen(lr->create_path + at) + 1,
+				      lr->s->dialect, lr_kinds[lr->kind]->names,
+				      lr->mode, tag);
 
 	if (err < 0)
 		return err;
@@ -2591,7 +2585,7 @@ const struct lr_kind_ops lr_plain_kind = {
 const struct lr_kind_ops lr_peer_mutex_kind = {
 	.name = "peer mutex",
 	.abandon_locked = lr_abandon_locked,
-	.peer_names = 1,
+	.names = NAMES_RECIPE_MUTEX,
 };
 
 const struct lr_kind_ops *const lr_kinds[LR_KINDS] = {

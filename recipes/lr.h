@@ -105,11 +105,12 @@ struct lr_kind_ops {
 	 * lost on its own (lr_lose_locked). */
 	void (*lost)(struct zkl_lockreq *lr, const char *why,
 		     struct zkl_link *notify);
+	/* The recipe whose names its nodes take (a peer's mutex, or by
+	 * default a lock's). */
+	enum names_recipe names;
 	/* A lock its owner holds as such, not a step of another request:
 	 * counted, shared, limited in time, reported lost. */
 	unsigned owners_lock : 1;
-	/* Its nodes take the peer's own names (names_format_mutex). */
-	unsigned peer_names : 1;
 	/* It counts the holders itself (a peer lease): a listing of its
 	 * queue reads no limit. */
 	unsigned own_count : 1;
@@ -294,14 +295,15 @@ static inline int lr_node_holds(const struct zkl_lockreq *lr)
 void lr_to(struct zkl_lockreq *lr, enum lr_phase to);
 
 /* One allocation for a request of `kind` on `dir` (where its node goes)
- * of the resource `res`: the fields lockreq_new documents, the OWNER
- * hold, phase NEW, the kind's handlers. */
+ * of the resource `res`, its node named for `tag` (NULL: a fresh one):
+ * the fields lockreq_new documents, the OWNER hold, phase NEW, the
+ * kind's handlers. */
 int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
-	     enum lr_kind kind, enum zkl_mode mode, unsigned flags,
-	     const void *data, size_t datalen, lockreq_done_fn done, void *arg,
-	     struct zkl_lockreq **out);
+	     enum lr_kind kind, const char *tag, enum zkl_mode mode,
+	     unsigned flags, const void *data, size_t datalen,
+	     lockreq_done_fn done, void *arg, struct zkl_lockreq **out);
 /* A fresh tag in the create path (same length), for a new session; or
- * the given one (a multi-lock's, which its members share). */
+ * the given one (a write lock's, which its downgrade takes over). */
 int lr_new_tag(struct zkl_lockreq *lr);
 int lr_use_tag(struct zkl_lockreq *lr, const char *tag);
 void lr_free(struct zkl_lockreq *lr);

@@ -69,15 +69,14 @@ static int ml_make_members(struct zkl_lockreq *g, const char *const *dirs,
 
 	for (; err == 0 && made < n; made++) {
 		struct zkl_lockreq *m;
-		err = lr_alloc(g->s, dirs[made], dirs[made], LR_MEMBER, g->mode,
+		/* The multi-lock's own tag: its owner's F_GETLK skips the
+		 * nodes by it (each member finds its own in its resource). */
+		err = lr_alloc(g->s, dirs[made], dirs[made], LR_MEMBER, g->guid,
+			       g->mode,
 			       (g->try_only ? LOCKREQ_TRY : 0) |
 				       (g->may_deadlock ? LOCKREQ_MAY_DEADLOCK
 							: 0),
 			       g->data, g->datalen, ml_member_done, g, &m);
-		/* The multi-lock's own tag: its owner's F_GETLK skips the
-		 * nodes by it (each member finds its own in its resource). */
-		if (err == 0 && (err = lr_use_tag(m, g->guid)) < 0)
-			lr_free(m);
 		if (err < 0)
 			break;
 		m->group = g;
@@ -345,7 +344,7 @@ int lockreq_new_multi(struct zkl_session *s, const char *const *dirs, size_t n,
 
 	if (n == 0 || n > LOCKREQ_MULTI_MAX || mode == ZKL_MODE_LEASE)
 		return -EINVAL;
-	err = lr_alloc(s, dirs[0], dirs[0], LR_MULTI, mode, flags, data,
+	err = lr_alloc(s, dirs[0], dirs[0], LR_MULTI, NULL, mode, flags, data,
 		       datalen, done, arg, &g);
 	if (err < 0)
 		return err;

@@ -286,7 +286,8 @@ static int names_format(char *buf, size_t size, const char *fmt,
 }
 
 int names_format_prefix(char *buf, size_t size, enum zkl_style style,
-			enum zkl_mode mode, const char *tag)
+			enum names_recipe recipe, enum zkl_mode mode,
+			const char *tag)
 {
 	static const char *const words[ZKL_STYLE_COUNT][3] = {
 		[ZKL_STYLE_ZKLOCKFS] = { [ZKL_MODE_READ] = "_c_%s-read-",
@@ -299,21 +300,19 @@ int names_format_prefix(char *buf, size_t size, enum zkl_style style,
 				      [ZKL_MODE_WRITE] = "%s__lock__",
 				      [ZKL_MODE_LEASE] = "%s" },
 	};
-	return names_format(buf, size,
-			    style < ZKL_STYLE_COUNT && mode <= ZKL_MODE_LEASE
-				    ? words[style][mode]
-				    : NULL,
-			    tag);
-}
+	static const char *const mutex[ZKL_STYLE_COUNT] = {
+		[ZKL_STYLE_CURATOR] = "_c_%s-lock-",
+		[ZKL_STYLE_KAZOO] = "%s__lock__",
+	};
+	const char *fmt = NULL;
 
-int names_format_mutex(char *buf, size_t size, enum zkl_style style,
-		       const char *tag)
-{
-	return names_format(buf, size,
-			    style == ZKL_STYLE_CURATOR ? "_c_%s-lock-"
-			    : style == ZKL_STYLE_KAZOO ? "%s__lock__"
-						       : NULL,
-			    tag);
+	if (style < ZKL_STYLE_COUNT && recipe == NAMES_RECIPE_LOCK &&
+	    mode <= ZKL_MODE_LEASE)
+		fmt = words[style][mode];
+	else if (style < ZKL_STYLE_COUNT && recipe == NAMES_RECIPE_MUTEX &&
+		 mode == ZKL_MODE_WRITE)
+		fmt = mutex[style];
+	return names_format(buf, size, fmt, tag);
 }
 
 const char *names_data_field(const char *data, size_t len, const char *key,

@@ -98,20 +98,25 @@ int names_parse(const char *name, struct zkl_node *out);
  * getrandom(2). */
 int names_tag_new(enum zkl_style style, char out[NAMES_TAG_MAX + 1]);
 
-/* Write the create-path prefix of a node of `style` and `mode` owned by
- * tag (ZooKeeper appends the sequence) into buf: "_c_<guid>-write-",
- * "_c_<uuid>-__READ__", "<hex32>__lock__", ...  Returns its length,
- * -ENAMETOOLONG, or -EINVAL for a pair that style has no name for.  A
- * kazoo lease is the bare tag (kazoo's Semaphore creates it so, not
- * sequential: see peerlease.c). */
-int names_format_prefix(char *buf, size_t size, enum zkl_style style,
-			enum zkl_mode mode, const char *tag);
+/* Which of a style's recipes names a node: its read-write lock (and its
+ * semaphore's leases), or the mutex that guards a peer's semaphore
+ * (Curator's InterProcessMutex, kazoo's Lock; see peerlease.c). */
+enum names_recipe {
+	NAMES_RECIPE_LOCK,
+	NAMES_RECIPE_MUTEX,
+};
 
-/* The same for the internal lock of a peer's semaphore: Curator's
- * InterProcessMutex "_c_<uuid>-lock-", kazoo's Lock "<hex32>__lock__".
- * -EINVAL for the zklockfs and zookeeper styles. */
-int names_format_mutex(char *buf, size_t size, enum zkl_style style,
-		       const char *tag);
+/* Write the create-path prefix of a node of `style`, `recipe` and `mode`
+ * owned by tag (ZooKeeper appends the sequence) into buf:
+ * "_c_<guid>-write-", "_c_<uuid>-__READ__", "<hex32>__lock__", a mutex's
+ * "_c_<uuid>-lock-", ...  A kazoo lease is the bare tag (kazoo's
+ * Semaphore creates it so, not sequential: see peerlease.c).  A mutex is
+ * taken for writing.  Returns its length, -ENAMETOOLONG, or -EINVAL for
+ * a combination that style has no name for (no mutex in the zklockfs
+ * and zookeeper styles). */
+int names_format_prefix(char *buf, size_t size, enum zkl_style style,
+			enum names_recipe recipe, enum zkl_mode mode,
+			const char *tag);
 
 /* Where the semaphore of a peer's layout keeps its nodes, for the
  * resource znode `res` (see peerlease.c): */

@@ -73,9 +73,9 @@ static int pl_start_mutex(struct zkl_lockreq *lr)
 	int err = names_peer_dir(lr->s->dialect, NAMES_PEER_LOCK, lr->res, dir);
 
 	if (err == 0)
-		err = lr_alloc(lr->s, dir, dir, LR_PEER_MUTEX, ZKL_MODE_WRITE,
-			       lr->try_only ? LOCKREQ_TRY : 0, lr->data,
-			       lr->datalen, pl_mutex_done, lr, &m);
+		err = lr_alloc(lr->s, dir, dir, LR_PEER_MUTEX, NULL,
+			       ZKL_MODE_WRITE, lr->try_only ? LOCKREQ_TRY : 0,
+			       lr->data, lr->datalen, pl_mutex_done, lr, &m);
 	if (err < 0)
 		return err;
 	err = lr_start_locked(m);

@@ -146,7 +146,8 @@ Test(names, formats_what_each_style_creates)
 
 	for (size_t i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
 		int len = names_format_prefix(buf, sizeof(buf), fmt[i].style,
-					      fmt[i].mode, fmt[i].tag);
+					      NAMES_RECIPE_LOCK, fmt[i].mode,
+					      fmt[i].tag);
 		cr_assert_eq(len, (int)strlen(fmt[i].prefix));
 		cr_assert_str_eq(buf, fmt[i].prefix);
 		/* What ZooKeeper makes of it parses back to the same. */
@@ -160,37 +161,44 @@ Test(names, formats_what_each_style_creates)
 	}
 	/* Curator's semaphore and ours name a lease alike (apart from place). */
 	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_CURATOR,
-					 ZKL_MODE_LEASE, G2),
+					 NAMES_RECIPE_LOCK, ZKL_MODE_LEASE, G2),
 		     (int)strlen("_c_" G2 "-lease-"));
 	cr_assert_str_eq(buf, "_c_" G2 "-lease-");
 	cr_assert_eq(names_format_prefix(buf, 10, ZKL_STYLE_ZKLOCKFS,
-					 ZKL_MODE_READ, G1),
+					 NAMES_RECIPE_LOCK, ZKL_MODE_READ, G1),
 		     -ENAMETOOLONG);
 	/* kazoo's semaphore's lease is its tag, not sequential: no lock
 	 * node by name. */
 	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_KAZOO,
-					 ZKL_MODE_LEASE, K1),
+					 NAMES_RECIPE_LOCK, ZKL_MODE_LEASE, K1),
 		     (int)strlen(K1));
 	cr_assert_str_eq(buf, K1);
 	cr_assert_eq(names_parse(K1, &n), -EINVAL);
 	/* The peers' semaphores' own locks. */
-	cr_assert_eq(names_format_mutex(buf, sizeof(buf), ZKL_STYLE_CURATOR,
-					G2),
+	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_CURATOR,
+					 NAMES_RECIPE_MUTEX, ZKL_MODE_WRITE,
+					 G2),
 		     (int)strlen("_c_" G2 "-lock-"));
 	cr_assert_str_eq(buf, "_c_" G2 "-lock-");
 	snprintf(name, sizeof(name), "%s%010d", buf, 3);
 	cr_assert_eq(names_parse(name, &n), 0);
 	cr_assert(n.style == ZKL_STYLE_CURATOR && n.mode == ZKL_MODE_WRITE);
-	cr_assert_eq(names_format_mutex(buf, sizeof(buf), ZKL_STYLE_KAZOO, K1),
+	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_KAZOO,
+					 NAMES_RECIPE_MUTEX, ZKL_MODE_WRITE,
+					 K1),
 		     (int)strlen(K1 "__lock__"));
 	cr_assert_str_eq(buf, K1 "__lock__");
-	cr_assert_eq(names_format_mutex(buf, sizeof(buf), ZKL_STYLE_ZKLOCKFS,
-					G1),
+	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_ZKLOCKFS,
+					 NAMES_RECIPE_MUTEX, ZKL_MODE_WRITE,
+					 G1),
 		     -EINVAL);
-	cr_assert_eq(names_format_mutex(buf, 8, ZKL_STYLE_KAZOO, K1),
+	cr_assert_eq(names_format_prefix(buf, 8, ZKL_STYLE_KAZOO,
+					 NAMES_RECIPE_MUTEX, ZKL_MODE_WRITE,
+					 K1),
 		     -ENAMETOOLONG);
 	cr_assert_eq(names_format_prefix(buf, sizeof(buf), ZKL_STYLE_ZOOKEEPER,
-					 ZKL_MODE_WRITE, "1"),
+					 NAMES_RECIPE_LOCK, ZKL_MODE_WRITE,
+					 "1"),
 		     -EINVAL);
 }
 
