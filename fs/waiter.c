@@ -335,29 +335,19 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 	waiter_park_in_place(req, ops, lf, mode, flags, owner, NULL);
 }
 
-void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
-			  struct lockfile *lf, enum zkl_mode mode,
-			  unsigned flags, uint64_t owner,
-			  struct zkl_lockreq *from)
+/* A waiter for req on lf, with two references (the caller's and its
+ * request's), its asker's identity and, under -o reentrant, its
+ * lineage.  NULL when out of memory. */
+static struct waiter *waiter_new(fuse_req_t req, const struct waiter_ops *ops,
+				 struct lockfile *lf, enum zkl_mode mode,
+				 unsigned flags, uint64_t owner, int in_place)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct waiter *w = calloc(1, sizeof(*w)), *kept;
-	struct zkl_lockreq *dropped = NULL;
-	int64_t asked = trace_now();
-	int err, answer = 0;
+	struct waiter *w = calloc(1, sizeof(*w));
 
-	if (!w) {
-		if (from)
-			lockreq_release(from);
-		/* A stand-in, so the answer goes the usual way. */
-		struct waiter failed = { .req = req, .lf = lf, .ops = ops };
-		if (ops->failed)
-			ops->failed(&failed, -ENOMEM);
-		else
-			fs_reply_err(req, ENOMEM);
-		return;
-	}
+	if (!w)
+		return NULL;
 	list_init(&w->link);
 	w->fs = fs;
 	w->ops = ops;
@@ -366,7 +356,7 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	w->lf = lf;
 	w->owner = owner;
 	w->flags = flags;
-	w->in_place = from != NULL;
+	w->in_place = in_place;
 	w->kept_answer = WAITER_NO_ANSWER;
 	atomic_init(&w->refs, 2);
 	lockfile_get(lf);
@@ -383,6 +373,115 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		flags & LOCKREQ_TRY ? ", try" : "");
 	if (fs->reentrant && mode != ZKL_MODE_LEASE)
 		w->nlineage = lineage_of(w->tid, w->lineage, LINEAGE_MAX);
+	return w;
+}
+
+/* The flags of w's request, with LOCKREQ_MAY_DEADLOCK where its owner
+ * holds a lock already: its wait may close a cycle across hosts
+ * (recipes/waitgraph.h).  Under -o reentrant its owner is its process
+ * tree: the ancestors that hold and wait for it are named in its
+ * identity, and its wait is theirs too.  A try waits for nobody. */
+static unsigned waiter_deadlock_flags(struct waiter *w, unsigned flags)
+{
+	struct zkl_fs *fs = w->fs;
+
+	if (flags & LOCKREQ_TRY)
+		return flags;
+	if (w->nlineage > 1) {
+		struct lineage_proc tree[WAITGRAPH_TREE_MAX];
+		size_t ntree = deadlock_tree_of(fs, w->lineage, w->nlineage,
+						tree, WAITGRAPH_TREE_MAX);
+
+		if (ntree > 0) {
+			w->identity_len = identity_add_tree(w->identity,
+							    w->identity_len,
+							    sizeof(w->identity),
+							    tree, ntree);
+			flags |= LOCKREQ_MAY_DEADLOCK;
+		}
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (deadlock_owner_holds_locked(fs, w->taker))
+		flags |= LOCKREQ_MAY_DEADLOCK;
+	pthread_mutex_unlock(&fs->lock);
+	return flags;
+}
+
+/* Start w's request (a downgrade's in place of `from`), or answer w at
+ * once where its holder holds already.  `from` is let go here unless the
+ * downgrade took it, before w is answered. */
+static void waiter_start(struct waiter *w, struct zkl_lockreq *from)
+{
+	struct zkl_fs *fs = w->fs;
+	struct zkl_lockreq *dropped = NULL;
+	int err = -ECANCELED, answer = 0;
+
+	/* Before the request can be answered, so that an interrupt that
+	 * comes later finds the callback; one that came first runs it right
+	 * here, and is handled once libfuse has let go of the request. */
+	waiter_registering = w;
+	fuse_req_interrupt_func(w->req, waiter_interrupted, w);
+	waiter_registering = NULL;
+	if (w->interrupted_early)
+		waiter_signalled(w);
+	/* Under fs->lock, and only while listed: a cancel that won
+	 * meanwhile (an interrupt on another worker, the signal poller) has
+	 * unlisted w and given its lock request up.  Not started if its
+	 * holder holds already (a grant came since the caller looked): this
+	 * sees that lock, or the grant's waiter_answer_same_holder sees w
+	 * started. */
+	pthread_mutex_lock(&fs->lock);
+	if (w->state == WAITER_PARKED) {
+		answer = waiter_holder_answer_locked(w, &dropped);
+		if (answer != 0) {
+			waiter_move_locked(w, WAITER_OFF);
+		} else if (from) {
+			err = lockreq_start_in_place(w->lr, from);
+			from = NULL;
+		} else {
+			err = lockreq_start(w->lr);
+		}
+	}
+	w->started = err == 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (dropped)
+		lockreq_release(dropped); /* a conversion's old lock */
+	if (from)
+		lockreq_release(from); /* the downgrade did not start */
+	if (answer != 0) {
+		fuse_req_interrupt_func(w->req, NULL, NULL);
+		waiter_fail(w, answer < 0 ? answer : 0);
+	} else if (err < 0 && err != -ECANCELED) {
+		/* Nothing was sent, and start has decided the outcome: no
+		 * cancel can win now. */
+		fuse_req_interrupt_func(w->req, NULL, NULL);
+		waiter_fail(w, err);
+	}
+}
+
+void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
+			  struct lockfile *lf, enum zkl_mode mode,
+			  unsigned flags, uint64_t owner,
+			  struct zkl_lockreq *from)
+{
+	struct zkl_fs *fs = fuse_req_userdata(req);
+	struct waiter *w =
+		waiter_new(req, ops, lf, mode, flags, owner, from != NULL);
+	int64_t asked = trace_now();
+	struct waiter *kept;
+	int err;
+
+	if (!w) {
+		if (from)
+			lockreq_release(from);
+		/* A stand-in, so the answer goes the usual way. */
+		struct waiter failed = { .req = req, .lf = lf, .ops = ops };
+		if (ops->failed)
+			ops->failed(&failed, -ENOMEM);
+		else
+			fs_reply_err(req, ENOMEM);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	kept = waiter_take_kept_locked(fs, w, mode);
 	pthread_mutex_unlock(&fs->lock);
@@ -407,27 +506,7 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			return;
 		}
 	}
-	/* Its owner holds a lock already: its wait may close a cycle across
-	 * hosts (recipes/waitgraph.h).  Under -o reentrant its owner is its
-	 * process tree: the ancestors that hold and wait for it are named in
-	 * its identity, and its wait is theirs too. */
-	if (!(flags & LOCKREQ_TRY) && w->nlineage > 1) {
-		struct lineage_proc tree[WAITGRAPH_TREE_MAX];
-		size_t ntree = deadlock_tree_of(fs, w->lineage, w->nlineage,
-						tree, WAITGRAPH_TREE_MAX);
-
-		if (ntree > 0) {
-			w->identity_len = identity_add_tree(w->identity,
-							    w->identity_len,
-							    sizeof(w->identity),
-							    tree, ntree);
-			flags |= LOCKREQ_MAY_DEADLOCK;
-		}
-	}
-	pthread_mutex_lock(&fs->lock);
-	if (!(flags & LOCKREQ_TRY) && deadlock_owner_holds_locked(fs, w->taker))
-		flags |= LOCKREQ_MAY_DEADLOCK;
-	pthread_mutex_unlock(&fs->lock);
+	flags = waiter_deadlock_flags(w, flags);
 	err = lockfile_new_request(lf, mode, flags | LOCKREQ_KIND(ops->kind),
 				   w->identity, w->identity_len, waiter_done, w,
 				   &w->lr);
@@ -441,52 +520,10 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 		if (from)
 			lockreq_release(from);
 		waiter_fail(w, err);
-		waiter_put(w); /* ours */
-		return;
+	} else {
+		waiter_start(w, from);
 	}
-	/* Before the request can be answered, so that an interrupt that
-	 * comes later finds the callback; one that came first runs it right
-	 * here, and is handled once libfuse has let go of the request. */
-	waiter_registering = w;
-	fuse_req_interrupt_func(req, waiter_interrupted, w);
-	waiter_registering = NULL;
-	if (w->interrupted_early)
-		waiter_signalled(w);
-	/* Under fs->lock, and only while listed: a cancel that won
-	 * meanwhile (an interrupt on another worker, the signal poller) has
-	 * unlisted w and given its lock request up.  Not started if its
-	 * holder holds already (a grant came since the caller looked): this
-	 * sees that lock, or the grant's waiter_answer_same_holder sees w
-	 * started. */
-	pthread_mutex_lock(&fs->lock);
-	err = -ECANCELED;
-	if (w->state == WAITER_PARKED) {
-		answer = waiter_holder_answer_locked(w, &dropped);
-		if (answer != 0) {
-			waiter_move_locked(w, WAITER_OFF);
-		} else if (from) {
-			err = lockreq_start_in_place(w->lr, from);
-			from = NULL;
-		} else {
-			err = lockreq_start(w->lr);
-		}
-	}
-	w->started = err == 0;
-	pthread_mutex_unlock(&fs->lock);
-	if (dropped)
-		lockreq_release(dropped); /* a conversion's old lock */
-	if (from)
-		lockreq_release(from); /* the downgrade did not start */
-	if (answer != 0) {
-		fuse_req_interrupt_func(req, NULL, NULL);
-		waiter_fail(w, answer < 0 ? answer : 0);
-	} else if (err < 0 && err != -ECANCELED) {
-		/* Nothing was sent, and start has decided the outcome: no
-		 * cancel can win now. */
-		fuse_req_interrupt_func(req, NULL, NULL);
-		waiter_fail(w, err);
-	}
-	waiter_put(w);
+	waiter_put(w); /* ours */
 }
 
 void waiter_shutdown_all(struct zkl_fs *fs)
