@@ -42,6 +42,7 @@ void lockfile_put(struct lockfile *lf)
 		fuse_pollhandle_destroy(lf->ph);
 	if (lf->zpaths != lf->zpath_only)
 		free(lf->zpaths);
+	free(lf->read_text);
 	free(lf);
 }
 
@@ -343,9 +344,13 @@ lockfile_lock_of_locked(struct lockfile *lf, const struct fuse_file_info *fi,
 
 /*
  * The text of a lock file: the fencing token, then key/value lines, built
- * afresh for each read.  The kernel keeps a file position even on a
+ * afresh for each pass.  The kernel keeps a file position even on a
  * non-seekable file, so each pass that reads to end of file starts the
- * text over: `cat` twice shows it twice, and shows what holds now.
+ * text over: `cat` twice shows it twice, and shows what holds now.  A
+ * pass starts with a read at or before where the last one ended (a
+ * pread at 0 is one); its later reads serve the text it started with,
+ * so that a reader never sees two texts spliced (a revocation seen
+ * between two reads of one pass lengthens it).
  */
 void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi)
@@ -354,32 +359,44 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct zkl_fs *fs = lf->fs;
 	struct zkl_lockreq *lr;
 	char *text = NULL;
-	size_t n = 0;
-	off_t base;
-	int err = -ENOENT;
+	size_t n = 0, at;
+	int err = 0;
 
 	(void)ino; /* lf resolved it at open */
 
 	pthread_mutex_lock(&fs->lock);
-	base = off >= lf->read_base ? lf->read_base : off;
-	lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
-	if (lr)
-		err = lockfile_text(lf, lr, &text, &n);
-	if (err == -ENOENT || (err == 0 && off - base >= (off_t)n))
-		lf->read_base =
-			off; /* end of file: the next read starts over */
+	if (off <= lf->read_base || !lf->read_text) {
+		free(lf->read_text);
+		lf->read_text = NULL;
+		lf->read_len = 0;
+		if (off < lf->read_base)
+			lf->read_base = off;
+		lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
+		err = lr ? lockfile_text(lf, lr, &lf->read_text, &lf->read_len)
+			 : -ENOENT;
+		if (err == -ENOENT) /* holds nothing (lock, LOCK_UN): empty */
+			err = 0;
+	}
+	at = (size_t)(off - lf->read_base);
+	if (err == 0 && at < lf->read_len) {
+		n = lf->read_len - at < size ? lf->read_len - at : size;
+		text = malloc(n);
+		if (text)
+			memcpy(text, lf->read_text + at, n);
+		else
+			err = -ENOMEM;
+	} else if (err == 0) {
+		/* End of file: the next read starts over. */
+		free(lf->read_text);
+		lf->read_text = NULL;
+		lf->read_len = 0;
+		lf->read_base = off;
+	}
 	pthread_mutex_unlock(&fs->lock);
-	if (err == -ENOENT) /* holds nothing (lock file, LOCK_UN): empty */
-		fuse_reply_buf(req, NULL, 0);
-	else if (err < 0)
+	if (err < 0)
 		fs_reply_err(req, -err);
-	else if (off - base >= (off_t)n)
-		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, text + (off - base),
-			       n - (size_t)(off - base) < size
-				       ? n - (size_t)(off - base)
-				       : size);
+		fuse_reply_buf(req, text, n);
 	free(text);
 }
 

@@ -59,8 +59,11 @@ struct lockfile {
 				     * reentrant; else none) */
 	size_t identity_len;        /* of whoever took `held` */
 	char identity[IDENTITY_MAX];
-	struct lineage_proc taker;  /* the process it names (deadlock.h) */
-	off_t read_base;            /* file offset where read()'s text starts */
+	struct lineage_proc taker; /* the process it names (deadlock.h) */
+	off_t read_base;           /* file offset where read()'s text starts */
+	char *read_text;           /* the text of the pass under way, or
+				     * NULL (lockfile_read) */
+	size_t read_len;
 	struct fuse_pollhandle *ph; /* a poller to wake (lockfile.c), or
 				     * NULL */
 

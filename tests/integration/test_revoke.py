@@ -326,3 +326,31 @@ def test_a_kazoo_mounts_sub_resources_are_no_holders(zk, base, mounts):
     revoke(m, "ask", "db")
     revoke(m, "break", "db")
     assert zk.get(f"{base}/db/sub")[0] == b"3", "its limit left as it was"
+
+
+def test_a_read_pass_is_one_text_when_an_ask_comes_between_its_reads(
+        zk, base, m1):
+    """read() of a lock file in several calls: an ask seen between two of
+    them lengthens the text, but the pass goes on with the text it began
+    with; the next pass shows the ask."""
+    fd = os.open(m1.path("r", "write"), os.O_RDWR)
+    try:
+        first = os.read(fd, 10)
+        (node,) = lock_nodes(zk, f"{base}/r")
+        zk.set(node, b"__REVOKE__")
+        p = select.poll()
+        p.register(fd, select.POLLPRI)
+        assert p.poll(5000), "the ask was not seen"
+        rest = b""
+        while chunk := os.read(fd, 7):
+            rest += chunk
+        text = (first + rest).decode()
+        assert text.splitlines()[-1].startswith("mode write"), text
+        again = b""
+        while chunk := os.read(fd, 4096):
+            again += chunk
+        assert again.decode().startswith(text), (again, text)
+        assert again.decode().splitlines()[-1].startswith(
+            "revoke requested"), again
+    finally:
+        os.close(fd)
