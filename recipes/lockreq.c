@@ -439,6 +439,11 @@ int lr_note_err(int rc)
 				   : zkerr_errno(rc);
 }
 
+int32_t lr_note_version(const struct zkl_lockreq *lr)
+{
+	return lr->own_version < 0 ? 0 : lr->own_version;
+}
+
 int lr_note_data(const struct zkl_lockreq *lr, int asked, const void *data,
 		 size_t len, char **out, size_t *outlen)
 {
@@ -506,7 +511,8 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 		 * not be lost (the own watch reads it, and tells). */
 		lr_hold(lr, LR_HOLD_CALL);
 		err = zkerr_errno(zoo_aset(s->zh, lr->node, note, (int)notelen,
-					   lr->own_version, lr_on_set, ctx));
+					   lr_note_version(lr), lr_on_set,
+					   ctx));
 		if (err < 0)
 			lr_drop_locked(lr, LR_HOLD_CALL);
 		else
@@ -1000,8 +1006,21 @@ void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify)
 	}
 }
 
+/* Waiting for the connection or a time no more: the caller takes up
+ * what the resume would have redone. */
+static void lr_undefer_locked(struct zkl_lockreq *lr)
+{
+	if (!list_linked(&lr->member.resume))
+		return;
+	list_del(&lr->member.resume);
+	lr_drop_locked(lr, LR_HOLD_RESUME); /* the caller holds one */
+}
+
 void lr_delete_begin_locked(struct zkl_lockreq *lr)
 {
+	/* Its node goes: what a resume would redo before (a watch, a mark,
+	 * a listing) nobody wants now; a delete that fails defers again. */
+	lr_undefer_locked(lr);
 	lr_to(lr, PH_DELETING);
 	lr->leaving.name = lr_node_name(lr);
 	queue_leaving_add(lr->q, &lr->leaving);
@@ -1420,16 +1439,22 @@ static void lr_on_own_armed(int rc, const char *value, int len,
 	lr_revoke_tell(&report);
 }
 
+/* Does lr want its own node watched, and is it not yet?  A peer's lock
+ * taken on a lease's way is let go at its grant; a lock that an heir
+ * replaces sees its own node deleted by the heir. */
+static int lr_wants_own_watch(const struct zkl_lockreq *lr)
+{
+	return lr_has_node(lr) && lr->outcome != LR_FINISHED && !lr->lost &&
+	       !(lr->kind == LR_PEER_MUTEX && lr_node_holds(lr)) &&
+	       !lr->passing && !lr->own_watch.entry;
+}
+
 void lr_watch_own(struct zkl_lockreq *lr)
 {
 	struct zkl_session *s = lr->s;
 	int err;
 
-	/* A peer's lock taken on a lease's way is let go at its grant; a
-	 * lock that an heir replaces sees its own node deleted by the heir. */
-	if (!lr_has_node(lr) || lr->outcome == LR_FINISHED || lr->lost ||
-	    (lr->kind == LR_PEER_MUTEX && lr_node_holds(lr)) || lr->passing ||
-	    lr->own_watch.entry)
+	if (!lr_wants_own_watch(lr))
 		return;
 	err = watchtab_add(&s->watches, lr->node, &lr->own_watch);
 	/* Our own get even when a waiter of ours behind it set the watch
@@ -2068,7 +2093,10 @@ static void lr_grant(struct zkl_lockreq *lr, struct zkl_link *notify)
 	}
 	lr_tell_locked(lr, 0, notify);
 	lr_revoke_post_locked(lr, notify); /* a mark seen while it waited */
-	lr_watch_own(lr);
+	/* A waiter watches its node already; one that did not wait, a
+	 * moment later if it still holds then (lr_resume). */
+	if (lr_wants_own_watch(lr))
+		lr_defer_for(lr, LR_OWN_WATCH_AFTER_MS);
 }
 
 /* A lease whose limit could not be read with its listing. */

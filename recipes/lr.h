@@ -137,6 +137,14 @@ extern const struct lr_kind_ops peerlease_kind;
 /* A watch on its own node that could not be set is tried again after
  * this long. */
 #define LR_WATCH_RETRY_MS 200
+/* A holder that did not wait (its first listing granted it) watches its
+ * own node this long after its grant, if it still holds: most such locks
+ * (a command under flock(1), a loop's open and close) are let go sooner,
+ * and the get, and the watch's firing at our own delete, cost ZooKeeper
+ * and the daemon a round trip's work per lock (bench/RESULTS.md Run 23).
+ * A deletion by another client, a revocation or a break mark in that time
+ * is heard at its end. */
+#define LR_OWN_WATCH_AFTER_MS 10
 
 struct zkl_lockreq {
 	struct zkl_session *s;
@@ -153,9 +161,9 @@ struct zkl_lockreq {
 	size_t nahead;
 	struct zkl_watch limit_watch; /* a lease in line or waiting: on the
 				       * resource's data, its limit */
-	/* On our own node, from its first wait or its grant on
-	 * (lr_watch_own): its deletion by anyone else fails a waiter and
-	 * loses a holder. */
+	/* On our own node, from its first wait, or LR_OWN_WATCH_AFTER_MS
+	 * after a grant that did not wait (lr_watch_own): its deletion by
+	 * anyone else fails a waiter and loses a holder. */
 	struct zkl_watch own_watch;
 	struct zkl_lockreq *mutex; /* a peer lease: the request for the
 				    * peer's own lock, while it has one */
@@ -231,8 +239,9 @@ struct zkl_lockreq {
 	char guid[NAMES_TAG_MAX + 1];
 	int64_t czxid;
 	/* Its node's data version as its own watch last read it (or our own
-	 * set made it), -1 if unknown: a note is set only over that version,
-	 * so that it never overwrites a mark it has not seen. */
+	 * set made it), -1 if unknown: a note is set only over that version
+	 * (lr_note_version), so that it never overwrites a mark it has not
+	 * seen. */
 	int32_t own_version;
 	unsigned own_conn; /* s->watches.connection when own_known was set:
 			    * a reconnection tells missed deletions in no
@@ -390,11 +399,11 @@ void lr_requeue_locked(struct zkl_lockreq *lr);
 void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost);
 void lr_delete_stray(struct zkl_lockreq *lr, const char *name);
 
-/* Watch its own node, for a deletion not its own (once, taking the HELD
+/* Watch its own node, for a deletion not its own (once, taking the OWN
  * hold; a failure is logged and tried again a moment later).  Set before
  * the first watch on a node ahead, so that ZooKeeper tells the deletion
  * of our node before any later change of a node ahead (lr_evaluate), and
- * at the grant. */
+ * LR_OWN_WATCH_AFTER_MS after a grant that did not wait. */
 void lr_watch_own(struct zkl_lockreq *lr);
 /* Stop watching anything: the nodes ahead, the limit, its own node. */
 void lr_unwatch_all(struct zkl_lockreq *lr);
@@ -414,7 +423,8 @@ void lr_expired(struct zkl_member *m, int requeue, struct zkl_link *lost,
 		struct zkl_link *notify);
 /* Wait for the connection to come back, then resume (member ops). */
 void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
-/* ... or for ms, then resume once connected (a step ZooKeeper refused). */
+/* ... or for ms, then resume once connected (a step ZooKeeper refused, a
+ * holder's own watch). */
 void lr_defer_for(struct zkl_lockreq *lr, int ms);
 int lr_is_connection_loss(int rc);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
@@ -489,6 +499,12 @@ void ml_delete_together_locked(struct zkl_lockreq *g);
 int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
 			      size_t len, void (*cb)(int err, void *arg),
 			      void *arg);
+/* The version a note is set over: the one last read, or before any read
+ * 0, the version ZooKeeper gives a node at its create (a holder's own
+ * watch comes a moment after its grant).  A mark set since fails the
+ * note with EAGAIN; never is a version of "any" (-1) sent, which would
+ * overwrite it. */
+int32_t lr_note_version(const struct zkl_lockreq *lr);
 /* A note's data for lr's node (lockreq_set_data): data[0..len), after the
  * revocation mark's line if it was asked (a note must not hide that from
  * other hosts), with an heir's token line; in a new *out of *outlen

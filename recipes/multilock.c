@@ -739,7 +739,7 @@ int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
 	set->results = set_results;
 	for (unsigned i = 0; i < n; i++)
 		zoo_set_op_init(&set->ops[i], g->members[i]->node, set->note,
-				(int)notelen, g->members[i]->own_version,
+				(int)notelen, lr_note_version(g->members[i]),
 				&set->stats[i]);
 	lr_hold(g, LR_HOLD_CALL);
 	rc = zoo_amulti(g->s->zh, (int)n, set->ops, set->results, ml_on_set,

@@ -241,7 +241,8 @@ int session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
 		return 0;
 	m->due_ms = due_ms;
 	list_add_tail(&s->later, &m->resume);
-	pthread_cond_signal(&s->clock_changed);
+	if (due_ms < s->clock_wake_ms)
+		pthread_cond_signal(&s->clock_changed);
 	return 1;
 }
 
@@ -306,6 +307,7 @@ static void clock_nap_locked(struct zkl_session *s, int64_t now, int64_t due)
 		ms = CLOCK_MAX_NAP_MS;
 	if (ms < 1)
 		ms = 1;
+	s->clock_wake_ms = now + ms;
 	until = clock_ms(CLOCK_MONOTONIC) + ms;
 	t.tv_sec = until / 1000;
 	t.tv_nsec = (until % 1000) * 1000000L;

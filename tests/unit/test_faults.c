@@ -446,6 +446,10 @@ static void a_break(int clean)
 {
 	take(0, "/b/r", ZKL_MODE_WRITE, 0);
 	take(1, "/b/r", ZKL_MODE_WRITE, 0);
+	/* The holder has held a while: its own node is watched (a moment
+	 * after a grant that did not wait). */
+	if (fake_run_due(s) > 0)
+		fake_tree_settle(s);
 	breaks_answered = 0;
 	if (revoke_start(s, "/b/r", REVOKE_BREAK, broke, NULL) == 0)
 		fake_tree_settle(s);

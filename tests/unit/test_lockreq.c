@@ -246,10 +246,12 @@ Test(lockreq, requests_on_one_resource_share_the_listing_in_flight)
 	names[1] = strdup(my_name);
 	created(3);
 	names[2] = my_name;
-	fake_complete_own_watch(name_a);
-	cr_assert_eq(fake_pending(), 1, "one listing for b and c together");
+	cr_assert_eq(fake_pending(), 1,
+		     "one listing for b and c together, and nothing for a: "
+		     "its own watch waits for LR_OWN_WATCH_AFTER_MS");
 	fake_complete_children(ZOK, names, 3);
 	cr_assert_eq(fake_done_calls, 3, "readers share: both granted");
+	fake_complete_own_watch(name_a);
 	fake_complete_own_watch(names[1]);
 	fake_complete_own_watch(names[2]);
 	free((void *)names[1]);
@@ -862,7 +864,25 @@ Test(lockreq, a_held_node_given_the_revocation_mark_is_asked_once)
 	cr_assert_eq(fake_pending(), 0);
 }
 
-Test(lockreq, a_mark_there_before_the_grant_is_seen_at_once)
+/* A lock let go within LR_OWN_WATCH_AFTER_MS of a grant that did not wait
+ * costs a create, a listing and a delete: no watch, and no timer left. */
+Test(lockreq, a_short_hold_sends_no_watch)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(1);
+	listed_with(my_name, NULL);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_pending(), 0, "nothing sent at the grant");
+	cr_assert(!list_empty(&s->later), "its watch is due a moment later");
+	lockreq_release(lr);
+	cr_assert(list_empty(&s->later), "the release takes the timer away");
+	expect_delete_of_mine();
+	cr_assert_eq(fake_run_due(s), 0);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+Test(lockreq, a_mark_there_before_the_grant_is_seen_with_the_first_watch)
 {
 	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
 	int64_t when;
@@ -871,6 +891,9 @@ Test(lockreq, a_mark_there_before_the_grant_is_seen_at_once)
 	session_set_revoke_hook(s, on_revoke, NULL);
 	created(1);
 	listed_with(my_name, NULL);
+	cr_assert_eq(fake_pending(), 0,
+		     "a holder that did not wait watches a moment later");
+	cr_assert_eq(fake_run_due(s), 1);
 	/* The get that watches the held node reads the mark. */
 	fake_complete_get_data(ZOK, "__REVOKE__", 1);
 	cr_assert_eq(revoke_calls, 1);
@@ -1035,6 +1058,27 @@ Test(lockreq, a_note_is_set_over_the_version_read_and_keeps_a_mark)
 	cr_assert_eq(noted_calls, 2);
 	lockreq_release(lr);
 	expect_delete_of_mine();
+}
+
+/* Before its own watch has read the node (a moment after a grant that
+ * did not wait), a note is set over version 0, the create's: a mark set
+ * meanwhile fails it, where "any version" would have erased the mark. */
+Test(lockreq, a_note_before_the_own_watch_is_set_over_the_create_version)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	created(1);
+	listed_with(my_name, NULL);
+	cr_assert_eq(fake_pending(), 0, "no watch yet");
+	cr_assert_eq(lockreq_set_data(lr, "n1\n", 3, on_noted, NULL), 0);
+	cr_assert_eq(fake_peek(FAKE_SET)->version, 0,
+		     "never over any version");
+	fake_complete_set(ZBADVERSION); /* a mark came first */
+	cr_assert_eq(noted_err, -EAGAIN);
+	lockreq_release(lr);
+	expect_delete_of_mine();
+	cr_assert_eq(fake_run_due(s), 0);
+	cr_assert_eq(fake_pending(), 0);
 }
 
 #define A_READER "_c_0123abcd-0000-4000-8000-00000000000f-read-0000000001"

@@ -88,6 +88,16 @@ static void own_watches(int n)
 		fake_complete_own_watch(mine[i]);
 }
 
+/* r1's member holds (its own watch comes LR_OWN_WATCH_AFTER_MS later);
+ * r2's waits: it watches its own node at once, then the node ahead. */
+static void second_waits(void)
+{
+	fake_complete_own_watch(mine[1]);
+	cr_assert(strstr(fake_peek(FAKE_GET)->path, OLDER_WRITER),
+		  "r2's member watches the writer ahead, and only it");
+	fake_complete_get(ZOK);
+}
+
 /* Both nodes deleted in one transaction, answered rc. */
 static void expect_deleted_together(int rc)
 {
@@ -174,11 +184,7 @@ Test(multilock, waits_for_the_busy_resource_and_holds_when_it_frees)
 	created(5);
 	token_and_listings(OLDER_WRITER);
 	cr_assert_eq(fake_done_calls, 0, "r2 is held by an older writer");
-	/* r1's member holds, r2's waits: each watches its own node */
-	own_watches(2);
-	cr_assert(strstr(fake_peek(FAKE_GET)->path, OLDER_WRITER),
-		  "r2's member watches the writer ahead, and only it");
-	fake_complete_get(ZOK);
+	second_waits();
 	fake_fire_watch("/b/r2/" OLDER_WRITER);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, 0);
@@ -199,7 +205,6 @@ Test(multilock, a_try_with_one_resource_busy_takes_none_and_leaves_nothing)
 
 	created(5);
 	token_and_listings(OLDER_WRITER);
-	own_watches(1);
 	cr_assert_eq(fake_done_calls, 1);
 	cr_assert_eq(fake_done_err, -EAGAIN);
 	gone_calls = 0;
@@ -207,6 +212,7 @@ Test(multilock, a_try_with_one_resource_busy_takes_none_and_leaves_nothing)
 	cr_assert_eq(gone_calls, 0, "told gone only once both nodes are");
 	expect_both_deleted();
 	cr_assert_eq(gone_calls, 1);
+	cr_assert_eq(fake_run_due(s), 0, "r1's watch was never due");
 	cr_assert_eq(fake_pending(), 0);
 }
 
@@ -216,8 +222,7 @@ Test(multilock, a_cancel_while_waiting_deletes_both_and_never_answers)
 
 	created(5);
 	token_and_listings(OLDER_WRITER);
-	own_watches(2);
-	fake_complete_get(ZOK);
+	second_waits();
 	cr_assert_eq(lockreq_cancel(lr), 0);
 	expect_deleted_together(ZOK);
 	lockreq_release(lr);
@@ -291,8 +296,7 @@ Test(multilock, after_an_expiry_it_queues_again_with_one_new_transaction)
 
 	created(5);
 	token_and_listings(OLDER_WRITER);
-	own_watches(2);
-	fake_complete_get(ZOK);
+	second_waits();
 	fake_expire(s, 1, &lost);
 	cr_assert(list_empty(&lost), "nothing was held");
 	fake_free_lost(&lost);
