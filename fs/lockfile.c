@@ -347,10 +347,10 @@ lockfile_lock_of_locked(struct lockfile *lf, const struct fuse_file_info *fi,
  * afresh for each pass.  The kernel keeps a file position even on a
  * non-seekable file, so each pass that reads to end of file starts the
  * text over: `cat` twice shows it twice, and shows what holds now.  A
- * pass starts with a read at or before where the last one ended (a
- * pread at 0 is one); its later reads serve the text it started with,
- * so that a reader never sees two texts spliced (a revocation seen
- * between two reads of one pass lengthens it).
+ * pass starts with a read at or before where the last one ended; its
+ * later reads serve the text it started with, so that a reader never
+ * sees two texts spliced (a revocation seen between two reads of one
+ * pass lengthens it).
  */
 void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi)
@@ -360,37 +360,45 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct zkl_lockreq *lr;
 	char *text = NULL;
 	size_t n = 0, at;
-	int err = 0;
+	int err;
 
 	(void)ino; /* lf resolved it at open */
 
 	pthread_mutex_lock(&fs->lock);
-	if (off <= lf->read_base || !lf->read_text) {
+	/* Every read looks: a lock lost or let go since the pass began ends
+	 * it (EIO, or end of file). */
+	lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
+	err = lr ? lockreq_held_mode(lr) : -ENOLCK;
+	if (err >= 0 && (off <= lf->read_base || !lf->read_text)) {
 		free(lf->read_text);
 		lf->read_text = NULL;
 		lf->read_len = 0;
 		if (off < lf->read_base)
 			lf->read_base = off;
-		lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
-		err = lr ? lockfile_text(lf, lr, &lf->read_text, &lf->read_len)
-			 : -ENOENT;
-		if (err == -ENOENT) /* holds nothing (lock, LOCK_UN): empty */
-			err = 0;
+		err = lockfile_text(lf, lr, &lf->read_text, &lf->read_len);
 	}
-	at = (size_t)(off - lf->read_base);
-	if (err == 0 && at < lf->read_len) {
+	if (err == -ENOLCK || err == -ENOENT) {
+		/* Holds nothing (lock, LOCK_UN), or no more: empty. */
+		err = 0;
+		free(lf->read_text);
+		lf->read_text = NULL;
+		lf->read_len = 0;
+	}
+	at = off >= lf->read_base ? (size_t)(off - lf->read_base) : 0;
+	if (err >= 0 && at < lf->read_len) {
 		n = lf->read_len - at < size ? lf->read_len - at : size;
 		text = malloc(n);
 		if (text)
 			memcpy(text, lf->read_text + at, n);
 		else
 			err = -ENOMEM;
-	} else if (err == 0) {
-		/* End of file: the next read starts over. */
+	} else {
+		/* End of file (the next read starts over), or an error. */
 		free(lf->read_text);
 		lf->read_text = NULL;
 		lf->read_len = 0;
-		lf->read_base = off;
+		if (err >= 0)
+			lf->read_base = off;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (err < 0)

@@ -96,7 +96,8 @@ struct zkl_session {
 	pthread_cond_t clock_changed; /* waited on with CLOCK_MONOTONIC */
 	/* When the clock's last nap ends at the latest (CLOCK_BOOTTIME ms):
 	 * it looks at s->later after every wake, so a time due no earlier
-	 * needs no signal (a grant's LR_OWN_WATCH_AFTER_MS, for one). */
+	 * needs no signal while that wake is still to come (a grant's
+	 * LR_OWN_WATCH_AFTER_MS, for one). */
 	int64_t clock_wake_ms;
 	int margin_ms;      /* asked (0: the default, heartbeat_margin) */
 	int64_t hb_sent_ms; /* the heartbeat in flight: its send time */

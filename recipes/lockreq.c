@@ -430,6 +430,8 @@ struct lr_set_ctx {
 	struct zkl_lockreq *lr; /* with a CALL hold */
 	void (*cb)(int err, void *arg);
 	void *arg;
+	char *note; /* the data to set, owned */
+	size_t notelen;
 };
 
 int lr_note_err(int rc)
@@ -465,6 +467,13 @@ int lr_note_data(const struct zkl_lockreq *lr, int asked, const void *data,
 	return *out ? 0 : -ENOMEM;
 }
 
+static void lr_set_ctx_free(struct lr_set_ctx *ctx)
+{
+	if (ctx)
+		free(ctx->note);
+	free(ctx);
+}
+
 static void lr_on_set(int rc, const struct Stat *st, const void *data)
 {
 	struct lr_set_ctx *ctx = (struct lr_set_ctx *)data;
@@ -473,7 +482,7 @@ static void lr_on_set(int rc, const struct Stat *st, const void *data)
 	void *arg = ctx->arg;
 	struct zkl_link notify;
 
-	free(ctx);
+	lr_set_ctx_free(ctx);
 	session_enter(lr->s, &notify);
 	if (rc == ZOK && st)
 		lr->own_version = st->version;
@@ -481,14 +490,25 @@ static void lr_on_set(int rc, const struct Stat *st, const void *data)
 	cb(rc == ZOK ? 0 : lr_note_err(rc), arg);
 }
 
+/* Send ctx's note, only over the data we last read: a mark set since
+ * must not be lost (the own watch reads it, and tells).  Returns 0 (its
+ * answer comes to lr_on_set) or -errno (not sent; ctx is the caller's
+ * again). */
+static int lr_send_note_locked(struct lr_set_ctx *ctx)
+{
+	struct zkl_lockreq *lr = ctx->lr;
+
+	return zkerr_errno(zoo_aset(lr->s->zh, lr->node, ctx->note,
+				    (int)ctx->notelen, lr_note_version(lr),
+				    lr_on_set, ctx));
+}
+
 int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 		     void (*cb)(int err, void *arg), void *arg)
 {
 	struct zkl_link notify;
 	struct zkl_session *s = lr->s;
-	struct lr_set_ctx *ctx = malloc(sizeof(*ctx));
-	char *note = NULL;
-	size_t notelen;
+	struct lr_set_ctx *ctx = calloc(1, sizeof(*ctx));
 	int err;
 
 	if (!ctx)
@@ -500,27 +520,27 @@ int lockreq_set_data(struct zkl_lockreq *lr, const void *data, size_t len,
 	err = lr_held_err_locked(lr);
 	if (err == 0 && lr->kind == LR_MULTI) {
 		err = multilock_set_data_locked(lr, data, len, cb, arg);
-		free(ctx);
+		lr_set_ctx_free(ctx);
 		ctx = NULL;
 	} else if (err == 0) {
-		err = lr_note_data(lr, lr->revoke_asked, data, len, &note,
-				   &notelen);
+		err = lr_note_data(lr, lr->revoke_asked, data, len, &ctx->note,
+				   &ctx->notelen);
 	}
 	if (err == 0 && ctx) {
-		/* Only over the data we last read: a mark set since must
-		 * not be lost (the own watch reads it, and tells). */
 		lr_hold(lr, LR_HOLD_CALL);
-		err = zkerr_errno(zoo_aset(s->zh, lr->node, note, (int)notelen,
-					   lr_note_version(lr), lr_on_set,
-					   ctx));
-		if (err < 0)
-			lr_drop_locked(lr, LR_HOLD_CALL);
-		else
+		if (lr->marking && !lr->note_after_mark) {
+			/* A lease's grant mark is on its way and moves the
+			 * version: the note follows its answer. */
+			lr->note_after_mark = ctx;
 			ctx = NULL;
+		} else if ((err = lr_send_note_locked(ctx)) < 0) {
+			lr_drop_locked(lr, LR_HOLD_CALL);
+		} else {
+			ctx = NULL;
+		}
 	}
 	session_leave(s, &notify);
-	free(note);
-	free(ctx);
+	lr_set_ctx_free(ctx);
 	return err;
 }
 
@@ -571,7 +591,9 @@ int lockreq_held_mode(struct zkl_lockreq *lr)
 	int mode;
 
 	session_enter(s, &notify);
-	mode = lr->outcome == LR_HELD && !lr->lost ? (int)lr->mode : -ENOLCK;
+	mode = lr->outcome != LR_HELD ? -ENOLCK
+	       : lr->lost             ? -EIO
+				      : (int)lr->mode;
 	session_leave(s, &notify);
 	return mode;
 }
@@ -714,7 +736,7 @@ void lr_free(struct zkl_lockreq *lr)
 	 * goes: a step in flight holds one until the node is gone. */
 	assert(!lr->gone_fn || lr->gone_told);
 	assert(!notice_posted(&lr->notice) && !list_linked(&lr->member.resume));
-	assert(!lr->mutex && !lr->members && !lr->wg);
+	assert(!lr->mutex && !lr->members && !lr->wg && !lr->note_after_mark);
 	if (lr->q)
 		queue_put_locked(lr->q, &lr->leaving);
 	if (lr->trace_what)
@@ -1193,9 +1215,17 @@ static void lr_on_marked(int rc, const struct Stat *st, const void *data)
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
 
+	struct lr_set_ctx *note;
+	int err = 0;
+
 	session_enter(s, &notify);
+	lr->marking = 0;
 	if (rc == ZOK && st)
 		lr->own_version = st->version; /* a note next sets over it */
+	note = lr->note_after_mark;
+	lr->note_after_mark = NULL;
+	if (note && (err = lr_send_note_locked(note)) < 0)
+		lr_drop_locked(lr, LR_HOLD_CALL); /* the note's, not the last */
 	if (rc == ZOK || rc == ZBADVERSION) {
 		/* ZBADVERSION: a note was stored first; that is a mark too. */
 		lr->marked = 1;
@@ -1209,6 +1239,10 @@ static void lr_on_marked(int rc, const struct Stat *st, const void *data)
 			lr->node, zerror(rc));
 	}
 	lr_end_completion(lr, &notify);
+	if (err < 0) { /* not sent: answered here */
+		note->cb(err, note->arg);
+		lr_set_ctx_free(note);
+	}
 }
 
 /* Tell the waiters behind a granted lease that it is (doc/design.md):
@@ -1218,10 +1252,10 @@ void lr_mark(struct zkl_lockreq *lr)
 {
 	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_aset(lr->s->zh, lr->node, lr->data, (int)lr->datalen, 0,
-		     lr_on_marked, lr) != ZOK)
-		lr_drop_locked(
-			lr,
-			LR_HOLD_CALL); /* only a dead handle refuses: the node dies too */
+		     lr_on_marked, lr) == ZOK)
+		lr->marking = 1;
+	else /* only a dead handle refuses: the node dies too */
+		lr_drop_locked(lr, LR_HOLD_CALL);
 }
 
 static void lr_on_deleted(int rc, const void *data)

@@ -164,8 +164,8 @@ const char *lockreq_guid(const struct zkl_lockreq *lr);
 int lockreq_revoke_asked(struct zkl_lockreq *lr, int64_t *when_ms);
 
 /* The mode the lock is held in now (granted, not released, not lost),
- * or -ENOLCK: one look, where asking lockreq_holds then lockreq_mode
- * would be two. */
+ * or -EIO (lost) or -ENOLCK (not granted, or released): one look, where
+ * asking lockreq_holds then lockreq_mode would be two. */
 int lockreq_held_mode(struct zkl_lockreq *lr);
 /* 1 if the lock is held now, else 0. */
 int lockreq_holds(struct zkl_lockreq *lr);

@@ -198,6 +198,7 @@ struct zkl_lockreq {
 	unsigned maybe_stray : 1;    /* a create's reply was lost: a duplicate
 				   * node of ours may turn up */
 	unsigned marked : 1;         /* a held lease: its node bears the mark */
+	unsigned marking : 1;        /* ... its mark's set is on its way */
 	unsigned jeopardy_wait : 1;  /* lost in jeopardy at lost_ms: its node
 				     * stays for the margin (lr_jeopardy) */
 	unsigned grant_deferred : 1; /* granted in a jeopardy: told once it
@@ -243,6 +244,10 @@ struct zkl_lockreq {
 	 * (lr_note_version), so that it never overwrites a mark it has not
 	 * seen. */
 	int32_t own_version;
+	/* A note written while a lease's grant mark is on its way (marking),
+	 * sent once the mark is answered: the mark moves the version the
+	 * note must be set over (lockreq_set_data). */
+	struct lr_set_ctx *note_after_mark;
 	unsigned own_conn; /* s->watches.connection when own_known was set:
 			    * a reconnection tells missed deletions in no
 			    * particular order (the client's SetWatches) */

@@ -241,7 +241,10 @@ int session_resume_at_locked(struct zkl_session *s, struct zkl_member *m,
 		return 0;
 	m->due_ms = due_ms;
 	list_add_tail(&s->later, &m->resume);
-	if (due_ms < s->clock_wake_ms)
+	/* A wake time past is stale: the clock runs, or its nap (timed on
+	 * CLOCK_MONOTONIC) outlasts it after a suspend. */
+	if (due_ms < s->clock_wake_ms ||
+	    s->clock_wake_ms <= session_clock_now())
 		pthread_cond_signal(&s->clock_changed);
 	return 1;
 }

@@ -135,6 +135,17 @@ def test_a_lease_reads_as_its_token_and_mode_and_keeps_a_note(zk, m1):
     h.close()
 
 
+def test_a_note_written_at_once_after_the_open_is_stored(m1):
+    """`exec 8<>lease; echo ... >&8`: the note comes while the grant's
+    mark is on its way, and follows it; it never fails for the mark."""
+    for i in range(20):
+        fd = os.open(m1.path("jobs", "lease"), os.O_RDWR)
+        try:
+            assert os.write(fd, f"job {i}\n".encode()) == len(f"job {i}\n")
+        finally:
+            os.close(fd)
+
+
 def test_raising_the_limit_grants_at_once_and_lowering_takes_nothing(
         zk, base, m1, m2):
     a = lease(m1)

@@ -354,3 +354,23 @@ def test_a_read_pass_is_one_text_when_an_ask_comes_between_its_reads(
             "revoke requested"), again
     finally:
         os.close(fd)
+
+
+def test_a_read_pass_after_the_lock_is_lost_fails_eio(zk, base, m1):
+    """bash's `read -r token <&9` reads a byte at a time and stops at the
+    newline: the pass stays open. A read after the lock was lost (its
+    node deleted by another client) fails EIO, not the old text."""
+    fd = os.open(m1.path("r", "write"), os.O_RDWR)
+    try:
+        while os.read(fd, 1) != b"\n":
+            pass
+        lost_before = int(status(m1)["losses"])
+        (node,) = lock_nodes(zk, f"{base}/r")
+        zk.delete(node)
+        wait_until(lambda: int(status(m1)["losses"]) > lost_before, 5,
+                   "the mount to count the loss")
+        with pytest.raises(OSError) as e:
+            os.read(fd, 64)
+        assert e.value.errno == errno.EIO
+    finally:
+        os.close(fd)

@@ -362,3 +362,47 @@ Test(leasereq, a_note_right_after_a_waited_grant_is_set_over_its_mark)
 	cr_assert_eq(err, 0);
 	release(lr);
 }
+
+/* Granted at once, a note written (its answer into *err) while the
+ * grant's mark is on its way: it waits for the mark's answer. */
+static struct zkl_lockreq *noted_before_the_mark(int *err)
+{
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("1", NULL, 0);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(lockreq_set_data(lr, "n\n", 2, noted, err), 0);
+	cr_assert_eq(fake_pending(), 1, "the note waits for the mark");
+	return lr;
+}
+
+/* The mark's answer moves the version the note is set over; set before
+ * it, the note would always fail (the mark comes first). */
+Test(leasereq, a_note_while_the_grant_mark_is_on_its_way_follows_it)
+{
+	int err = 1;
+	struct zkl_lockreq *lr = noted_before_the_mark(&err);
+
+	expect_mark(); /* version 1 now: the note goes */
+	cr_assert_eq(fake_peek(FAKE_SET)->version, 1,
+		     "over the mark's version");
+	fake_complete_set(ZOK);
+	cr_assert_eq(err, 0);
+	release(lr);
+}
+
+/* ... and if something was set before the mark (a revocation ask), the
+ * note, set over the create's version, fails EAGAIN: never over data it
+ * has not read. */
+Test(leasereq, a_note_behind_a_refused_mark_never_overwrites_an_ask)
+{
+	int err = 1;
+	struct zkl_lockreq *lr = noted_before_the_mark(&err);
+
+	fake_complete_set(ZBADVERSION); /* the mark: an ask came first */
+	cr_assert_eq(fake_peek(FAKE_SET)->version, 0);
+	fake_complete_set(ZBADVERSION);
+	cr_assert_eq(err, -EAGAIN);
+	release(lr);
+}
