@@ -1071,8 +1071,7 @@ Test(lockreq, a_note_before_the_own_watch_is_set_over_the_create_version)
 	listed_with(my_name, NULL);
 	cr_assert_eq(fake_pending(), 0, "no watch yet");
 	cr_assert_eq(lockreq_set_data(lr, "n1\n", 3, on_noted, NULL), 0);
-	cr_assert_eq(fake_peek(FAKE_SET)->version, 0,
-		     "never over any version");
+	cr_assert_eq(fake_peek(FAKE_SET)->version, 0, "never over any version");
 	fake_complete_set(ZBADVERSION); /* a mark came first */
 	cr_assert_eq(noted_err, -EAGAIN);
 	lockreq_release(lr);
