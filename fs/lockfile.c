@@ -352,6 +352,14 @@ lockfile_lock_of_locked(struct lockfile *lf, const struct fuse_file_info *fi,
  * sees two texts spliced (a revocation seen between two reads of one
  * pass lengthens it).
  */
+/* The pass under way has ended: its text goes. */
+static void lockfile_pass_end(struct lockfile *lf)
+{
+	free(lf->read_text);
+	lf->read_text = NULL;
+	lf->read_len = 0;
+}
+
 void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
@@ -370,9 +378,7 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
 	err = lr ? lockreq_held_mode(lr) : -ENOLCK;
 	if (err >= 0 && (off <= lf->read_base || !lf->read_text)) {
-		free(lf->read_text);
-		lf->read_text = NULL;
-		lf->read_len = 0;
+		lockfile_pass_end(lf);
 		if (off < lf->read_base)
 			lf->read_base = off;
 		err = lockfile_text(lf, lr, &lf->read_text, &lf->read_len);
@@ -380,9 +386,7 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (err == -ENOLCK || err == -ENOENT) {
 		/* Holds nothing (lock, LOCK_UN), or no more: empty. */
 		err = 0;
-		free(lf->read_text);
-		lf->read_text = NULL;
-		lf->read_len = 0;
+		lockfile_pass_end(lf);
 	}
 	at = off >= lf->read_base ? (size_t)(off - lf->read_base) : 0;
 	if (err >= 0 && at < lf->read_len) {
@@ -394,9 +398,7 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			err = -ENOMEM;
 	} else {
 		/* End of file (the next read starts over), or an error. */
-		free(lf->read_text);
-		lf->read_text = NULL;
-		lf->read_len = 0;
+		lockfile_pass_end(lf);
 		if (err >= 0)
 			lf->read_base = off;
 	}

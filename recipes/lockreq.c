@@ -1654,10 +1654,7 @@ void lr_requeue_locked(struct zkl_lockreq *lr)
 
 void lr_end_with_session_locked(struct zkl_lockreq *lr, struct zkl_link *lost)
 {
-	if (list_linked(&lr->member.resume)) {
-		list_del(&lr->member.resume);
-		lr_drop_locked(lr, LR_HOLD_RESUME); /* the caller holds one */
-	}
+	lr_undefer_locked(lr);
 	if (lr->outcome == LR_HELD && !lr->lost) {
 		lr->lost = 1;
 		/* A peer's lock held by a lease on its way is no lock of the
