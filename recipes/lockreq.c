@@ -591,9 +591,11 @@ int lockreq_held_mode(struct zkl_lockreq *lr)
 	int mode;
 
 	session_enter(s, &notify);
-	mode = lr->outcome != LR_HELD ? -ENOLCK
-	       : lr->lost             ? -EIO
-				      : (int)lr->mode;
+	/* Lost first, as lr_held_err_locked: a lock lost with its session
+	 * reads as EIO whatever its outcome became. */
+	mode = lr->lost                 ? -EIO
+	       : lr->outcome != LR_HELD ? -ENOLCK
+					: (int)lr->mode;
 	session_leave(s, &notify);
 	return mode;
 }
