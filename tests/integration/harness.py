@@ -63,11 +63,14 @@ class ZooKeeper:
     """A ZooKeeper server from the Debian package, data in a temp dir:
     standalone, or member `myid` of an ensemble whose `peers` are
     (client, quorum, election) port triples on loopback.  Clients reach
-    it at `address` (a partition test's server pair: netns.py)."""
+    it at `address` (a partition test's server pair: netns.py); `cpus`, a
+    set of CPU numbers, pins it to those (the benchmarks' stand-in for a
+    server on machines of its own)."""
 
     def __init__(self, myid=None, peers=None, data_parent=None,
-                 address="127.0.0.1"):
+                 address="127.0.0.1", cpus=None):
         self.address = address
+        self.cpus = cpus
         self.dir = tempfile.mkdtemp(prefix="zklockfs-zk-", dir=data_parent)
         self.myid = myid
         self.peers = peers or []
@@ -100,7 +103,9 @@ class ZooKeeper:
             # can see what their going does.
             ["java", "-Xmx256m", "-Dznode.container.checkIntervalMs=1000",
              "-Dznode.container.maxPerMinute=1000000", "-cp", ZK_CLASSPATH, ZK_MAIN, cfg],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=self.cpus and (
+                lambda: os.sched_setaffinity(0, self.cpus)))
 
     def mode(self):
         """"leader", "follower", "standalone", or None if not serving."""
