@@ -2329,7 +2329,7 @@ static void lr_resume(struct zkl_member *m, struct zkl_link *notify)
 			break;
 		}
 		if (lr->mode == ZKL_MODE_LEASE && lr_node_holds(lr) &&
-		    !lr->marked)
+		    !lr->marked && !lr->marking)
 			lr_mark(lr); /* its reply was lost with the connection */
 		lr_watch_own(lr);    /* if it could not be set */
 		break;

@@ -254,6 +254,23 @@ Test(leasereq, a_lost_mark_is_made_again_on_reconnection)
 	release(lr);
 }
 
+Test(leasereq, the_own_watch_due_while_the_mark_is_on_its_way_marks_once)
+{
+	struct zkl_lockreq *lr = start(0);
+
+	created();
+	listed("1", NULL, 0);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_pending(), 1, "the mark");
+	/* The held node's watch falls due before the mark is answered (a
+	 * slow server): it sets the watch, and the mark is not sent twice. */
+	cr_assert_eq(fake_run_due(s), 1);
+	cr_assert_eq(fake_pending(), 2, "the mark and the own watch's get");
+	expect_mark();
+	fake_complete_own_watch(my_name);
+	release(lr);
+}
+
 Test(leasereq, a_limit_lost_with_the_connection_fails_no_other_waiter)
 {
 	static const char *const ahead[] = { L(1) };
