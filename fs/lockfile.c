@@ -368,19 +368,25 @@ void lockfile_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct zkl_lockreq *lr;
 	char *text = NULL;
 	size_t n = 0, at;
+	int64_t token = 0;
 	int err;
 
 	(void)ino; /* lf resolved it at open */
 
 	pthread_mutex_lock(&fs->lock);
 	/* Every read looks: a lock lost or let go since the pass began ends
-	 * it (EIO, or end of file). */
+	 * it (EIO, or end of file), even if another is held now (LOCK_UN,
+	 * then LOCK_EX between two reads): its text is not this one's. */
 	lr = lockfile_lock_of_locked(lf, fi, NULL, NULL);
-	err = lr ? lockreq_held_mode(lr) : -ENOLCK;
-	if (err >= 0 && (off <= lf->read_base || !lf->read_text)) {
+	err = lr ? lockreq_held_token(lr, &token) : -ENOLCK;
+	if (err >= 0 && lf->read_text && off > lf->read_base &&
+	    token != lf->read_token)
+		err = -ENOLCK;
+	else if (err >= 0 && (off <= lf->read_base || !lf->read_text)) {
 		lockfile_pass_end(lf);
 		if (off < lf->read_base)
 			lf->read_base = off;
+		lf->read_token = token;
 		err = lockfile_text(lf, lr, &lf->read_text, &lf->read_len);
 	}
 	if (err == -ENOLCK || err == -ENOENT) {

@@ -64,6 +64,7 @@ struct lockfile {
 	char *read_text;           /* the text of the pass under way, or
 				     * NULL (lockfile_read) */
 	size_t read_len;
+	int64_t read_token; /* the token of the lock read_text describes */
 	struct fuse_pollhandle *ph; /* a poller to wake (lockfile.c), or
 				     * NULL */
 

@@ -584,7 +584,7 @@ int lockreq_revoke_asked(struct zkl_lockreq *lr, int64_t *when_ms)
 	return asked;
 }
 
-int lockreq_held_mode(struct zkl_lockreq *lr)
+int lockreq_held_token(struct zkl_lockreq *lr, int64_t *token)
 {
 	struct zkl_link notify;
 	struct zkl_session *s = lr->s;
@@ -596,8 +596,15 @@ int lockreq_held_mode(struct zkl_lockreq *lr)
 	mode = lr->lost                 ? -EIO
 	       : lr->outcome != LR_HELD ? -ENOLCK
 					: (int)lr->mode;
+	if (mode >= 0 && token)
+		*token = lr->czxid;
 	session_leave(s, &notify);
 	return mode;
+}
+
+int lockreq_held_mode(struct zkl_lockreq *lr)
+{
+	return lockreq_held_token(lr, NULL);
 }
 
 int lockreq_holds(struct zkl_lockreq *lr)

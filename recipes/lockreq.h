@@ -167,6 +167,9 @@ int lockreq_revoke_asked(struct zkl_lockreq *lr, int64_t *when_ms);
  * or -EIO (lost) or -ENOLCK (not granted, or released): one look, where
  * asking lockreq_holds then lockreq_mode would be two. */
 int lockreq_held_mode(struct zkl_lockreq *lr);
+/* The same, and if held its fencing token into *token: which lock holds
+ * (a lock let go and taken again has another; a downgrade keeps it). */
+int lockreq_held_token(struct zkl_lockreq *lr, int64_t *token);
 /* 1 if the lock is held now, else 0. */
 int lockreq_holds(struct zkl_lockreq *lr);
 

@@ -5,6 +5,7 @@ another host takes the lock at once and the holder's mount treats its
 lock as lost.  Only root or the mount's owner may break; anything but
 ask or break is EINVAL."""
 import errno
+import fcntl
 import os
 import re
 import select
@@ -352,6 +353,29 @@ def test_a_read_pass_is_one_text_when_an_ask_comes_between_its_reads(
         assert again.decode().startswith(text), (again, text)
         assert again.decode().splitlines()[-1].startswith(
             "revoke requested"), again
+    finally:
+        os.close(fd)
+
+
+def test_a_read_pass_ends_when_its_lock_is_let_go_and_taken_again(m1):
+    """`read -r token <&9; flock -u 9; flock 9; read ...`: the first read
+    leaves its pass open. A read after the lock was let go and another
+    taken through the same descriptor ends that pass (end of file), and
+    the next pass tells the new lock's token, not the old one's."""
+    fd = os.open(m1.path("r", "lock"), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        first = b""
+        while (c := os.read(fd, 1)) != b"\n":
+            first += c
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert os.read(fd, 4096) == b"", "the old lock's pass went on"
+        again = b""
+        while chunk := os.read(fd, 4096):
+            again += chunk
+        token = again.decode().splitlines()[0]
+        assert int(token) > int(first), (first, again)
     finally:
         os.close(fd)
 
