@@ -1223,7 +1223,6 @@ static void lr_on_marked(int rc, const struct Stat *st, const void *data)
 	struct zkl_lockreq *lr = (struct zkl_lockreq *)data;
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
-
 	struct lr_set_ctx *note;
 	int err = 0;
 
