@@ -1,6 +1,6 @@
 /*
- * deadlock.c - a wait-for cycle among this mount's fcntl lock owners
- * (deadlock.h).
+ * deadlock.c - a wait-for cycle among this mount's fcntl lock owners, and
+ * the pins of the waits checked for a cycle across hosts (deadlock.h).
  *
  * A breadth of owners, each expanded once: an owner's edges go to the
  * holders of the locks its parked waits ask for.  From the asker's own
@@ -9,7 +9,14 @@
  */
 #include "deadlock.h"
 
+#include "deadline.h"
 #include "lockfile.h"
+#include "log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <syslog.h>
 
 struct deadlock_walk {
 	struct zkl_fs *fs;
@@ -117,30 +124,6 @@ int deadlock_owner_holds_locked(struct zkl_fs *fs, struct lineage_proc p)
 	return 0;
 }
 
-size_t deadlock_tree_of(struct zkl_fs *fs, const struct lineage_proc *lineage,
-			size_t n, struct lineage_proc *out, size_t max)
-{
-	size_t at[LINEAGE_MAX], found = 0, kept = 0, waiting = 1;
-
-	pthread_mutex_lock(&fs->lock);
-	for (size_t i = 1; i < n && found < max && found < LINEAGE_MAX; i++)
-		if (deadlock_owner_holds_locked(fs, lineage[i]))
-			at[found++] = i;
-	pthread_mutex_unlock(&fs->lock);
-	/* Most asks end here: no ancestor holds anything.  Else the chain of
-	 * waits up to the farthest holder, one /proc read a process. */
-	for (size_t k = 0; k < found; k++) {
-		while (waiting <= at[k] &&
-		       lineage_waits_for(lineage[waiting].pid,
-					 lineage[waiting - 1].pid))
-			waiting++;
-		if (waiting <= at[k])
-			break; /* it does not wait for us: nor do those above */
-		out[kept++] = lineage[at[k]];
-	}
-	return kept;
-}
-
 int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
 				enum zkl_mode mode)
 {
@@ -156,4 +139,223 @@ int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
 	for (size_t i = 0; found == 0 && i < d.nseen; i++)
 		found = deadlock_expand(&d, d.seen[i]);
 	return found > 0;
+}
+
+/* ---- waits checked for a cycle across hosts -------------------------- */
+
+int deadlock_candidate_locked(const struct waiter *w, enum zkl_mode mode)
+{
+	ZKL_ASSERT_HELD(&w->fs->lock);
+	/* A try waits for nobody; a lease is one of N (any holder that
+	 * lets go ends the wait): no cycle can hold it for ever. */
+	if (w->fs->deadlock_timeout_ms <= 0 || (w->flags & LOCKREQ_TRY) ||
+	    mode == ZKL_MODE_LEASE)
+		return 0;
+	/* A multi-lock pins its own members that hold. */
+	return w->lf->multi || deadlock_owner_holds_locked(w->fs, w->taker);
+}
+
+void deadlock_parked_locked(struct waiter *w)
+{
+	struct zkl_fs *fs = w->fs;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	if (!w->check_candidate)
+		return;
+	/* One timeout for all: the list stays in the order of its times. */
+	w->check_at = deadline_after_ms(fs->deadlock_timeout_ms);
+	w->checked = 0;
+	if (list_empty(&fs->deadlock_due))
+		pthread_cond_signal(&fs->deadlock_wake);
+	list_add_tail(&fs->deadlock_due, &w->due_link);
+}
+
+void deadlock_unparked_locked(struct waiter *w, int runs_again)
+{
+	ZKL_ASSERT_HELD(&w->fs->lock);
+	if (list_linked(&w->due_link))
+		list_del(&w->due_link);
+	/* Its thread runs again (a handler) while its request waits on: what
+	 * it published could let go of its pins now. */
+	if (w->checked && runs_again && w->lr)
+		lockreq_uncheck_deadlock(w->lr);
+	w->checked = 0;
+}
+
+/* The held locks of this mount that process p alone can let go: those on
+ * a file that no other process has open (users, from process_fd_users
+ * over inos).  At most max into out.  fs->lock held. */
+static size_t deadlock_pins_locked(struct zkl_fs *fs, pid_t p,
+				   const uint64_t *inos, const pid_t *users,
+				   size_t n, struct zkl_lockreq **out,
+				   size_t max)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (users[i] != p)
+			continue;
+		for (struct zkl_link *l = fs->lockfiles.next;
+		     l != &fs->lockfiles && k < max; l = l->next) {
+			struct lockfile *lf =
+				ZKL_CONTAINER_OF(l, struct lockfile, link);
+			if (lf->ino == inos[i] && lf->state == LF_OPEN &&
+			    lf->held)
+				out[k++] = lf->held;
+		}
+		for (struct zkl_link *l = fs->posix_locks.next;
+		     l != &fs->posix_locks && k < max; l = l->next) {
+			struct posixlock *pl =
+				ZKL_CONTAINER_OF(l, struct posixlock, link);
+			if (pl->ino == inos[i])
+				out[k++] = pl->lr;
+		}
+	}
+	return k;
+}
+
+/* The inodes of the lock files that hold a lock: those a pin can be.
+ * Into a new array, *n of them; NULL if none (or no memory).  fs->lock
+ * held. */
+static uint64_t *deadlock_held_inos_locked(struct zkl_fs *fs, size_t *n)
+{
+	size_t cap = 0, k = 0;
+	uint64_t *inos = NULL;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (struct zkl_link *l = fs->lockfiles.next;
+		     l != &fs->lockfiles; l = l->next) {
+			struct lockfile *lf =
+				ZKL_CONTAINER_OF(l, struct lockfile, link);
+			if (lf->state != LF_OPEN || !lf->held)
+				continue;
+			if (pass == 1)
+				inos[k] = lf->ino;
+			k++;
+		}
+		for (struct zkl_link *l = fs->posix_locks.next;
+		     l != &fs->posix_locks; l = l->next) {
+			struct posixlock *pl =
+				ZKL_CONTAINER_OF(l, struct posixlock, link);
+			if (pass == 1)
+				inos[k] = pl->ino;
+			k++;
+		}
+		if (pass == 0) {
+			cap = k;
+			k = 0;
+			if (cap == 0 || !(inos = calloc(cap, sizeof(*inos))))
+				break;
+		}
+	}
+	*n = k;
+	assert(k == cap || !inos);
+	return inos;
+}
+
+/* At most this many waits are checked at once (one read of /proc). */
+#define DEADLOCK_BATCH 256
+/* At most this many pins a wait publishes. */
+#define DEADLOCK_MAX_PINS 64
+
+/*
+ * Check the waits on `checking` (their timeout has passed): which of the
+ * locks their processes hold can only be let go by them (one read of
+ * every process's descriptors for the lot), then lockreq_check_deadlock
+ * for each that still waits.  A process of more than one thread pins
+ * nothing: another thread may let go while this one waits.  A wait that
+ * leaves PARKED meanwhile leaves `checking` too (deadlock_unparked_locked).
+ * fs->lock held; dropped while /proc is read.
+ */
+static void deadlock_check_locked(struct zkl_fs *fs, struct zkl_link *checking,
+				  const struct lineage_proc *takers, size_t n)
+{
+	struct zkl_lockreq *pins[DEADLOCK_MAX_PINS];
+	int threads[DEADLOCK_BATCH];
+	pid_t *users = NULL;
+	size_t ninos = 0;
+	uint64_t *inos = deadlock_held_inos_locked(fs, &ninos);
+
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < n; i++)
+		threads[i] = process_threads(takers[i]);
+	if (inos && (users = calloc(ninos, sizeof(*users))) &&
+	    process_fd_users(inos, ninos, users) < 0)
+		log_msg(LOG_DEBUG, "deadlock checks: some processes' files "
+				   "cannot be read: no lock counts as pinned");
+	pthread_mutex_lock(&fs->lock);
+	while (!list_empty(checking)) {
+		struct waiter *w = ZKL_CONTAINER_OF(checking->next,
+						    struct waiter, due_link);
+		size_t np = 0, i = 0;
+
+		list_del(&w->due_link);
+		assert(w->state == WAITER_PARKED && w->checked);
+		while (i < n && (takers[i].pid != w->taker.pid ||
+				 takers[i].start != w->taker.start))
+			i++;
+		/* Its locks must be its process's, whose one thread is the
+		 * very one that waits. */
+		if (users && i < n && threads[i] == 1 && w->tid == w->taker.pid)
+			np = deadlock_pins_locked(fs, w->taker.pid, inos, users,
+						  ninos, pins,
+						  DEADLOCK_MAX_PINS);
+		lockreq_check_deadlock(w->lr, pins, np); /* counted */
+	}
+	free(users);
+	free(inos);
+}
+
+static void *deadlock_checker(void *arg)
+{
+	struct zkl_fs *fs = arg;
+	struct lineage_proc takers[DEADLOCK_BATCH];
+	struct zkl_link checking;
+
+	list_init(&checking);
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		size_t n = 0;
+
+		if (list_empty(&fs->deadlock_due)) {
+			pthread_cond_wait(&fs->deadlock_wake, &fs->lock);
+			continue;
+		}
+		while (!list_empty(&fs->deadlock_due) && n < DEADLOCK_BATCH) {
+			struct waiter *w = ZKL_CONTAINER_OF(
+				fs->deadlock_due.next, struct waiter, due_link);
+			if (!deadline_reached(&w->check_at))
+				break;
+			list_del(&w->due_link);
+			list_add_tail(&checking, &w->due_link);
+			w->checked = 1;
+			takers[n++] = w->taker;
+		}
+		if (n == 0) {
+			struct waiter *w = ZKL_CONTAINER_OF(
+				fs->deadlock_due.next, struct waiter, due_link);
+			struct timespec at = w->check_at;
+			pthread_cond_timedwait(&fs->deadlock_wake, &fs->lock,
+					       &at);
+			continue;
+		}
+		deadlock_check_locked(fs, &checking, takers, n);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+int deadlock_checker_start(struct zkl_fs *fs)
+{
+	return -pthread_create(&fs->deadlock_checker, NULL, deadlock_checker,
+			       fs);
+}
+
+void deadlock_checker_stop(struct zkl_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	assert(fs->stopping);
+	pthread_cond_signal(&fs->deadlock_wake);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->deadlock_checker, NULL);
 }

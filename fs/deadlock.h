@@ -30,20 +30,42 @@ struct lockfile;
 int deadlock_would_close_locked(const struct lockfile *lf, uint64_t owner,
 				enum zkl_mode mode);
 
-/* Does process p hold a lock through this mount (an open lock file's, a
- * flock, an fcntl lock)?  Only then can its wait close a cycle of waits
- * across hosts: its request is flagged LOCKREQ_MAY_DEADLOCK
- * (recipes/waitgraph.h).  O(locks held).  fs->lock held. */
+/* Did process p take a lock through this mount that it still holds (an
+ * open lock file's, a flock, an fcntl lock)?  Only then can its wait
+ * close a cycle of waits across hosts (deadlock_candidate_locked).
+ * O(locks held).  fs->lock held. */
 int deadlock_owner_holds_locked(struct zkl_fs *fs, struct lineage_proc p);
 
-/* Under -o reentrant a process tree is one owner: of the ancestors
- * lineage[1..n) of the asking process lineage[0] (nearest first), those
- * that hold a lock through this mount and wait for it, each through the
- * processes between, all blocked waiting for their child
- * (lineage_waits_for: a script that runs a tool, flock(1) its command;
- * not a job run in the background).  At most max of them into out.
- * Returns how many.  Reads /proc: without fs->lock. */
-size_t deadlock_tree_of(struct zkl_fs *fs, const struct lineage_proc *lineage,
-			size_t n, struct lineage_proc *out, size_t max);
+/*
+ * Deadlocks across hosts (recipes/waitgraph.h).  A parked wait that may
+ * close a cycle (its process holds a lock through this mount, or it is a
+ * multi-lock) is checked once it has lasted -o deadlock_timeout_ms: of
+ * the locks this mount holds, those that nothing but the end of this wait
+ * can let go are its pins, which lockreq_check_deadlock publishes.  A lock
+ * is pinned by a wait when the waiting thread is the one thread of its
+ * process and no other process has the lock's file open (fdinfo of every
+ * process, one read for the waits due together): then no thread and no
+ * other holder of its open file description can close it while the wait
+ * lasts (a process blocked in one thread can neither fork, nor make a
+ * thread, nor pass a descriptor).  doc/design.md has why.
+ */
+struct waiter;
+
+/* Is w (about to be PARKED, asking for `mode`) worth checking?  A try, a
+ * lease, or a process that holds nothing here (and no multi-lock) is
+ * not.  fs->lock held. */
+int deadlock_candidate_locked(const struct waiter *w, enum zkl_mode mode);
+
+/* w became PARKED: a candidate is due for its check at the timeout.  w
+ * leaves PARKED: it is due no more; if its thread runs again meanwhile
+ * (runs_again: told EINTR, its wait kept), what it published goes.  From
+ * waiter_move_locked, fs->lock held. */
+void deadlock_parked_locked(struct waiter *w);
+void deadlock_unparked_locked(struct waiter *w, int runs_again);
+
+/* The thread that checks the waits due; stopped once fs->stopping is
+ * set.  Start returns 0 or -errno. */
+int deadlock_checker_start(struct zkl_fs *fs);
+void deadlock_checker_stop(struct zkl_fs *fs);
 
 #endif

@@ -21,6 +21,8 @@ void fs_context_init(struct zkl_fs *fs)
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->signal_poll, NULL);
 	pthread_cond_init(&fs->grants_done, NULL);
+	pthread_cond_init(&fs->deadlock_wake, NULL);
+	list_init(&fs->deadlock_due);
 	list_init(&fs->lockfiles);
 	list_init(&fs->waiters);
 	list_init(&fs->kept);
@@ -37,6 +39,7 @@ void fs_context_destroy(struct zkl_fs *fs)
 	free(fs->mountpoint);
 	pthread_cond_destroy(&fs->signal_poll);
 	pthread_cond_destroy(&fs->grants_done);
+	pthread_cond_destroy(&fs->deadlock_wake);
 	pthread_mutex_destroy(&fs->lock);
 }
 

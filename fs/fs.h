@@ -61,6 +61,13 @@ struct zkl_fs {
 	size_t signal_watched;      /* waiters the signal poller looks at */
 	pthread_cond_t signal_poll; /* wakes the poller (with fs->lock) */
 	pthread_t signal_poller;
+	/* Deadlocks across hosts (deadlock.h): the parked waits to check
+	 * once they have lasted deadlock_timeout_ms (0: never), in the order
+	 * of that time; the thread that checks them, and what wakes it. */
+	int deadlock_timeout_ms;
+	struct zkl_link deadlock_due;
+	pthread_cond_t deadlock_wake;
+	pthread_t deadlock_checker;
 	/* The refusals' log (fs_may_change): when its minute began
 	 * (CLOCK_MONOTONIC seconds), and the refusals in it so far. */
 	time_t refusal_minute_from;

@@ -119,21 +119,6 @@ size_t identity_add_multi(char *buf, size_t len, size_t size, const char *list)
 	return len + (size_t)n;
 }
 
-size_t identity_add_tree(char *buf, size_t len, size_t size,
-			 const struct lineage_proc *procs, size_t n)
-{
-	/* Each snprintf below returns at most what it had room for, or
-	 * more when cut: the assertion says the whole line fit. */
-	len += (size_t)snprintf(buf + len, size - len, "tree");
-	for (size_t i = 0; i < n && len < size; i++)
-		len += (size_t)snprintf(buf + len, size - len, " %d~%llu",
-					(int)procs[i].pid, procs[i].start);
-	if (len < size)
-		len += (size_t)snprintf(buf + len, size - len, "\n");
-	assert(len < size); /* IDENTITY_MAX's room */
-	return len;
-}
-
 int identity_get(const char *data, size_t len, const char *key, char *out,
 		 size_t outlen)
 {

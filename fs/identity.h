@@ -2,9 +2,7 @@
  * identity.h - who asked for a lock, as stored in its node's data: one
  * "key value" line each for host, pid, start (the process's start time,
  * which with the pid names it: process.h), uid, cmd and time, for a
- * multi-lock a "multi" line (its list), under -o reentrant a "tree" line
- * (the ancestors whose wait it is too: recipes/waitgraph.h), and
- * optionally a "note" line.
+ * multi-lock a "multi" line (its list), and optionally a "note" line.
  * Other mounts read it back (F_GETLK, holders); a peer's node (Curator,
  * kazoo) has none of it.
  */
@@ -18,9 +16,8 @@
 
 /* Room for an identity without its note: host (at most 255 bytes, as
  * gethostname gives), command (15 in Linux, at most 63 read), four
- * numbers, a multi-lock's list (a file name: at most 255 bytes), a tree
- * of three (33 bytes each, a sign counted) and the keys fit (779 bytes at
- * most). */
+ * numbers, a multi-lock's list (a file name: at most 255 bytes) and the
+ * keys fit (676 bytes at most). */
 #define IDENTITY_HOST_MAX 255
 #define IDENTITY_MAX 800
 /* Largest note a holder may store with write(). */
@@ -40,13 +37,6 @@ void identity_for_log(char *buf, size_t size, pid_t tid, uid_t uid);
 /* Add a "multi" line naming a multi-lock's list (its directory's name)
  * to the identity buf[0..len) of `size` bytes.  Returns the new length. */
 size_t identity_add_multi(char *buf, size_t len, size_t size, const char *list);
-
-/* Add a "tree" line naming procs[0..n) ("pid~start" each; the format
- * recipes/waitgraph.h reads) to the identity buf[0..len) of `size`
- * bytes: the ancestors whose wait this one is too.  Returns the new
- * length. */
-size_t identity_add_tree(char *buf, size_t len, size_t size,
-			 const struct lineage_proc *procs, size_t n);
 
 /* Copy the value of `key` in the identity text data[0..len) into out
  * (NUL-terminated, truncated to outlen - 1).  Returns its length (a note

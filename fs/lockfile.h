@@ -257,6 +257,12 @@ struct waiter {
 	size_t identity_len;
 	char identity[IDENTITY_MAX];
 	struct lineage_proc taker; /* the process the identity names */
+	/* Deadlocks across hosts (deadlock.h): a wait to check once it
+	 * has lasted the timeout, in fs->deadlock_due until then; checked
+	 * (its pins published) while it stays PARKED. */
+	unsigned check_candidate : 1, checked : 1;
+	struct zkl_link due_link;
+	struct timespec check_at;
 };
 
 /* Queue a lock request for `mode` on lf's resource for req, with

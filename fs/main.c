@@ -10,6 +10,7 @@
  * mount's lock nodes) and unmount.
  */
 #include "config.h"
+#include "deadlock.h"
 #include "fs.h"
 #include "log.h"
 #include "metrics.h"
@@ -288,7 +289,19 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out_tree;
 	}
+	if ((rc = deadlock_checker_start(&fs)) < 0) {
+		fprintf(stderr, "zklockfs: cannot start a thread: %s\n",
+			strerror(-rc));
+		pthread_mutex_lock(&fs.lock);
+		fs.stopping = 1;
+		pthread_mutex_unlock(&fs.lock);
+		waiter_poller_stop(&fs);
+		rc = 1;
+		goto out_tree;
+	}
 	polling = 1;
+	fs.deadlock_timeout_ms =
+		o.deadlock_timeout_ms < 0 ? 1000 : o.deadlock_timeout_ms;
 	rc = 1;
 	struct zkl_session_opts so = {
 		.hosts = o.hosts,
@@ -301,7 +314,6 @@ int main(int argc, char **argv)
 		.dialect = o.style,
 		.jeopardy_margin_ms = o.jeopardy_margin_ms,
 		.persistent_resources = o.persistent_resources,
-		.deadlock_timeout_ms = o.deadlock_timeout_ms,
 	};
 	opened = session_open(&so, &fs.session, err, sizeof(err));
 	memset(auth, 0, sizeof(auth)); /* the session keeps its own copy */
@@ -363,6 +375,7 @@ out_opts:
 		fs.stopping = 1;
 		pthread_mutex_unlock(&fs.lock);
 		waiter_poller_stop(&fs);
+		deadlock_checker_stop(&fs);
 	}
 	opts_free(&o);
 out_args:

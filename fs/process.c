@@ -137,89 +137,6 @@ size_t lineage_of(pid_t tid, struct lineage_proc *out, size_t max)
 	return n;
 }
 
-int lineage_parse_wait(const char *syscall, pid_t *child)
-{
-	unsigned long long arg[2];
-	long nr = kernelopen_syscall_of(syscall);
-	const char *at = strchr(syscall, ' ');
-	char *end;
-
-	for (int i = 0; i < 2; i++) {
-		if (!at)
-			return -1;
-		errno = 0;
-		arg[i] = strtoull(at + 1, &end, 16);
-		if (errno || end == at + 1 || (*end != ' ' && *end != '\n'))
-			return -1;
-		at = end;
-	}
-	/* The kernel takes an int from each register: its low 32 bits (a
-	 * -1 shows as 0xffffffff or 0xffffffffffffffff). */
-#ifdef SYS_wait4
-	if (nr == SYS_wait4) { /* wait4(pid, ...) */
-		pid_t pid = (pid_t)(int32_t)(uint32_t)arg[0];
-		if (pid > 0) {
-			*child = pid;
-			return 1;
-		}
-		return 0;
-	}
-#endif
-#ifdef SYS_waitid
-	if (nr == SYS_waitid) { /* waitid(idtype, id, ...) */
-		pid_t id = (pid_t)(int32_t)(uint32_t)arg[1];
-		/* Another idtype is no waitid: a 32-bit process's call of
-		 * that number (i386's io_getevents, a pointer first). */
-		if (arg[0] > P_PIDFD)
-			return -1;
-		if (arg[0] == P_PID && id > 0) {
-			*child = id;
-			return 1;
-		}
-		return 0;
-	}
-#endif
-	return -1;
-}
-
-/* Is `child` the one child that thread `pid` of its process has made
- * (and not yet reaped)? */
-static int lineage_only_child(pid_t pid, pid_t child)
-{
-	char name[64], text[256], *end;
-	long first;
-
-	snprintf(name, sizeof(name), "task/%d/children", (int)pid);
-	if (procfile_read(pid, name, text, sizeof(text)) <= 0)
-		return 0;
-	first = strtol(text, &end, 10);
-	return first == child &&
-	       (*end == '\0' || strspn(end, " \n") == strlen(end));
-}
-
-int lineage_waits_for(pid_t parent, pid_t child)
-{
-	char text[1024];
-	unsigned long long threads;
-	pid_t target;
-
-	if (procfile_read(parent, "syscall", text, sizeof(text)) <= 0)
-		return 0;
-	switch (lineage_parse_wait(text, &target)) {
-	case 1:
-		return target == child;
-	case 0:
-		/* Any child: only if it is the one there is.  The children
-		 * file lists those of one thread: a process of one thread
-		 * only. */
-		return procfile_read(parent, "stat", text, sizeof(text)) > 0 &&
-		       procstat_field(text, 20, &threads) == 0 &&
-		       threads == 1 && lineage_only_child(parent, child);
-	default:
-		return 0;
-	}
-}
-
 int lineage_has(const struct lineage_proc *lineage, size_t n,
 		struct lineage_proc p)
 {
@@ -372,4 +289,89 @@ int kernelopen_in_ioctl(pid_t tid)
 	if (procfile_read(tid, "syscall", text, sizeof(text)) <= 0)
 		return 0;
 	return kernelopen_is_ioctl(kernelopen_syscall_of(text));
+}
+
+int process_threads(struct lineage_proc p)
+{
+	unsigned long long start, threads;
+	char buf[1024];
+	pid_t ppid;
+
+	if (p.pid <= 0 || procfile_read(p.pid, "stat", buf, sizeof(buf)) <= 0 ||
+	    lineage_parse_stat(buf, &ppid, &start) < 0 || start != p.start ||
+	    procstat_field(buf, 20, &threads) < 0)
+		return -ESRCH;
+	return (int)threads;
+}
+
+/* Note that process pid has a descriptor on inos[i]: the first one
+ * named, else several. */
+static void process_note_user(pid_t *users, size_t i, pid_t pid)
+{
+	if (users[i] == 0)
+		users[i] = pid;
+	else if (users[i] != pid)
+		users[i] = -1;
+}
+
+/* The inodes of the descriptors of process pid, noted in users.
+ * Returns 0, or -EACCES if its descriptors could not be read. */
+static int process_fds_of(pid_t pid, const uint64_t *inos, size_t n,
+			  pid_t *users)
+{
+	char path[64], link[16], buf[512];
+	struct dirent *d;
+	DIR *dir;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if (!(dir = opendir(path)))
+		return errno == EACCES ? -EACCES : 0; /* gone: none */
+	fd = dirfd(dir);
+	while ((d = readdir(dir))) {
+		char name[300];
+		uint64_t ino;
+
+		if (d->d_name[0] == '.')
+			continue;
+		/* A file has a path: a socket, a pipe, an event fd do not,
+		 * and need no fdinfo read. */
+		if (readlinkat(fd, d->d_name, link, sizeof(link)) < 1 ||
+		    link[0] != '/')
+			continue;
+		snprintf(name, sizeof(name), "fdinfo/%s", d->d_name);
+		if (procfile_read(pid, name, buf, sizeof(buf)) <= 0)
+			continue;
+		ino = lineage_fdinfo_ino(buf);
+		for (size_t i = 0; ino && i < n; i++)
+			if (ino == inos[i])
+				process_note_user(users, i, pid);
+	}
+	closedir(dir);
+	return 0;
+}
+
+int process_fd_users(const uint64_t *inos, size_t n, pid_t *users)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *d;
+	int err = 0;
+
+	memset(users, 0, n * sizeof(*users));
+	if (!proc)
+		return -errno;
+	while ((d = readdir(proc))) {
+		char *end;
+		long pid = strtol(d->d_name, &end, 10);
+
+		if (pid <= 0 || *end || pid == getpid())
+			continue;
+		if (process_fds_of((pid_t)pid, inos, n, users) < 0)
+			err = -EACCES;
+	}
+	closedir(proc);
+	if (err < 0) /* someone we cannot see may have any of them open */
+		for (size_t i = 0; i < n; i++)
+			users[i] = -1;
+	return err;
 }

@@ -66,20 +66,19 @@ int lineage_still_runs(struct lineage_proc p);
  * one of the inodes inos[0..n) (as /proc/<pid>/fdinfo shows them)? */
 int lineage_has_open(struct lineage_proc p, const uint64_t *inos, size_t n);
 
-/* Which child does a thread wait for, by its /proc/<tid>/syscall text?
- * Returns 1 with *child the pid it waits for, or 0 for any of its
- * children (a wait4 of -1, 0 or a group, a waitid of P_ALL, P_PGID or a
- * pidfd); -1 if it is in neither wait4 nor waitid. */
-int lineage_parse_wait(const char *syscall, pid_t *child);
+/* How many threads process p has (field 20 of its stat), or -ESRCH if it
+ * no longer runs (or its pid is another's). */
+int process_threads(struct lineage_proc p);
 
-/* Is process `parent` blocked waiting for its child `child`: in wait4 or
- * waitid for that pid, or for any child while it has one thread and
- * `child` is the only child it has (/proc/<pid>/task/<pid>/children)?
- * A native (not 32-bit) process's call only.  Only then does it wait for
- * what that child waits for (-o reentrant: the process tree is one owner
- * for the deadlock checks, recipes/waitgraph.h); a parent that runs a
- * job in the background, or waits for another, does not. */
-int lineage_waits_for(pid_t parent, pid_t child);
+/* Who has each of the inodes inos[0..n) open, over every process /proc
+ * shows (their /proc/<pid>/fdinfo): users[i] is the pid of the one
+ * process that has a descriptor on inos[i], 0 if none has, -1 if several
+ * have.  A process whose descriptors cannot be read (another user's, to a
+ * daemon that is not root) might have any: then every users[i] is -1 and
+ * -EACCES is returned; else 0, or -errno if /proc cannot be listed.  Reads
+ * every process's descriptors: O(descriptors on the host).  Any thread,
+ * no lock held (the daemon's own descriptors are not counted). */
+int process_fd_users(const uint64_t *inos, size_t n, pid_t *users);
 
 /*
  * Does the signal that interrupted a blocked open cancel it?

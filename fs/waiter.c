@@ -12,7 +12,6 @@
 #include "deadlock.h"
 #include "process.h"
 #include "lockfile.h"
-#include "waitgraph.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -95,6 +94,8 @@ static void waiter_move_locked(struct waiter *w, enum waiter_state to)
 		assert(fs->signal_watched > 0);
 		fs->signal_watched--;
 	}
+	if (from == WAITER_PARKED)
+		deadlock_unparked_locked(w, to == WAITER_KEPT);
 	if (from == WAITER_PARKED && (w->flags & LOCKREQ_TRY)) {
 		assert(fs->tries > 0);
 		fs->tries--;
@@ -107,6 +108,7 @@ static void waiter_move_locked(struct waiter *w, enum waiter_state to)
 	}
 	switch (to) {
 	case WAITER_PARKED:
+		deadlock_parked_locked(w);
 		if (!(w->flags & LOCKREQ_TRY))
 			break;
 		/* A try is answered in WAITER_ANSWER_MS, whatever ZooKeeper
@@ -349,6 +351,7 @@ static struct waiter *waiter_new(fuse_req_t req, const struct waiter_ops *ops,
 	if (!w)
 		return NULL;
 	list_init(&w->link);
+	list_init(&w->due_link);
 	w->fs = fs;
 	w->ops = ops;
 	w->req = req;
@@ -374,37 +377,6 @@ static struct waiter *waiter_new(fuse_req_t req, const struct waiter_ops *ops,
 	if (fs->reentrant && mode != ZKL_MODE_LEASE)
 		w->nlineage = lineage_of(w->tid, w->lineage, LINEAGE_MAX);
 	return w;
-}
-
-/* The flags of w's request, with LOCKREQ_MAY_DEADLOCK where its owner
- * holds a lock already: its wait may close a cycle across hosts
- * (recipes/waitgraph.h).  Under -o reentrant its owner is its process
- * tree: the ancestors that hold and wait for it are named in its
- * identity, and its wait is theirs too.  A try waits for nobody. */
-static unsigned waiter_deadlock_flags(struct waiter *w, unsigned flags)
-{
-	struct zkl_fs *fs = w->fs;
-
-	if (flags & LOCKREQ_TRY)
-		return flags;
-	if (w->nlineage > 1) {
-		struct lineage_proc tree[WAITGRAPH_TREE_MAX];
-		size_t ntree = deadlock_tree_of(fs, w->lineage, w->nlineage,
-						tree, WAITGRAPH_TREE_MAX);
-
-		if (ntree > 0) {
-			w->identity_len = identity_add_tree(w->identity,
-							    w->identity_len,
-							    sizeof(w->identity),
-							    tree, ntree);
-			flags |= LOCKREQ_MAY_DEADLOCK;
-		}
-	}
-	pthread_mutex_lock(&fs->lock);
-	if (deadlock_owner_holds_locked(fs, w->taker))
-		flags |= LOCKREQ_MAY_DEADLOCK;
-	pthread_mutex_unlock(&fs->lock);
-	return flags;
 }
 
 /* Start w's request (a downgrade's in place of `from`), or answer w at
@@ -506,7 +478,6 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			return;
 		}
 	}
-	flags = waiter_deadlock_flags(w, flags);
 	err = lockfile_new_request(lf, mode, flags | LOCKREQ_KIND(ops->kind),
 				   w->identity, w->identity_len, waiter_done, w,
 				   &w->lr);
@@ -591,6 +562,7 @@ int waiter_list_unless_deadlock(struct waiter *w, enum zkl_mode mode)
 
 	pthread_mutex_lock(&fs->lock);
 	cycle = waiter_would_deadlock_locked(w, mode);
+	w->check_candidate = deadlock_candidate_locked(w, mode);
 	if (!cycle)
 		waiter_move_locked(w, WAITER_PARKED);
 	pthread_mutex_unlock(&fs->lock);

@@ -63,12 +63,10 @@ struct zkl_session {
 	 * (atomic: the creates' replies count them unlocked). */
 	int containers;
 	int persistent_resources; /* -o containers=no: never containers */
-	/* A wait this old whose owner holds a lock is checked for a cycle
-	 * across hosts (waitgraph.c; 0: never); the waits this mount failed
-	 * with EDEADLK. */
-	int64_t deadlock_timeout_ms;
+	/* The waits this mount failed with EDEADLK: they closed a cycle
+	 * across hosts (waitgraph.c); its walks that ended. */
 	uint64_t deadlocks;
-	uint64_t deadlock_checks; /* walks ended (waitgraph.c: wg_stop) */
+	uint64_t deadlock_checks;
 	_Atomic uint64_t resources_created;
 	struct zkl_session_metrics metrics; /* session.c */
 

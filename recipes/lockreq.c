@@ -680,7 +680,6 @@ int lr_alloc(struct zkl_session *s, const char *dir, const char *res,
 	lr->mode = mode;
 	lr->kind = kind;
 	lr->try_only = (flags & LOCKREQ_TRY) != 0;
-	lr->may_deadlock = (flags & LOCKREQ_MAY_DEADLOCK) != 0;
 	lr->metrics_kind = (flags >> LOCKREQ_KIND_SHIFT) % ZKL_KINDS;
 	lr->made_ms = session_clock_now();
 	lr->done = done;
@@ -950,13 +949,6 @@ void lr_end_completion(struct zkl_lockreq *lr, struct zkl_link *notify)
 static void lr_ignore_void(int rc, const void *data)
 {
 	(void)rc;
-	(void)data;
-}
-
-static void lr_ignore_stat(int rc, const struct Stat *st, const void *data)
-{
-	(void)rc;
-	(void)st;
 	(void)data;
 }
 
@@ -1407,23 +1399,8 @@ static void lr_unwatch_to(struct zkl_lockreq *lr, enum lr_unwatching upto)
 			lr_drop_locked(lr, armed[i].hold);
 }
 
-/* This waiting request closes a cycle of waits across hosts and is its
- * youngest (waitgraph.h): it fails with EDEADLK, and its node goes.  The
- * mark's second line names the cycle. */
-static void lr_deadlock_locked(struct zkl_lockreq *lr, const char *mark,
-			       size_t len, struct zkl_link *notify)
+void lr_deadlock_locked(struct zkl_lockreq *lr, struct zkl_link *notify)
 {
-	size_t skip = strlen(WAITGRAPH_MARK);
-	const char *nl = len > skip ? memchr(mark + skip, '\n', len - skip)
-				    : NULL;
-	int n = len <= skip ? 0
-		: nl        ? (int)(nl - (mark + skip))
-			    : (int)(len - skip);
-	log_msg(LOG_WARNING,
-		"%s: fails with EDEADLK: its wait closes a "
-		"cycle across hosts (%.*s)",
-		lr->node, n, mark + skip);
-	lr->s->deadlocks++;
 	if (lr->phase == PH_WATCHING)
 		lr_to(lr, PH_IDLE);
 	lr_finish_locked(lr, -EDEADLK, notify);
@@ -1445,22 +1422,8 @@ static void lr_on_own_armed(int rc, const char *value, int len,
 
 	session_enter(s, &notify);
 	lr_trace(lr, TRACE_OWN_WATCHED);
-	if (rc == ZOK && lr->own_watch.entry && lr->outcome == LR_PENDING &&
-	    waitgraph_is_mark(value, len > 0 ? (size_t)len : 0)) {
-		/* A walk found this wait the youngest of a cycle. */
-		lr_deadlock_locked(lr, value, (size_t)len, &notify);
-	} else if (rc == ZOK && lr->own_watch.entry &&
-		   waitgraph_is_mark(value, len > 0 ? (size_t)len : 0)) {
-		/* Granted just before a walk marked it: no deadlock any
-		 * more.  Its identity back, for holders and other walks. */
-		log_msg(LOG_INFO,
-			"%s: a deadlock mark came after the grant: the "
-			"identity is set again",
-			lr->node);
-		zoo_aset(s->zh, lr->node, lr->data, (int)lr->datalen, -1,
-			 lr_ignore_stat, NULL);
-	} else if (rc == ZOK && lr->own_watch.entry &&
-		   revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
+	if (rc == ZOK && lr->own_watch.entry &&
+	    revoke_is_break(value, len > 0 ? (size_t)len : 0)) {
 		lr_break_seen_locked(lr, &notify);
 	} else if (rc == ZOK && lr->own_watch.entry) {
 		lr->own_known = 1;
@@ -2243,7 +2206,6 @@ static void lr_evaluate(struct zkl_lockreq *lr, int listed,
 		lr_finish_locked(lr, err, notify);
 		return;
 	}
-	waitgraph_waiting_locked(lr); /* once: a cycle comes with a wait */
 }
 
 static void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
@@ -2662,3 +2624,24 @@ const struct lr_kind_ops *const lr_kinds[LR_KINDS] = {
 	[LR_PEER_LEASE] = &peerlease_kind,
 	[LR_PEER_MUTEX] = &lr_peer_mutex_kind,
 };
+
+void lockreq_check_deadlock(struct zkl_lockreq *lr,
+			    struct zkl_lockreq *const *pins, size_t n)
+{
+	struct zkl_link notify;
+
+	session_enter(lr->s, &notify);
+	waitgraph_check_locked(lr, pins, n, &notify);
+	/* Its caller may hold fs->lock, which owners' callbacks take. */
+	assert(list_empty(&notify));
+	session_leave(lr->s, &notify);
+}
+
+void lockreq_uncheck_deadlock(struct zkl_lockreq *lr)
+{
+	struct zkl_link notify;
+
+	session_enter(lr->s, &notify);
+	waitgraph_end_locked(lr);
+	session_leave(lr->s, &notify);
+}

@@ -34,10 +34,6 @@ typedef void (*lockreq_done_fn)(struct zkl_lockreq *lr, int err, void *arg);
 
 enum lockreq_flags {
 	LOCKREQ_TRY = 1, /* fail with -EAGAIN instead of queueing */
-	/* Its owner holds a lock already: a long wait is checked for a
-	 * cycle of waits across hosts (waitgraph.h), -EDEADLK if it closes
-	 * one. */
-	LOCKREQ_MAY_DEADLOCK = 2,
 };
 
 /* A flag: the request is of kind k (0 to ZKL_KINDS - 1), the owner's name
@@ -179,5 +175,22 @@ int lockreq_holds(struct zkl_lockreq *lr);
  * "open", "flock", ...); other moments pass NULL. */
 void lockreq_trace(struct zkl_lockreq *lr, enum zkl_trace_point p, int64_t at,
 		   const char *what);
+
+/* Deadlocks across hosts (waitgraph.h).  The owner of lr, a waiting lock
+ * (a plain one or a multi-lock), is blocked in it, and nothing but the end
+ * of that wait can let go of pins[0..n), held requests of this session
+ * (the caller, fs/deadlock.h, made sure): publish that, with a multi-lock's
+ * own members that hold, and look for a cycle of such waits; one found
+ * fails lr with -EDEADLK through its done.  Counted as a check (the
+ * session's deadlock_checks) if lr still waits; nothing more if it pins
+ * nothing.  Calls no owner's callback: any thread, s->lock not held
+ * (fs->lock may be). */
+void lockreq_check_deadlock(struct zkl_lockreq *lr,
+			    struct zkl_lockreq *const *pins, size_t n);
+
+/* lr's owner runs again before its wait ends (a caught signal, its wait
+ * kept): what lockreq_check_deadlock published goes.  s->lock not
+ * held. */
+void lockreq_uncheck_deadlock(struct zkl_lockreq *lr);
 
 #endif

@@ -319,3 +319,49 @@ enum lockrule_lease_step lockrule_lease(const struct zkl_node *sorted,
 		return LOCKRULE_LEASE_AHEAD;
 	return LOCKRULE_LEASE_ONE;
 }
+
+size_t lockrule_holders_in_way(const struct zkl_node *sorted, size_t self,
+			       unsigned char *in_way)
+{
+	/* A write node holds when no lock node is ahead of it, a read node
+	 * when no write node is: so each holds iff it is ahead of the first
+	 * node of the kind it waits for. */
+	size_t first_lock = self, first_write = self, found = 0;
+	unsigned reach; /* modes of the waits that reach back this far */
+
+	if (sorted[self].mode == ZKL_MODE_LEASE)
+		return 0;
+	for (size_t k = self; k-- > 0;) {
+		if (sorted[k].mode == ZKL_MODE_LEASE)
+			continue;
+		first_lock = k;
+		if (sorted[k].mode == ZKL_MODE_WRITE)
+			first_write = k;
+	}
+	if (sorted[self].mode == ZKL_MODE_WRITE ? first_lock == self
+						: first_write == self)
+		return 0; /* it holds */
+	reach = 1u << sorted[self].mode;
+	for (size_t k = self; k-- > 0;) {
+		enum zkl_mode m = sorted[k].mode;
+		int waited = 0, holds;
+
+		in_way[k] = 0;
+		if (m == ZKL_MODE_LEASE)
+			continue;
+		for (unsigned r = ZKL_MODE_READ; r <= ZKL_MODE_WRITE; r++)
+			if ((reach & (1u << r)) &&
+			    lockrule_waits_for((enum zkl_mode)r, m))
+				waited = 1;
+		if (!waited)
+			continue;
+		holds = m == ZKL_MODE_WRITE ? k == first_lock : k < first_write;
+		if (holds) {
+			in_way[k] = 1;
+			found++;
+		} else {
+			reach |= 1u << m;
+		}
+	}
+	return found;
+}

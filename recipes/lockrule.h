@@ -113,6 +113,16 @@ enum lockrule_lease_step lockrule_lease(const struct zkl_node *sorted,
 					size_t self, unsigned limit,
 					ssize_t *pred);
 
+/* The holders that the waiting lock node sorted[self] cannot outlast:
+ * in_way[k] set (for k < self) for each lock node ahead that holds and
+ * that it waits for, directly or through waiting nodes between (a reader
+ * behind a waiting writer waits for the readers that writer waits for).
+ * A waiting node is granted only once every node it waits for is gone, so
+ * while these stand it waits.  in_way[self..] is left alone.  Leases take
+ * no part.  Returns how many; 0 if sorted[self] holds or is a lease. */
+size_t lockrule_holders_in_way(const struct zkl_node *sorted, size_t self,
+			       unsigned char *in_way);
+
 /* The first node in sorted[0..n) that a new request of `mode`, queued now,
  * would wait for, if it would wait: ignoring nodes whose tag is one of
  * skip[0..nskip) (the caller's own).  Returns its index, or -1 if such a

@@ -267,11 +267,9 @@ struct zkl_lockreq {
 	 * how its owner asked ("open", "flock", ...: a static string). */
 	int64_t trace[TRACE_POINTS];
 	const char *trace_what;
-	/* Its check for a cycle of waits across hosts (waitgraph.c), while
-	 * it waits; may_deadlock: its owner holds a lock (LOCKREQ_
-	 * MAY_DEADLOCK), so that its wait may close a cycle. */
-	struct wg_walk *wg;
-	unsigned may_deadlock : 1;
+	/* Its check for a cycle of waits across hosts (waitgraph.c): from
+	 * its owner's check (lockreq_check_deadlock) to its wait's end. */
+	struct wg_wait *wg;
 	lockreq_done_fn done;
 	void *arg;
 	lockreq_gone_fn gone_fn; /* lockreq_release_then's, or NULL */
@@ -331,12 +329,22 @@ int lr_set_node(struct zkl_lockreq *lr, const char *dir, const char *name);
  * request. */
 void lr_hold(struct zkl_lockreq *lr, enum lr_hold h);
 void lr_drop_locked(struct zkl_lockreq *lr, enum lr_hold h);
-/* waitgraph.c: lr waits (PH_WATCHING): check for a cycle once the
- * deadlock timeout passes, if its owner may close one; its wait ended
- * (granted, failed, let go, or its session over): the check ends, its
- * record goes.  Both s->lock held; either may come more than once. */
-void waitgraph_waiting_locked(struct zkl_lockreq *lr);
+/* waitgraph.c, all with s->lock held: the owner of the waiting request lr
+ * (a plain lock or a multi-lock) is blocked in it and nothing else can
+ * let go of the held requests pins[0..n) (lockreq_check_deadlock):
+ * publish them, with a multi-lock's members that hold, and walk; a
+ * multi-lock's member m was granted while others wait: one pin more; lr's
+ * wait ended (granted, failed, let go, its owner ran again, or its
+ * session over): the check ends, its records go.  Each may come more than
+ * once. */
+void waitgraph_check_locked(struct zkl_lockreq *lr,
+			    struct zkl_lockreq *const *pins, size_t n,
+			    struct zkl_link *notify);
+void waitgraph_member_held_locked(struct zkl_lockreq *g, struct zkl_lockreq *m,
+				  struct zkl_link *notify);
 void waitgraph_end_locked(struct zkl_lockreq *lr);
+/* A waiting lr closes a cycle (waitgraph.c): it fails with EDEADLK. */
+void lr_deadlock_locked(struct zkl_lockreq *lr, struct zkl_link *notify);
 
 /* Note that lr reached moment p now, the first time (trace.h). */
 void lr_trace(struct zkl_lockreq *lr, enum zkl_trace_point p);

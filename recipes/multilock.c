@@ -72,11 +72,8 @@ static int ml_make_members(struct zkl_lockreq *g, const char *const *dirs,
 		/* The multi-lock's own tag: its owner's F_GETLK skips the
 		 * nodes by it (each member finds its own in its resource). */
 		err = lr_alloc(g->s, dirs[made], dirs[made], LR_MEMBER, g->guid,
-			       g->mode,
-			       (g->try_only ? LOCKREQ_TRY : 0) |
-				       (g->may_deadlock ? LOCKREQ_MAY_DEADLOCK
-							: 0),
-			       g->data, g->datalen, ml_member_done, g, &m);
+			       g->mode, g->try_only ? LOCKREQ_TRY : 0, g->data,
+			       g->datalen, ml_member_done, g, &m);
 		if (err < 0)
 			break;
 		m->group = g;
@@ -129,7 +126,7 @@ static void multilock_abandon_locked(struct zkl_lockreq *g,
 				     struct zkl_link *notify)
 {
 	ZKL_ASSERT_HELD(&g->s->lock);
-	assert(!g->wg); /* its members wait, each its own record */
+	waitgraph_end_locked(g);
 	g->outcome = LR_FINISHED;
 	ml_let_go(g, notify);
 	lr_to(g, PH_GONE);
@@ -207,6 +204,9 @@ static void ml_member_done(struct zkl_lockreq *m, int err, void *arg)
 		ml_fail(g, err, &notify);
 	} else if (++g->members_granted == g->nmembers) {
 		ml_grant(g, &notify);
+	} else {
+		/* It holds while others wait: a pin of its wait. */
+		waitgraph_member_held_locked(g, m, &notify);
 	}
 	lr_end_entry_locked(g, &notify);
 	session_leave(g->s, &notify);

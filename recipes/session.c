@@ -318,9 +318,6 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	s->session_timeout_ms = opts->session_timeout_ms;
 	s->dialect = opts->dialect;
 	s->persistent_resources = opts->persistent_resources;
-	s->deadlock_timeout_ms = opts->deadlock_timeout_ms < 0
-					 ? 1000
-					 : opts->deadlock_timeout_ms;
 	session_clock_init(s, opts->jeopardy_margin_ms);
 	s->acl = &ZOO_OPEN_ACL_UNSAFE;
 	if (opts->digest_auth) {

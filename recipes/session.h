@@ -39,10 +39,6 @@ struct zkl_session_opts {
 	/* Make resource znodes persistent even where they could be
 	 * containers (session.c says when they are). */
 	int persistent_resources;
-	/* A wait longer than this, by a process that holds a lock, is
-	 * checked for a cycle of waits across hosts (waitgraph.h); 0: never,
-	 * -1: the default (a second). */
-	int deadlock_timeout_ms;
 };
 
 enum zkl_conn_state {
@@ -114,7 +110,8 @@ struct zkl_session_stats {
 	int containers;          /* resource znodes are containers */
 	uint64_t deadlocks; /* waits failed with EDEADLK: they closed a cycle
 			     * across hosts (waitgraph.h) */
-	uint64_t deadlock_checks;   /* long waits checked for a cycle */
+	uint64_t deadlock_checks;   /* long waits checked for a cycle
+				     * (lockreq_check_deadlock) */
 	uint64_t resources_created; /* resource znodes this mount made (new
 				     * names, and names made again after
 				     * the server reaped them: a create

@@ -1,13 +1,13 @@
 /*
  * waitgraph.c - deadlocks across hosts (waitgraph.h).
  *
- * One walk per waiting request that may close a cycle (its owner holds a
- * lock: LOCKREQ_MAY_DEADLOCK), made when it starts to wait and freed when
- * the wait ends and no reply of its is due.  Its steps are ZooKeeper
- * calls, one at a time, each completion running the next under the
- * session's mutex: the record, a sync, the list of records, then the
- * nodes reached (a listing of each queue, the data of each node), then,
- * for a cycle, the check of every part of it and the mark.
+ * A checked wait (struct wg_wait, lr->wg) owns its records, one per pin,
+ * from the check that fs/ asks for until the wait ends; then they are
+ * deleted (again once connected, if a delete was cut off) and it is freed
+ * once no reply of its is due.  A walk (struct wg_walk) lives only while
+ * it reads: one ZooKeeper call at a time, each reply running the next
+ * step under the session's mutex.  A wait costs its record and the names
+ * of its records; a walk what it read, freed at its end.
  */
 #include "waitgraph.h"
 
@@ -25,206 +25,1161 @@
 #include <string.h>
 #include <syslog.h>
 
-/* Room for an owner key: a host (255), two numbers, two '~'. */
-#define WG_KEY_MAX 300
-/* Queues listed in one walk. */
-#define WG_MAX_DIRS 16
+/* ---- names and data of records -------------------------------------- */
 
-enum wg_todo {
-	WG_EXPAND,   /* a waiting node: which nodes does it wait for? */
-	WG_CLASSIFY, /* a node waited for: whose is it? */
-	WG_FOLLOW,   /* a record of the owner of a held node: its wait */
-	WG_DONE,
+uint64_t waitgraph_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+int waitgraph_record_name(const char *dir, const char *pin, const char *wait,
+			  char *out, size_t size)
+{
+	int n = snprintf(out, size, "%016" PRIx64 "~%s~%016" PRIx64,
+			 waitgraph_hash(dir), pin, waitgraph_hash(wait));
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : n;
+}
+
+static int wg_hex16(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 16; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9'   ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+					       : -1;
+		if (d < 0)
+			return -EINVAL;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+int waitgraph_record_parse(const char *name, uint64_t *dir_hash,
+			   const char **pin, size_t *pin_len)
+{
+	size_t len = strlen(name);
+	uint64_t wait_hash;
+
+	/* 16 hex, '~', a name of one byte or more, '~', 16 hex */
+	if (len < 16 + 1 + 1 + 1 + 16 || name[16] != '~' ||
+	    name[len - 17] != '~' || wg_hex16(name, dir_hash) < 0 ||
+	    wg_hex16(name + len - 16, &wait_hash) < 0)
+		return -EINVAL;
+	*pin = name + 17;
+	*pin_len = len - 17 - 17;
+	return memchr(*pin, '~', *pin_len) ? -EINVAL : 0;
+}
+
+int waitgraph_record_data(int64_t timeout_ms, const char *who,
+			  const char *const *waits, size_t n, char *out,
+			  size_t size)
+{
+	int k = snprintf(out, size, "%" PRId64 "\n%s\n", timeout_ms, who);
+	size_t at;
+
+	if (k < 0 || (size_t)k >= size || strchr(who, '\n'))
+		return -EINVAL;
+	at = (size_t)k;
+	for (size_t i = 0; i < n; i++) {
+		k = snprintf(out + at, size - at, "%s\n", waits[i]);
+		if (k < 0 || (size_t)k >= size - at)
+			return -ENAMETOOLONG;
+		at += (size_t)k;
+	}
+	return (int)at;
+}
+
+int waitgraph_record_parse_data(const char *data, size_t len,
+				int64_t *timeout_ms, const char **who,
+				size_t *who_len, const char **paths,
+				size_t *lens, size_t max)
+{
+	const char *end = data ? data + len : NULL, *at = data, *nl;
+	int64_t t = 0;
+	size_t n = 0;
+
+	if (!data || len == 0)
+		return -EINVAL;
+	for (; at < end && *at >= '0' && *at <= '9'; at++)
+		if (t > INT64_MAX / 20)
+			return -EINVAL;
+		else
+			t = t * 10 + (*at - '0');
+	if (at == data || at == end || *at++ != '\n' ||
+	    !(nl = memchr(at, '\n', (size_t)(end - at))))
+		return -EINVAL;
+	*timeout_ms = t;
+	*who = at;
+	*who_len = (size_t)(nl - at);
+	for (at = nl + 1; at < end; at = nl + 1) {
+		nl = memchr(at, '\n', (size_t)(end - at));
+		if (!nl || nl == at || *at != '/')
+			return -EINVAL;
+		if (n < max) {
+			paths[n] = at;
+			lens[n++] = (size_t)(nl - at);
+		}
+	}
+	return n > 0 ? (int)n : -EINVAL;
+}
+
+/* ---- a checked wait -------------------------------------------------- */
+
+/* A call cut off by the connection is sent again this much later (the
+ * session's clock resumes nothing before it is connected). */
+#define WG_RETRY_MS 100
+
+/* One pin of the wait, published. */
+struct wg_record {
+	struct wg_record *next;
+	int64_t czxid;        /* as its create gave it (0: not yet) */
+	unsigned created : 1; /* its create came back ZOK: it is there */
+	unsigned sent : 1;    /* a create went out: delete it at the end */
+	char path[];          /* <base>/.zklockfs-pins/<name> */
 };
 
-/* A node the walk reached: a wait (the start's node, a record's, or a
- * node waited for that itself waits), a node waited for that holds, or a
- * record of a holder. */
-struct wg_item {
-	enum wg_todo todo;
-	int parent;           /* the item that reached this one; -1: start */
-	unsigned holds : 1;   /* waited for, and holding */
-	unsigned is_wait : 1; /* a waiting node: a member's wait */
-	unsigned is_record : 1;
-	unsigned read : 1; /* its data came back */
-	/* A wait another walk has marked: its data, at the walk's read or
-	 * at the check's, was the deadlock mark.  The cycle is reported
-	 * already.  (Not its version: Curator's revoker, say, writes into a
-	 * waiting node too.) */
-	unsigned marked : 1;
-	int64_t czxid; /* as read (a wait's: at the check) */
-	int32_t version;
-	char owner[WG_KEY_MAX + 1]; /* "" for another tool's node */
-	char cmd[64];               /* the owner's command, for the log */
-	char path[NAMES_MAX_NODE_PATH + 1]; /* a node's, or a record's */
+struct wg_walk;
+
+struct wg_wait {
+	/* Resumed: after a connection lost, the deletes again; a second
+	 * look at a cycle, at its time. */
+	struct zkl_member timer;
+	struct zkl_session *s;
+	struct zkl_lockreq *lr; /* the waiting owner request; NULL once its
+				 * wait ended */
+	unsigned in_flight;     /* replies due: it stays for them */
+	unsigned creates_due;   /* records' creates not yet answered */
+	struct wg_record *records;
+	struct wg_walk *walk;     /* the walk under way, or NULL */
+	unsigned walk_again : 1;  /* a pin came during a walk */
+	unsigned dir_made : 1;    /* the records' directory made once */
+	unsigned deletes_due : 1; /* a delete cut off: again, once connected */
+	unsigned resume_walk : 1; /* a walk cut off: again, once connected */
+	char *cycle; /* a cycle to report: this wait fails (wg_leave) */
+	/* A cycle through other sessions' records, to read again at its
+	 * time (the timer): those records' names, else NULL. */
+	char **known;
+	size_t nknown;
 };
 
-struct wg_listing {
-	char dir[NAMES_MAX_NODE_PATH + 1];
+/* The wait's request ended, or nothing more to do: free it once no reply
+ * of its is due and no resume is waiting. */
+static void wg_put_if_done_locked(struct wg_wait *w);
+
+/* ---- the walk --------------------------------------------------------- */
+
+/* A waiting node reached: one of the wait's own (parent -1), or one that
+ * a record names, the record reached from `parent`'s queue. */
+struct wg_step {
+	int parent;
+	int record; /* index in walk->recs of the record, -1: own */
+	char *path;
+};
+
+/* A record reached: its pinned node stands in the way of `step`. */
+struct wg_rec {
+	int step;
+	int64_t czxid, session, timeout_ms;
+	char who[128];
+	char *name;
+};
+
+struct wg_queue {
+	char *dir;
 	struct String_vector names;
-	struct zkl_node *nodes; /* in queue order */
+	struct zkl_node *nodes;
 	size_t n;
+	int gone; /* the resource is gone: nothing waits there */
 };
 
 enum wg_stage {
-	WG_WAITING,    /* in s->later until the deadlock timeout */
-	WG_RECORDING,  /* the record's create sent */
-	WG_MAKING_DIR, /* ... found no records' directory: made first */
-	WG_SYNCING,
-	WG_LISTING, /* the records' list */
-	WG_WALKING,
-	WG_CHECKING, /* a cycle found: every part read again */
-	WG_MARKING,  /* the youngest wait's mark sent */
-	WG_IDLE,     /* walked: the record stays while the wait does */
+	WG_LISTING_RECORDS,
+	WG_LISTING_QUEUE,
+	WG_READING_RECORD,
 };
 
 struct wg_walk {
-	struct zkl_member timer; /* in s->later while WG_WAITING */
-	struct zkl_session *s;
-	struct zkl_lockreq *lr; /* NULL once the wait ended */
 	enum wg_stage stage;
-	unsigned in_flight; /* replies due; the walk stays for them */
-	int64_t again_ms;   /* the wait to the next walk (doubles) */
-	/* record_sent: a create of its records was sent (the wait's end
-	 * deletes them); recorded: every one of them is there. */
-	unsigned record_sent : 1, recorded : 1, parent_made : 1;
-	unsigned records_due; /* WG_RECORDING: creates not yet answered */
-	int record_rc;        /* ... and the first of them that failed */
-	enum zkl_mode mode;
-	/* The owners whose wait it is: its own process first, then (-o
-	 * reentrant) the ancestors that held a lock on its mount when it
-	 * asked; one record each, named by the owner. */
-	char owner[1 + WAITGRAPH_TREE_MAX][WG_KEY_MAX + 1];
-	char record[1 + WAITGRAPH_TREE_MAX]
-		   [NAMES_MAX_NODE_PATH + WG_KEY_MAX + 64];
-	unsigned nowners;
-	char cmd[64];
-	char node[NAMES_MAX_NODE_PATH + 1];
-	struct String_vector records; /* names in WAITGRAPH_DIR */
-	struct wg_listing dirs[WG_MAX_DIRS];
-	size_t ndirs;
-	struct wg_item items[WAITGRAPH_MAX_NODES];
-	size_t nitems, next;
-	int cycle_end; /* the item that closed the cycle */
-	int victim;    /* WG_MARKING: the item of the wait marked */
-	/* WG_CHECKING: the cycle's items in the order read again, how
-	 * many, how many answered, and whether any changed. */
-	int check_order[WAITGRAPH_MAX_NODES];
-	unsigned nchecks, checked;
-	int check_failed;
+	struct String_vector records; /* the names in WAITGRAPH_DIR */
+	uint64_t *dir_hashes;         /* of each record's pinned queue */
+	struct wg_step *steps;
+	size_t nsteps, next_step;
+	struct wg_rec *recs;
+	size_t nrecs, next_rec;
+	struct wg_queue *queues;
+	size_t nqueues;
+	unsigned reads;
+	unsigned second_look : 1; /* only the records of w->known count */
 };
 
-/* ---- the owner key and the mark ------------------------------------ */
-
-int waitgraph_owner_key(const char *data, size_t len, char *out, size_t size)
+static void wg_walk_free(struct wg_walk *k)
 {
-	size_t hl, pl, sl;
-	const char *h = data ? names_data_field(data, len, "host", &hl) : NULL;
-	const char *p = data ? names_data_field(data, len, "pid", &pl) : NULL;
-	const char *st = data ? names_data_field(data, len, "start", &sl)
-			      : NULL;
-	int n;
-
-	if (!h || !p || !st || hl == 0 || memchr(h, '~', hl) || hl > 255 ||
-	    pl == 0 || pl > 20 || sl == 0 || sl > 24)
-		return -EINVAL;
-	n = snprintf(out, size, "%.*s~%.*s~%.*s", (int)hl, h, (int)pl, p,
-		     (int)sl, st);
-	return n < 0 || (size_t)n >= size ? -EINVAL : n;
-}
-
-int waitgraph_tree_key(const char *data, size_t len, unsigned i, char *out,
-		       size_t size)
-{
-	size_t hl, tl, at = 0;
-	const char *h = data ? names_data_field(data, len, "host", &hl) : NULL;
-	const char *t = data ? names_data_field(data, len, "tree", &tl) : NULL;
-	const char *end, *tilde;
-	int n;
-
-	if (!t)
-		return -ENOENT;
-	for (;;) { /* the i-th of the space-separated "pid~start" */
-		while (at < tl && t[at] == ' ')
-			at++;
-		if (at == tl)
-			return -ENOENT;
-		if (i-- == 0)
-			break;
-		while (at < tl && t[at] != ' ')
-			at++;
+	if (!k)
+		return;
+	deallocate_String_vector(&k->records);
+	free(k->dir_hashes);
+	for (size_t i = 0; i < k->nsteps; i++)
+		free(k->steps[i].path);
+	free(k->steps);
+	for (size_t i = 0; i < k->nrecs; i++)
+		free(k->recs[i].name);
+	free(k->recs);
+	for (size_t i = 0; i < k->nqueues; i++) {
+		free(k->queues[i].dir);
+		deallocate_String_vector(&k->queues[i].names);
+		free(k->queues[i].nodes);
 	}
-	end = memchr(t + at, ' ', tl - at);
-	if (!end)
-		end = t + tl;
-	tilde = memchr(t + at, '~', (size_t)(end - (t + at)));
-	if (!h || hl == 0 || memchr(h, '~', hl) || hl > 255 || !tilde ||
-	    tilde == t + at || tilde + 1 == end || tilde - (t + at) > 20 ||
-	    end - tilde - 1 > 24)
-		return -EINVAL;
-	for (const char *c = t + at; c < end; c++)
-		if (c != tilde && (*c < '0' || *c > '9'))
-			return -EINVAL;
-	n = snprintf(out, size, "%.*s~%.*s", (int)hl, h, (int)(end - (t + at)),
-		     t + at);
-	return n < 0 || (size_t)n >= size ? -EINVAL : n;
+	free(k->queues);
+	free(k);
 }
 
-int waitgraph_is_mark(const char *data, size_t len)
+static void wg_known_free(struct wg_wait *w)
 {
-	size_t mlen = strlen(WAITGRAPH_MARK);
-
-	return data && len >= mlen && memcmp(data, WAITGRAPH_MARK, mlen) == 0;
+	for (size_t i = 0; i < w->nknown; i++)
+		free(w->known[i]);
+	free(w->known);
+	w->known = NULL;
+	w->nknown = 0;
 }
 
-/* ---- the walk's life ------------------------------------------------ */
-
-/* The "cmd" line of a node's data into out ("?" if none). */
-static void wg_cmd(const char *data, size_t len, char *out, size_t size)
+static void wg_free(struct wg_wait *w)
 {
-	size_t vlen;
-	const char *v = data ? names_data_field(data, len, "cmd", &vlen) : NULL;
-
-	snprintf(out, size, "%.*s", v ? (int)vlen : 1, v ? v : "?");
-}
-
-/* Forget what the last walk read: the next one reads it all anew. */
-static void wg_reset(struct wg_walk *w)
-{
-	deallocate_String_vector(&w->records);
-	for (size_t i = 0; i < w->ndirs; i++) {
-		deallocate_String_vector(&w->dirs[i].names);
-		free(w->dirs[i].nodes);
+	while (w->records) {
+		struct wg_record *r = w->records;
+		w->records = r->next;
+		free(r);
 	}
-	memset(&w->records, 0, sizeof(w->records));
-	memset(w->dirs, 0, sizeof(w->dirs));
-	w->ndirs = w->nitems = w->next = 0;
-	w->cycle_end = -1;
-}
-
-static void wg_free(struct wg_walk *w)
-{
-	wg_reset(w);
+	wg_walk_free(w->walk);
+	wg_known_free(w);
+	free(w->cycle);
 	free(w);
 }
 
-/* The wait ended, or the walk has nothing more to do for it: free it once
- * no reply of its is due. */
-static void wg_put_if_done_locked(struct wg_walk *w)
+static void wg_put_if_done_locked(struct wg_wait *w)
 {
-	if (!w->lr && w->in_flight == 0 && !list_linked(&w->timer.resume))
+	if (!w->lr && w->in_flight == 0 && !list_linked(&w->timer.resume) &&
+	    !w->deletes_due)
 		wg_free(w);
 }
 
-static void wg_ignore_void(int rc, const void *data)
+/* ---- replies ---------------------------------------------------------- */
+
+/* What a reply brought. */
+struct wg_reply {
+	const struct String_vector *names;
+	const struct Stat *st;
+	const char *value;
+	int len;
+};
+
+/* A call's context: the wait, and for a record's create or delete the
+ * record (else NULL). */
+struct wg_call {
+	struct wg_wait *w;
+	struct wg_record *record;
+	enum { WG_CALL_CREATE, WG_CALL_DELETE, WG_CALL_DIR, WG_CALL_WALK } what;
+};
+
+static void wg_on_reply(struct wg_call *c, int rc, const struct wg_reply *r);
+
+static void wg_on_string_stat(int rc, const char *value, const struct Stat *st,
+			      const void *data)
 {
-	(void)rc;
-	(void)data;
+	(void)value;
+	wg_on_reply((struct wg_call *)data, rc, &(struct wg_reply){ .st = st });
+}
+
+static void wg_on_string(int rc, const char *value, const void *data)
+{
+	(void)value;
+	wg_on_reply((struct wg_call *)data, rc, &(struct wg_reply){ 0 });
+}
+
+static void wg_on_void(int rc, const void *data)
+{
+	wg_on_reply((struct wg_call *)data, rc, &(struct wg_reply){ 0 });
+}
+
+static void wg_on_strings_stat(int rc, const struct String_vector *names,
+			       const struct Stat *st, const void *data)
+{
+	wg_on_reply((struct wg_call *)data, rc,
+		    &(struct wg_reply){ .names = names, .st = st });
+}
+
+static void wg_on_strings(int rc, const struct String_vector *names,
+			  const void *data)
+{
+	wg_on_reply((struct wg_call *)data, rc,
+		    &(struct wg_reply){ .names = names });
+}
+
+static void wg_on_data(int rc, const char *value, int len,
+		       const struct Stat *st, const void *data)
+{
+	wg_on_reply((struct wg_call *)data, rc,
+		    &(struct wg_reply){ .st = st, .value = value, .len = len });
+}
+
+/* A call for w (and record): its context, counted while due; NULL if out
+ * of memory. */
+static struct wg_call *wg_call(struct wg_wait *w, struct wg_record *record,
+			       int what)
+{
+	struct wg_call *c = malloc(sizeof(*c));
+
+	if (c) {
+		*c = (struct wg_call){ .w = w, .record = record, .what = what };
+		w->in_flight++;
+	}
+	return c;
+}
+
+/* The zoo_a* result of sending c: 0, or the call is taken back (its
+ * reply will not come) and -1. */
+static int wg_sent(struct wg_call *c, int rc)
+{
+	if (rc == ZOK)
+		return 0;
+	c->w->in_flight--;
+	free(c);
+	return -1;
+}
+
+/* ---- deletes ---------------------------------------------------------- */
+
+static void wg_delete(struct wg_wait *w, struct wg_record *r)
+{
+	struct wg_call *c = wg_call(w, r, WG_CALL_DELETE);
+
+	if (!c ||
+	    wg_sent(c, zoo_adelete(w->s->zh, r->path, -1, wg_on_void, c)) < 0) {
+		w->deletes_due = 1; /* again, once connected */
+		session_resume_at_locked(w->s, &w->timer,
+					 session_clock_now() + WG_RETRY_MS);
+	}
+}
+
+/* Every record that may be there goes (a create on its way is deleted
+ * when it comes back: the wait has ended by then). */
+static void wg_delete_all(struct wg_wait *w)
+{
+	w->deletes_due = 0;
+	for (struct wg_record *r = w->records; r; r = r->next)
+		if (r->created)
+			wg_delete(w, r);
+}
+
+/* A delete came back: gone, or cut off (again once connected). */
+static void wg_deleted(struct wg_wait *w, struct wg_record *r, int rc)
+{
+	if (rc == ZOK || rc == ZNONODE || w->s->closing) {
+		r->created = 0;
+		return;
+	}
+	if (lr_is_connection_loss(rc)) {
+		w->deletes_due = 1;
+		session_resume_at_locked(w->s, &w->timer,
+					 session_clock_now() + WG_RETRY_MS);
+		return;
+	}
+	log_msg(LOG_WARNING, "deadlock record %s: delete refused: %s", r->path,
+		zerror(rc));
+	r->created = 0;
+}
+
+/* ---- the walk's steps ------------------------------------------------- */
+
+static void wg_walk_on(struct wg_wait *w);
+
+/* The walk ends (why: NULL when it ran its course), counted.  One cut
+ * off by the connection walks again once connected; a pin that came
+ * meanwhile walks again at once (wg_leave). */
+static void wg_walk_end(struct wg_wait *w, const char *why)
+{
+	if (why && w->lr)
+		log_msg(LOG_DEBUG, "deadlock check of %s: %s", w->lr->node,
+			why);
+	if (w->walk && w->walk->second_look)
+		wg_known_free(w);
+	wg_walk_free(w->walk);
+	w->walk = NULL;
+}
+
+/* A walk's call came back with rc, not ZOK: the walk ends; cut off by
+ * the connection, it walks again once connected. */
+static void wg_walk_failed(struct wg_wait *w, int rc)
+{
+	wg_walk_end(w, zerror(rc));
+	if (lr_is_connection_loss(rc) && w->lr && !w->known) {
+		w->resume_walk = 1;
+		session_resume_at_locked(w->s, &w->timer,
+					 session_clock_now() + WG_RETRY_MS);
+	}
+}
+
+static void wg_dirname(const char *path, char *out, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	snprintf(out, size, "%.*s", (int)n, path);
+}
+
+static const char *wg_resource(const struct wg_wait *w, const char *dir)
+{
+	size_t base = strlen(w->s->base);
+
+	return strncmp(dir, w->s->base, base) == 0 && dir[base] == '/'
+		       ? dir + base + 1
+		       : dir;
+}
+
+/* Send the walk's next call (the one it waits for), or end it. */
+static void wg_walk_send(struct wg_wait *w, struct wg_call *c, int rc)
+{
+	if (wg_sent(c, rc) < 0)
+		wg_walk_failed(w, rc);
+}
+
+/* The records' listing: start from the wait's own waiting nodes. */
+static int wg_walk_add_step(struct wg_walk *k, int parent, int record,
+			    const char *path, size_t len)
+{
+	for (size_t i = 0; i < k->nsteps; i++)
+		if (strlen(k->steps[i].path) == len &&
+		    memcmp(k->steps[i].path, path, len) == 0)
+			return 0; /* reached already */
+	if (k->nsteps == WAITGRAPH_MAX_READS)
+		return -ENOSPC;
+	if (k->nsteps % 16 == 0) {
+		struct wg_step *more =
+			realloc(k->steps, (k->nsteps + 16) * sizeof(*k->steps));
+		if (!more)
+			return -ENOMEM;
+		k->steps = more;
+	}
+	k->steps[k->nsteps].path = strndup(path, len);
+	if (!k->steps[k->nsteps].path)
+		return -ENOMEM;
+	k->steps[k->nsteps].parent = parent;
+	k->steps[k->nsteps].record = record;
+	k->nsteps++;
+	return 0;
+}
+
+/* The waiting nodes of the wait itself: its own node, or a multi-lock's
+ * members that wait. */
+static size_t wg_own_waits(const struct zkl_lockreq *lr, const char **out,
+			   size_t max)
+{
+	size_t n = 0;
+
+	if (lr->kind == LR_MULTI) {
+		for (unsigned i = 0; i < lr->nmembers && n < max; i++) {
+			const struct zkl_lockreq *m = lr->members[i];
+			if (m->outcome == LR_PENDING && lr_has_node(m))
+				out[n++] = m->node;
+		}
+	} else if (lr->outcome == LR_PENDING && lr_has_node(lr)) {
+		out[n++] = lr->node;
+	}
+	return n;
+}
+
+static void wg_records_listed(struct wg_wait *w,
+			      const struct String_vector *names)
+{
+	struct wg_walk *k = w->walk;
+	const char *own[LOCKREQ_MULTI_MAX];
+	size_t nown = wg_own_waits(w->lr, own, LOCKREQ_MULTI_MAX);
+
+	k->records.data = calloc((size_t)names->count + 1, sizeof(char *));
+	k->dir_hashes = calloc((size_t)names->count + 1, sizeof(uint64_t));
+	if (!k->records.data || !k->dir_hashes)
+		return wg_walk_end(w, "out of memory");
+	k->records.count = names->count; /* what the free frees */
+	for (int i = 0; i < names->count; i++) {
+		const char *pin;
+		size_t len;
+
+		if (!(k->records.data[i] = strdup(names->data[i])))
+			return wg_walk_end(w, "out of memory");
+		if (waitgraph_record_parse(names->data[i], &k->dir_hashes[i],
+					   &pin, &len) < 0)
+			k->dir_hashes[i] = 0; /* no record's: never matches */
+	}
+	for (size_t i = 0; i < nown; i++)
+		if (wg_walk_add_step(k, -1, -1, own[i], strlen(own[i])) < 0)
+			return wg_walk_end(w, "out of memory");
+	wg_walk_on(w);
+}
+
+/* Does any record pin a node of the queue dir?  Only then is it read. */
+static int wg_queue_pinned(const struct wg_walk *k, uint64_t dir_hash)
+{
+	for (int i = 0; i < k->records.count; i++)
+		if (k->dir_hashes[i] == dir_hash)
+			return 1;
+	return 0;
+}
+
+static struct wg_queue *wg_queue_of(struct wg_walk *k, const char *dir)
+{
+	for (size_t i = 0; i < k->nqueues; i++)
+		if (strcmp(k->queues[i].dir, dir) == 0)
+			return &k->queues[i];
+	return NULL;
+}
+
+static int wg_is_known(const struct wg_wait *w, const char *name)
+{
+	if (!w->walk->second_look)
+		return 1; /* a first look: every record counts */
+	for (size_t i = 0; i < w->nknown; i++)
+		if (strcmp(w->known[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+static struct wg_record *wg_own_record(const struct wg_wait *w,
+				       const char *name)
+{
+	size_t dirlen = strlen(w->s->base) + 1 + strlen(WAITGRAPH_DIR) + 1;
+
+	for (struct wg_record *r = w->records; r; r = r->next)
+		if (r->created && strcmp(r->path + dirlen, name) == 0)
+			return r;
+	return NULL;
+}
+
+static void wg_found(struct wg_wait *w, int step, const struct wg_record *own);
+
+/* The holders in the way of step's waiting node, in its queue's listing:
+ * for each one pinned, the record that pins it.  Returns 1 if a cycle was
+ * found (and dealt with), -1 if the walk is over, else 0. */
+static int wg_expand(struct wg_wait *w, size_t step, const struct wg_queue *q)
+{
+	struct wg_walk *k = w->walk;
+	const char *name = strrchr(k->steps[step].path, '/') + 1;
+	uint64_t dir_hash = waitgraph_hash(q->dir);
+	unsigned char *in_way;
+	ssize_t me = -1;
+
+	for (size_t i = 0; i < q->n; i++)
+		if (strcmp(q->nodes[i].name, name) == 0)
+			me = (ssize_t)i;
+	if (me < 0) /* gone: it waits no more */
+		return 0;
+	in_way = calloc((size_t)me + 1, 1);
+	if (!in_way) {
+		wg_walk_end(w, "out of memory");
+		return -1;
+	}
+	lockrule_holders_in_way(q->nodes, (size_t)me, in_way);
+	for (ssize_t h = 0; h < me; h++) {
+		size_t plen = strlen(q->nodes[h].name);
+
+		if (!in_way[h])
+			continue;
+		for (int i = 0; i < k->records.count; i++) {
+			const char *rec = k->records.data[i], *pin;
+			size_t len;
+			const struct wg_record *own;
+
+			if (k->dir_hashes[i] != dir_hash ||
+			    waitgraph_record_parse(rec, &(uint64_t){ 0 }, &pin,
+						   &len) < 0 ||
+			    len != plen ||
+			    memcmp(pin, q->nodes[h].name, plen) != 0)
+				continue;
+			if ((own = wg_own_record(w, rec))) {
+				wg_found(w, (int)step, own);
+				if (!w->walk) { /* reported, or left */
+					free(in_way);
+					return 1;
+				}
+				continue;
+			}
+			if (!wg_is_known(w, rec))
+				continue;
+			if (k->nrecs == WAITGRAPH_MAX_READS) {
+				free(in_way);
+				wg_walk_end(w, "too many records");
+				return -1;
+			}
+			if (k->nrecs % 16 == 0) {
+				struct wg_rec *more = realloc(
+					k->recs,
+					(k->nrecs + 16) * sizeof(*k->recs));
+				if (!more) {
+					free(in_way);
+					wg_walk_end(w, "out of memory");
+					return -1;
+				}
+				k->recs = more;
+			}
+			memset(&k->recs[k->nrecs], 0, sizeof(k->recs[0]));
+			k->recs[k->nrecs].step = (int)step;
+			if (!(k->recs[k->nrecs].name = strdup(rec))) {
+				free(in_way);
+				wg_walk_end(w, "out of memory");
+				return -1;
+			}
+			k->nrecs++;
+		}
+	}
+	free(in_way);
+	return 0;
+}
+
+/* Go on: read the next record reached, else expand the next step (its
+ * queue read first, if any record pins a node of it), else the walk found
+ * no cycle of the wait's. */
+static void wg_walk_on(struct wg_wait *w)
+{
+	struct wg_walk *k = w->walk;
+	char dir[NAMES_MAX_NODE_PATH + 1], path[NAMES_MAX_NODE_PATH + 64];
+	struct wg_call *c;
+
+	if (!k) { /* a new walk: the records first */
+		if (!(k = w->walk = calloc(1, sizeof(*k))))
+			return;
+		snprintf(dir, sizeof(dir), "%s/%s", w->s->base, WAITGRAPH_DIR);
+		k->stage = WG_LISTING_RECORDS;
+		if ((c = wg_call(w, NULL, WG_CALL_WALK)))
+			wg_walk_send(w, c,
+				     zoo_aget_children(w->s->zh, dir, 0,
+						       wg_on_strings, c));
+		else
+			wg_walk_end(w, "out of memory");
+		return;
+	}
+	while (k->next_rec < k->nrecs || k->next_step < k->nsteps) {
+		if (k->reads >= 2 * WAITGRAPH_MAX_READS)
+			return wg_walk_end(w, "too many reads");
+		if (k->next_rec < k->nrecs) {
+			snprintf(path, sizeof(path), "%s/%s/%s", w->s->base,
+				 WAITGRAPH_DIR, k->recs[k->next_rec].name);
+			k->stage = WG_READING_RECORD;
+			k->reads++;
+			if (!(c = wg_call(w, NULL, WG_CALL_WALK)))
+				return wg_walk_end(w, "out of memory");
+			return wg_walk_send(w, c,
+					    zoo_aget(w->s->zh, path, 0,
+						     wg_on_data, c));
+		}
+		struct wg_queue *q;
+
+		wg_dirname(k->steps[k->next_step].path, dir, sizeof(dir));
+		if (!wg_queue_pinned(k, waitgraph_hash(dir))) {
+			k->next_step++; /* nothing there is pinned */
+			continue;
+		}
+		if (!(q = wg_queue_of(k, dir))) {
+			struct wg_queue *more;
+
+			if (k->nqueues == WAITGRAPH_MAX_READS)
+				return wg_walk_end(w, "too many queues");
+			more = realloc(k->queues,
+				       (k->nqueues + 1) * sizeof(*k->queues));
+			if (!more)
+				return wg_walk_end(w, "out of memory");
+			k->queues = more;
+			memset(&k->queues[k->nqueues], 0, sizeof(*k->queues));
+			if (!(k->queues[k->nqueues].dir = strdup(dir)))
+				return wg_walk_end(w, "out of memory");
+			k->nqueues++;
+			k->stage = WG_LISTING_QUEUE;
+			k->reads++;
+			if (!(c = wg_call(w, NULL, WG_CALL_WALK)))
+				return wg_walk_end(w, "out of memory");
+			return wg_walk_send(
+				w, c,
+				zoo_aget_children2(w->s->zh, dir, 0,
+						   wg_on_strings_stat, c));
+		}
+		if (!q->gone && wg_expand(w, k->next_step, q) != 0)
+			return; /* found, or over */
+		k->next_step++;
+	}
+	wg_walk_end(w, NULL); /* no cycle of its own */
+}
+
+/* A queue's listing came back (the last queue added). */
+static void wg_queue_listed(struct wg_wait *w, int rc, const struct wg_reply *r)
+{
+	struct wg_walk *k = w->walk;
+	struct wg_queue *q = &k->queues[k->nqueues - 1];
+
+	if (rc == ZNONODE) {
+		q->gone = 1;
+		return wg_walk_on(w);
+	}
+	if (rc != ZOK || !r->names || !r->st)
+		return wg_walk_failed(w, rc);
+	q->names.data = calloc((size_t)r->names->count + 1, sizeof(char *));
+	q->nodes = calloc((size_t)r->names->count + 1, sizeof(*q->nodes));
+	if (!q->names.data || !q->nodes)
+		return wg_walk_end(w, "out of memory");
+	q->names.count = r->names->count; /* what the free frees */
+	for (int i = 0; i < r->names->count; i++)
+		if (!(q->names.data[i] = strdup(r->names->data[i])))
+			return wg_walk_end(w, "out of memory");
+	q->n = lockrule_collect(q->names.data, (size_t)q->names.count,
+				LOCKRULE_QUEUED_STYLES, r->st->cversion,
+				q->nodes);
+	wg_walk_on(w);
+}
+
+/* A record's data came back: the waits of its pin's owner, steps to
+ * expand. */
+static void wg_record_read(struct wg_wait *w, int rc, const struct wg_reply *r)
+{
+	struct wg_walk *k = w->walk;
+	struct wg_rec *rec = &k->recs[k->next_rec++];
+	const char *paths[LOCKREQ_MULTI_MAX], *who;
+	size_t lens[LOCKREQ_MULTI_MAX], who_len;
+	int n;
+
+	if (rc == ZNONODE) /* its wait ended */
+		return wg_walk_on(w);
+	if (rc != ZOK || !r->st)
+		return wg_walk_failed(w, rc);
+	n = waitgraph_record_parse_data(r->value,
+					r->len > 0 ? (size_t)r->len : 0,
+					&rec->timeout_ms, &who, &who_len, paths,
+					lens, LOCKREQ_MULTI_MAX);
+	if (n < 0)
+		return wg_walk_on(w); /* not a record of ours: no edge */
+	rec->czxid = r->st->czxid;
+	rec->session = r->st->ephemeralOwner;
+	snprintf(rec->who, sizeof(rec->who), "%.*s", (int)who_len, who);
+	for (int i = 0; i < n; i++)
+		if (wg_walk_add_step(k, rec->step, (int)(rec - k->recs),
+				     paths[i], lens[i]) < 0)
+			return wg_walk_end(w, "too many waits");
+	wg_walk_on(w);
+}
+
+/* ---- a cycle ---------------------------------------------------------- */
+
+/* "<host>~<pid> (<cmd>)" of the identity lr's node carries. */
+static void wg_who(const struct zkl_lockreq *lr, char *out, size_t size)
+{
+	size_t hl, pl, cl;
+	const char *h = names_data_field(lr->data, lr->datalen, "host", &hl);
+	const char *p = names_data_field(lr->data, lr->datalen, "pid", &pl);
+	const char *c = names_data_field(lr->data, lr->datalen, "cmd", &cl);
+
+	snprintf(out, size, "%.*s~%.*s (%.*s)", h ? (int)hl : 1, h ? h : "?",
+		 p ? (int)pl : 1, p ? p : "?", c ? (int)cl : 1, c ? c : "?");
+	for (char *at = out; *at; at++)
+		if (*at == '\n')
+			*at = ' ';
+}
+
+/* "<who> holds <res> and waits in <res>; ..." along the cycle, from the
+ * wait closing it (`step`, whose queue holds the wait's own pin) back to
+ * the wait's own node. */
+static void wg_describe(const struct wg_wait *w, int step, char *out,
+			size_t size)
+{
+	const struct wg_walk *k = w->walk;
+	char held[NAMES_MAX_NODE_PATH + 1], waits[NAMES_MAX_NODE_PATH + 1];
+	char own[128];
+	size_t n = 0;
+
+	wg_who(w->lr, own, sizeof(own));
+	out[0] = '\0';
+	for (int s = step; s >= 0; s = k->steps[s].parent) {
+		const struct wg_step *st = &k->steps[s];
+		int r = st->record, m;
+
+		wg_dirname(r >= 0 ? k->steps[k->recs[r].step].path
+				  : k->steps[step].path,
+			   held, sizeof(held));
+		wg_dirname(st->path, waits, sizeof(waits));
+		m = snprintf(out + n, size - n, "%s%s holds %s and waits in %s",
+			     n ? "; " : "", r >= 0 ? k->recs[r].who : own,
+			     wg_resource(w, held), wg_resource(w, waits));
+		if (m < 0 || (size_t)m >= size - n)
+			return;
+		n += (size_t)m;
+	}
+}
+
+/*
+ * The walk came back to a node this wait pins itself, from `step`: a
+ * cycle, which stood whole when the records were listed (doc/design.md).
+ * The wait whose record in it is the youngest fails; another walker
+ * leaves it to that wait's own walk, which comes after every record of
+ * the cycle.  Through another session's records, not yet: those are
+ * read again twice that session's timeout later, when a mount that died
+ * meanwhile has left no record.
+ */
+static void wg_found(struct wg_wait *w, int step, const struct wg_record *own)
+{
+	struct wg_walk *k = w->walk;
+	int64_t later_ms = 0, session = zoo_client_id(w->s->zh)->client_id;
+	size_t nforeign = 0;
+	char cycle[1024];
+
+	for (int s = step; s >= 0; s = k->steps[s].parent) {
+		const struct wg_rec *rec;
+
+		if (k->steps[s].record < 0)
+			continue;
+		rec = &k->recs[k->steps[s].record];
+		if (rec->czxid > own->czxid)
+			return; /* not ours to fail: the walk goes on */
+		if (rec->session != session) {
+			nforeign++;
+			if (2 * rec->timeout_ms > later_ms)
+				later_ms = 2 * rec->timeout_ms;
+		}
+	}
+	wg_describe(w, step, cycle, sizeof(cycle));
+	if (nforeign > 0 && !k->second_look) {
+		/* The first look: remember the cycle's records (every one:
+		 * the second look reads only these), look again at that time
+		 * (the walk ends here). */
+		size_t nrecs = 0;
+
+		for (int s = step; s >= 0; s = k->steps[s].parent)
+			nrecs += k->steps[s].record >= 0;
+		w->known = calloc(nrecs, sizeof(char *));
+		for (int s = step; w->known && s >= 0; s = k->steps[s].parent) {
+			if (k->steps[s].record < 0)
+				continue;
+			if (!(w->known[w->nknown] =
+				      strdup(k->recs[k->steps[s].record].name)))
+				break;
+			w->nknown++;
+		}
+		if (!w->known || w->nknown < nrecs) {
+			wg_known_free(w);
+			return wg_walk_end(w, "out of memory");
+		}
+		log_msg(LOG_INFO,
+			"deadlock check of %s: a cycle (%s): looked at again "
+			"in %" PRId64 " ms, when a host that died is known to "
+			"be gone",
+			w->lr->node, cycle, later_ms);
+		if (list_linked(&w->timer.resume))
+			list_del(&w->timer.resume);
+		session_resume_at_locked(w->s, &w->timer,
+					 session_clock_now() + later_ms);
+		return wg_walk_end(w, NULL);
+	}
+	w->cycle = strdup(cycle);
+	wg_walk_end(w, w->cycle ? NULL : "out of memory");
+}
+
+/* ---- publishing the pins ---------------------------------------------- */
+
+/* A record for the pinned node `node` (a full path) unless there is one:
+ * 0, or -errno. */
+static int wg_add_record(struct wg_wait *w, const char *node,
+			 const char *first_wait)
+{
+	char dir[NAMES_MAX_NODE_PATH + 1], name[NAMES_MAX_NODE_PATH + 64];
+	size_t dirlen;
+	struct wg_record *r;
+
+	wg_dirname(node, dir, sizeof(dir));
+	if (waitgraph_record_name(dir, strrchr(node, '/') + 1, first_wait, name,
+				  sizeof(name)) < 0)
+		return -ENAMETOOLONG;
+	dirlen = strlen(w->s->base) + 1 + strlen(WAITGRAPH_DIR) + 1;
+	for (r = w->records; r; r = r->next)
+		if (strcmp(r->path + dirlen, name) == 0)
+			return 0;
+	r = calloc(1, sizeof(*r) + dirlen + strlen(name) + 1);
+	if (!r)
+		return -ENOMEM;
+	sprintf(r->path, "%s/%s/%s", w->s->base, WAITGRAPH_DIR, name);
+	r->next = w->records;
+	w->records = r;
+	return 0;
+}
+
+/* The pinned nodes of the held owner request p: its node, or a multi-lock's
+ * members' (leases take no part). */
+static void wg_add_pin(struct wg_wait *w, const struct zkl_lockreq *p,
+		       const char *first_wait)
+{
+	if (p->kind == LR_MULTI) {
+		for (unsigned i = 0; i < p->nmembers; i++)
+			if (lr_node_holds(p->members[i]))
+				wg_add_record(w, p->members[i]->node,
+					      first_wait);
+	} else if (p->kind == LR_PLAIN && p->mode != ZKL_MODE_LEASE &&
+		   lr_node_holds(p) && lr_has_node(p)) {
+		wg_add_record(w, p->node, first_wait);
+	}
+}
+
+/* Create every record not yet sent, pipelined; the walk starts once the
+ * last create is back (wg_leave). */
+static void wg_publish(struct wg_wait *w)
+{
+	const char *waits[LOCKREQ_MULTI_MAX];
+	size_t nwaits = wg_own_waits(w->lr, waits, LOCKREQ_MULTI_MAX);
+	char who[128],
+		data[LOCKREQ_MULTI_MAX * (NAMES_MAX_NODE_PATH + 1) + 256];
+	int len;
+
+	wg_who(w->lr, who, sizeof(who));
+	len = waitgraph_record_data(zoo_recv_timeout(w->s->zh), who, waits,
+				    nwaits, data, sizeof(data));
+	if (len < 0 || nwaits == 0)
+		return;
+	for (struct wg_record *r = w->records; r; r = r->next) {
+		struct wg_call *call;
+
+		if (r->sent)
+			continue;
+		if (!(call = wg_call(w, r, WG_CALL_CREATE)))
+			return;
+		if (wg_sent(call, zoo_acreate2(w->s->zh, r->path, data, len,
+					       w->s->acl, ZOO_EPHEMERAL,
+					       wg_on_string_stat, call)) < 0)
+			return; /* the connection: not published */
+		r->sent = 1;
+		w->creates_due++;
+	}
+}
+
+/* A record's create came back. */
+static void wg_created(struct wg_wait *w, struct wg_record *r, int rc,
+		       const struct Stat *st)
+{
+	char dir[NAMES_MAX_NODE_PATH + 64];
+	struct wg_call *c;
+
+	assert(w->creates_due > 0);
+	w->creates_due--;
+	if (rc == ZOK) {
+		r->created = 1;
+		r->czxid = st ? st->czxid : 0;
+		if (!w->lr) /* the wait ended meanwhile */
+			wg_delete(w, r);
+		return;
+	}
+	r->sent = 0;
+	if (rc != ZNONODE || w->dir_made || !w->lr)
+		return; /* not published: that pin takes no part */
+	/* The base's first record, or the records' container reaped: make
+	 * it, then publish again. */
+	w->dir_made = 1;
+	snprintf(dir, sizeof(dir), "%s/%s", w->s->base, WAITGRAPH_DIR);
+	if ((c = wg_call(w, NULL, WG_CALL_DIR)))
+		wg_sent(c, zoo_acreate(w->s->zh, dir, "", 0, w->s->acl,
+				       w->s->containers ? ZOO_CONTAINER
+							: ZOO_PERSISTENT,
+				       wg_on_string, c));
+}
+
+/* ---- entries: each under the session's mutex, w kept while in it ---- */
+
+static void wg_enter(struct wg_wait *w)
+{
+	w->in_flight++;
+}
+
+/* What an entry leaves to do: fail the wait for a cycle found; walk,
+ * once every record is in and no walk or second look is under way. */
+static void wg_leave(struct wg_wait *w, struct zkl_link *notify)
+{
+	if (w->cycle && w->lr) {
+		struct zkl_lockreq *lr = w->lr, *victim = lr;
+
+		if (lr->kind == LR_MULTI) /* one waiting member fails it all */
+			for (unsigned i = 0; i < lr->nmembers; i++)
+				if (lr->members[i]->outcome == LR_PENDING)
+					victim = lr->members[i];
+		log_msg(LOG_WARNING,
+			"%s: fails with EDEADLK: its wait closes a cycle "
+			"across hosts (%s)",
+			victim->node, w->cycle);
+		lr->s->deadlocks++;
+		free(w->cycle);
+		w->cycle = NULL;
+		lr_deadlock_locked(victim, notify); /* ends the wait */
+	} else if (w->lr && !w->walk && !w->known && w->creates_due == 0 &&
+		   w->walk_again) {
+		w->walk_again = 0;
+		wg_walk_on(w);
+	}
+	assert(w->in_flight > 0);
+	w->in_flight--;
+	wg_put_if_done_locked(w);
+}
+
+static void wg_walk_reply(struct wg_wait *w, int rc, const struct wg_reply *r)
+{
+	switch (w->walk->stage) {
+	case WG_LISTING_RECORDS:
+		if (rc == ZNONODE) /* no record at all */
+			return wg_walk_end(w, NULL);
+		if (rc != ZOK || !r->names)
+			return wg_walk_failed(w, rc);
+		return wg_records_listed(w, r->names);
+	case WG_LISTING_QUEUE:
+		return wg_queue_listed(w, rc, r);
+	case WG_READING_RECORD:
+		return wg_record_read(w, rc, r);
+	}
+}
+
+static void wg_on_reply(struct wg_call *c, int rc, const struct wg_reply *r)
+{
+	struct wg_wait *w = c->w;
+	struct zkl_session *s = w->s;
+	struct zkl_link notify;
+
+	session_enter(s, &notify);
+	/* The call's count stands for the entry's. */
+	switch (c->what) {
+	case WG_CALL_CREATE:
+		wg_created(w, c->record, rc, r->st);
+		if (w->creates_due == 0 && w->lr)
+			w->walk_again = 1;
+		break;
+	case WG_CALL_DELETE:
+		wg_deleted(w, c->record, rc);
+		break;
+	case WG_CALL_DIR:
+		if (w->lr && (rc == ZOK || rc == ZNODEEXISTS))
+			wg_publish(w);
+		else if (w->creates_due == 0 && w->lr)
+			w->walk_again = 1;
+		break;
+	case WG_CALL_WALK:
+		if (!w->lr) /* the wait ended: so does its walk */
+			wg_walk_end(w, NULL);
+		else if (w->walk)
+			wg_walk_reply(w, rc, r);
+		break;
+	}
+	free(c);
+	wg_leave(w, &notify);
+	session_leave(s, &notify);
+}
+
+/* The timer: deletes cut off, a walk cut off, or a second look due. */
+static void wg_due(struct zkl_member *m, struct zkl_link *notify)
+{
+	struct wg_wait *w = ZKL_CONTAINER_OF(m, struct wg_wait, timer);
+
+	wg_enter(w);
+	if (w->deletes_due)
+		wg_delete_all(w);
+	if (w->lr && !w->walk && w->known) {
+		/* A walk like any, counting only the cycle's records of
+		 * other sessions. */
+		wg_walk_on(w);
+		if (w->walk)
+			w->walk->second_look = 1;
+		else
+			wg_known_free(w);
+	} else if (w->lr && !w->walk && w->resume_walk) {
+		w->resume_walk = 0;
+		w->walk_again = 1;
+	}
+	wg_leave(w, notify);
+}
+
+/* The session ended: its records went with it; the wait's request is
+ * told by its own member, and ends its check (waitgraph_end_locked). */
+static void wg_timer_expired(struct zkl_member *m, int requeue,
+			     struct zkl_link *lost, struct zkl_link *notify)
+{
+	struct wg_wait *w = ZKL_CONTAINER_OF(m, struct wg_wait, timer);
+
+	(void)requeue;
+	(void)lost;
+	wg_enter(w);
+	w->deletes_due = 0;
+	for (struct wg_record *r = w->records; r; r = r->next)
+		r->created = 0;
+	wg_known_free(w);
+	wg_leave(w, notify);
+}
+
+static const struct zkl_member_ops wg_timer_ops = {
+	.resume_locked = wg_due,
+	.expired_locked = wg_timer_expired,
+};
+
+/* ---- the request's side (lr.h) ---------------------------------------- */
+
+void waitgraph_check_locked(struct zkl_lockreq *lr,
+			    struct zkl_lockreq *const *pins, size_t n,
+			    struct zkl_link *notify)
+{
+	const char *waits[LOCKREQ_MULTI_MAX];
+	struct wg_wait *w;
+
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	if (lr->outcome == LR_PENDING)
+		lr->s->deadlock_checks++;
+	if (lr->wg || lr->outcome != LR_PENDING || lr->try_only ||
+	    lr->mode == ZKL_MODE_LEASE ||
+	    (lr->kind != LR_PLAIN && lr->kind != LR_MULTI) ||
+	    wg_own_waits(lr, waits, LOCKREQ_MULTI_MAX) == 0)
+		return;
+	if (!(w = calloc(1, sizeof(*w))))
+		return; /* unchecked: it waits as before */
+	w->s = lr->s;
+	w->lr = lr;
+	list_init(&w->timer.live);
+	list_init(&w->timer.resume);
+	w->timer.ops = &wg_timer_ops;
+	for (size_t i = 0; i < n; i++)
+		wg_add_pin(w, pins[i], waits[0]);
+	if (lr->kind == LR_MULTI)
+		wg_add_pin(w, lr, waits[0]); /* its members that hold */
+	else if (!w->records) {
+		free(w); /* it pins nothing: nothing to publish */
+		return;
+	}
+	/* A multi-lock that pins nothing yet stays: a member granted while
+	 * others wait is a pin (waitgraph_member_held_locked). */
+	lr->wg = w;
+	wg_enter(w);
+	wg_publish(w);
+	wg_leave(w, notify);
+}
+
+void waitgraph_member_held_locked(struct zkl_lockreq *g, struct zkl_lockreq *m,
+				  struct zkl_link *notify)
+{
+	struct wg_wait *w = g->wg;
+	const char *waits[LOCKREQ_MULTI_MAX];
+
+	if (!w || !w->lr || wg_own_waits(g, waits, LOCKREQ_MULTI_MAX) == 0)
+		return;
+	wg_enter(w);
+	wg_add_record(w, m->node, waits[0]);
+	wg_publish(w);
+	if (w->walk) /* the walk under way may not see it */
+		w->walk_again = 1;
+	wg_leave(w, notify);
 }
 
 void waitgraph_end_locked(struct zkl_lockreq *lr)
 {
-	struct wg_walk *w = lr->wg;
+	struct wg_wait *w = lr->wg;
 
 	if (!w)
 		return;
@@ -233,739 +1188,8 @@ void waitgraph_end_locked(struct zkl_lockreq *lr)
 	w->lr = NULL;
 	if (list_linked(&w->timer.resume))
 		list_del(&w->timer.resume);
-	/* After its create, in the session's order: it goes (a closing
-	 * session's ephemeral nodes go with it). */
-	for (unsigned i = 0; w->record_sent && !w->s->closing && i < w->nowners;
-	     i++)
-		zoo_adelete(w->s->zh, w->record[i], -1, wg_ignore_void, NULL);
+	wg_known_free(w);
+	if (!w->s->closing) /* else they go with the session */
+		wg_delete_all(w);
 	wg_put_if_done_locked(w);
-}
-
-/* Past this the walks of a long wait come no further apart. */
-#define WG_AGAIN_MAX_MS 60000
-
-/* The walk ends here (why: NULL when it ran its course), counted.  While
- * the wait lasts another comes, further apart each time: a cycle can close
- * after this walk (a member of a multi-lock granted since, a thread of a
- * process that took a lock since), and this one may have stopped short (a
- * connection lost, a node changed while it was read, a bound).  A mark
- * sent ends the checks: the wait fails with it. */
-static void wg_stop(struct wg_walk *w, const char *why)
-{
-	if (why)
-		log_msg(LOG_DEBUG, "deadlock check of %s: %s", w->node, why);
-	w->s->deadlock_checks++;
-	w->stage = WG_IDLE;
-	if (!w->lr || w->in_flight > 0 || list_linked(&w->timer.resume))
-		return;
-	w->again_ms = w->again_ms * 2 > WG_AGAIN_MAX_MS ? WG_AGAIN_MAX_MS
-							: w->again_ms * 2;
-	w->stage = WG_WAITING;
-	session_resume_at_locked(w->s, &w->timer,
-				 session_clock_now() + w->again_ms);
-}
-
-/* A reply came: 0 to go on, or -1 if the walk is over (the wait ended,
- * and it may be freed). */
-static int wg_reply_locked(struct wg_walk *w)
-{
-	assert(w->in_flight > 0);
-	w->in_flight--;
-	if (w->lr)
-		return 0;
-	wg_put_if_done_locked(w);
-	return -1;
-}
-
-/* Send one call (rc: the zoo_a* result): counted while due. */
-static int wg_sent(struct wg_walk *w, int rc)
-{
-	if (rc != ZOK) {
-		wg_stop(w, zerror(rc));
-		return -1;
-	}
-	w->in_flight++;
-	return 0;
-}
-
-static void wg_walk_on(struct wg_walk *w);
-static void wg_check_start(struct wg_walk *w);
-static int wg_add(struct wg_walk *w, enum wg_todo todo, int parent,
-		  const char *path);
-
-/* What a reply brought (the fields its call fills). */
-struct wg_reply {
-	const struct String_vector *names;
-	const struct Stat *st;
-	const char *value;
-	int len;
-};
-
-static void wg_advance(struct wg_walk *w, int rc, const struct wg_reply *r);
-
-/* Every reply: under the session's mutex, the walk moves on, unless its
- * wait ended meanwhile (then it may go: w is not used after). */
-static void wg_deliver(const void *data, int rc, const struct wg_reply *r)
-{
-	struct wg_walk *w = (struct wg_walk *)data;
-	struct zkl_session *s = w->s;
-	struct zkl_link notify;
-
-	session_enter(s, &notify);
-	if (wg_reply_locked(w) == 0)
-		wg_advance(w, rc, r);
-	session_leave(s, &notify);
-}
-
-/* The completions of each call's type. */
-static void wg_on_string(int rc, const char *value, const void *data)
-{
-	(void)value;
-	wg_deliver(data, rc, &(struct wg_reply){ 0 });
-}
-
-static void wg_on_strings(int rc, const struct String_vector *names,
-			  const void *data)
-{
-	wg_deliver(data, rc, &(struct wg_reply){ .names = names });
-}
-
-static void wg_on_strings_stat(int rc, const struct String_vector *names,
-			       const struct Stat *st, const void *data)
-{
-	wg_deliver(data, rc, &(struct wg_reply){ .names = names, .st = st });
-}
-
-static void wg_on_data(int rc, const char *value, int len,
-		       const struct Stat *st, const void *data)
-{
-	wg_deliver(data, rc,
-		   &(struct wg_reply){ .st = st, .value = value, .len = len });
-}
-
-static void wg_on_stat(int rc, const struct Stat *st, const void *data)
-{
-	wg_deliver(data, rc, &(struct wg_reply){ .st = st });
-}
-
-/* ---- the record, the sync, the records' list ----------------------- */
-
-/* A record for each owner, pipelined; the last reply goes on. */
-static void wg_record(struct wg_walk *w)
-{
-	int rc = ZOK;
-
-	w->records_due = 0;
-	/* Its data is the waiting node's path: a walker reaching the owner
-	 * follows it there. */
-	for (unsigned i = 0; i < w->nowners && rc == ZOK; i++) {
-		rc = zoo_acreate(w->s->zh, w->record[i], w->node,
-				 (int)strlen(w->node), w->s->acl, ZOO_EPHEMERAL,
-				 wg_on_string, w);
-		if (rc == ZOK) {
-			w->in_flight++;
-			w->records_due++;
-			w->record_sent = 1;
-		}
-	}
-	/* Under the session's mutex: no reply is in before this. */
-	w->record_rc = rc;
-	if (w->records_due == 0)
-		return wg_stop(w, zerror(rc));
-	w->stage = WG_RECORDING;
-}
-
-static void wg_records_dir(const struct wg_walk *w, char *out, size_t size)
-{
-	snprintf(out, size, "%s/%s", w->s->base, WAITGRAPH_DIR);
-}
-
-/* A record's create came back: the first failure of them all decides
- * once the last is in (one that exists already, from a try before, is
- * there). */
-static void wg_recorded(struct wg_walk *w, int rc)
-{
-	char dir[NAMES_MAX_NODE_PATH + 64];
-
-	if (rc != ZOK && rc != ZNODEEXISTS && w->record_rc == ZOK)
-		w->record_rc = rc;
-	assert(w->records_due > 0);
-	if (--w->records_due > 0)
-		return;
-	rc = w->record_rc;
-	wg_records_dir(w, dir, sizeof(dir));
-	w->recorded = rc == ZOK;
-	if (rc == ZNONODE && !w->parent_made) {
-		/* The first record of the base, or the records' container
-		 * reaped: make it, then record again. */
-		w->parent_made = 1;
-		if (wg_sent(w, zoo_acreate(w->s->zh, dir, "", 0, w->s->acl,
-					   w->s->containers ? ZOO_CONTAINER
-							    : ZOO_PERSISTENT,
-					   wg_on_string, w)) == 0)
-			w->stage = WG_MAKING_DIR;
-	} else if (rc != ZOK) {
-		wg_stop(w, zerror(rc));
-	} else if (wg_sent(w, zoo_async(w->s->zh, w->s->base, wg_on_string,
-					w)) == 0) {
-		/* A sync: the list of records read next is the leader's as
-		 * of now (design.md: of two walks racing, the later-recorded
-		 * sees the other's record). */
-		w->stage = WG_SYNCING;
-	}
-}
-
-/* The records' list came back: walk from this wait's own node. */
-static void wg_listed_records(struct wg_walk *w,
-			      const struct String_vector *names)
-{
-	w->records.count = names->count;
-	w->records.data = calloc((size_t)names->count + 1, sizeof(char *));
-	for (int i = 0; w->records.data && i < names->count; i++)
-		if (!(w->records.data[i] = strdup(names->data[i])))
-			return wg_stop(w, "out of memory");
-	if (!w->records.data)
-		return wg_stop(w, "out of memory");
-	w->stage = WG_WALKING;
-	wg_add(w, WG_EXPAND, -1, w->node);
-	w->items[0].is_wait = 1;
-	memcpy(w->items[0].owner, w->owner[0], sizeof(w->owner[0]));
-	memcpy(w->items[0].cmd, w->cmd, sizeof(w->cmd));
-	wg_walk_on(w);
-}
-
-/* The deadlock timeout passed, and the wait goes on (the timer member's
- * resume hook, once connected). */
-static void wg_due(struct zkl_member *m, struct zkl_link *notify)
-{
-	struct wg_walk *w = ZKL_CONTAINER_OF(m, struct wg_walk, timer);
-
-	(void)notify;
-	if (!w->lr) {
-		wg_put_if_done_locked(w);
-		return;
-	}
-	wg_reset(w);
-	if (!w->recorded)
-		return wg_record(w);
-	if (wg_sent(w, zoo_async(w->s->zh, w->s->base, wg_on_string, w)) == 0)
-		w->stage = WG_SYNCING;
-}
-
-/* The session ended while the timer ran: the wait ends with it (its
- * request is told by its own member), and so does the walk. */
-static void wg_timer_expired(struct zkl_member *m, int requeue,
-			     struct zkl_link *lost, struct zkl_link *notify)
-{
-	struct wg_walk *w = ZKL_CONTAINER_OF(m, struct wg_walk, timer);
-
-	(void)requeue;
-	(void)lost;
-	(void)notify;
-	if (w->lr) /* a new session: a new walk, if it waits again */
-		w->lr->wg = NULL;
-	w->lr = NULL;
-	wg_put_if_done_locked(w);
-}
-
-static const struct zkl_member_ops wg_timer_ops = {
-	.resume_locked = wg_due,
-	.expired_locked = wg_timer_expired,
-};
-
-/* FNV-1a of the waiting node's path: in the record's name, so that the
- * members of one multi-lock (one owner, one tag, one mode, and often one
- * sequence number in their resources) have records of their own. */
-static uint64_t wg_path_hash(const char *path)
-{
-	uint64_t h = 14695981039346656037ull;
-
-	for (; *path; path++)
-		h = (h ^ (unsigned char)*path) * 1099511628211ull;
-	return h;
-}
-
-void waitgraph_waiting_locked(struct zkl_lockreq *lr)
-{
-	struct zkl_session *s = lr->s;
-	struct wg_walk *w;
-	const char *name;
-
-	ZKL_ASSERT_HELD(&s->lock);
-	if (lr->wg || !lr->may_deadlock || s->deadlock_timeout_ms <= 0 ||
-	    lr->mode == ZKL_MODE_LEASE || lr->try_only ||
-	    (lr->kind != LR_PLAIN && lr->kind != LR_MEMBER) || !lr_has_node(lr))
-		return;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return; /* unchecked: it waits as before */
-	w->s = s;
-	w->lr = lr;
-	w->mode = lr->mode;
-	w->cycle_end = -1;
-	name = lr_node_name(lr);
-	wg_cmd(lr->data, lr->datalen, w->cmd, sizeof(w->cmd));
-	if (waitgraph_owner_key(lr->data, lr->datalen, w->owner[0],
-				sizeof(w->owner[0])) < 0 ||
-	    snprintf(w->node, sizeof(w->node), "%s", lr->node) >=
-		    (int)sizeof(w->node)) {
-		free(w);
-		return;
-	}
-	w->nowners = 1;
-	while (w->nowners < 1 + WAITGRAPH_TREE_MAX &&
-	       waitgraph_tree_key(lr->data, lr->datalen, w->nowners - 1,
-				  w->owner[w->nowners],
-				  sizeof(w->owner[0])) > 0)
-		w->nowners++;
-	for (unsigned i = 0; i < w->nowners; i++) {
-		char record[sizeof(w->record[0])];
-
-		if (snprintf(record, sizeof(record), "%s/%s/%s~%s~%016" PRIx64,
-			     s->base, WAITGRAPH_DIR, w->owner[i], name,
-			     wg_path_hash(lr->node)) >= (int)sizeof(record)) {
-			free(w);
-			return;
-		}
-		memcpy(w->record[i], record, sizeof(record));
-	}
-	list_init(&w->timer.live);
-	list_init(&w->timer.resume);
-	w->timer.ops = &wg_timer_ops;
-	lr->wg = w;
-	w->again_ms = s->deadlock_timeout_ms;
-	session_resume_at_locked(s, &w->timer,
-				 session_clock_now() + s->deadlock_timeout_ms);
-}
-
-/* ---- the walk ------------------------------------------------------- */
-
-static const char *wg_basename(const char *path)
-{
-	return strrchr(path, '/') + 1;
-}
-
-static void wg_dirname(const char *path, char *out, size_t size)
-{
-	size_t n = (size_t)(strrchr(path, '/') - path);
-
-	snprintf(out, size, "%.*s", (int)n, path);
-}
-
-static struct wg_listing *wg_listing_of(struct wg_walk *w, const char *dir)
-{
-	for (size_t i = 0; i < w->ndirs; i++)
-		if (strcmp(w->dirs[i].dir, dir) == 0)
-			return &w->dirs[i];
-	return NULL;
-}
-
-/* Add an item for path (a node's or a record's): its index, -EEXIST if
- * the walk has one for it already, -ENOSPC when the walk is full. */
-static int wg_add(struct wg_walk *w, enum wg_todo todo, int parent,
-		  const char *path)
-{
-	struct wg_item *it;
-
-	for (size_t i = 0; i < w->nitems; i++)
-		if (strcmp(w->items[i].path, path) == 0)
-			return -EEXIST;
-	if (w->nitems == WAITGRAPH_MAX_NODES)
-		return -ENOSPC;
-	it = &w->items[w->nitems];
-	memset(it, 0, sizeof(*it));
-	it->todo = todo;
-	it->parent = parent;
-	it->is_record = todo == WG_FOLLOW;
-	snprintf(it->path, sizeof(it->path), "%s", path);
-	return (int)w->nitems++;
-}
-
-/* The nodes the waiting node of item i waits for, from its queue's
- * listing: each a new item to classify.  Returns 1 if one of them is the
- * start's own node (a cycle through the start's wait, ending at i), -1 if
- * the walk is full, else 0. */
-static int wg_expand(struct wg_walk *w, size_t i, struct wg_listing *l)
-{
-	const char *name = wg_basename(w->items[i].path);
-	ssize_t me = -1;
-	char path[NAMES_MAX_NODE_PATH + 1];
-
-	for (size_t k = 0; k < l->n; k++)
-		if (strcmp(l->nodes[k].name, name) == 0)
-			me = (ssize_t)k;
-	if (me < 0) /* gone: it waits no more */
-		return 0;
-	for (ssize_t k = 0; k < me; k++) {
-		int added;
-
-		if (!lockrule_waits_for(l->nodes[me].mode, l->nodes[k].mode))
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", l->dir,
-				     l->nodes[k].name) >= sizeof(path))
-			continue; /* no such node: a listing's names fit */
-		if (i != 0 && strcmp(path, w->items[0].path) == 0)
-			return 1;
-		added = wg_add(w, WG_CLASSIFY, (int)i, path);
-		if (added == -ENOSPC)
-			return -1;
-		if (added >= 0) {
-			struct wg_item *it = &w->items[added];
-
-			it->holds = lockrule_watch(l->nodes, NULL, 0, (size_t)k,
-						   1) < 0;
-			it->is_wait = !it->holds;
-		}
-	}
-	return 0;
-}
-
-/* Is key one of the owners whose wait the walk's is? */
-static int wg_is_own(const struct wg_walk *w, const char *key)
-{
-	for (unsigned i = 0; key[0] && i < w->nowners; i++)
-		if (strcmp(key, w->owner[i]) == 0)
-			return 1;
-	return 0;
-}
-
-/* Follow every record of `owner`: the waits of a holder. */
-static int wg_follow(struct wg_walk *w, size_t i, const char *owner)
-{
-	size_t olen = strlen(owner);
-	char path[NAMES_MAX_NODE_PATH + 1];
-
-	for (int r = 0; r < w->records.count; r++) {
-		const char *rec = w->records.data[r];
-
-		if (!rec || strncmp(rec, owner, olen) != 0 || rec[olen] != '~')
-			continue;
-		if (snprintf(path, sizeof(path), "%s/%s/%s", w->s->base,
-			     WAITGRAPH_DIR, rec) >= (int)sizeof(path))
-			continue;
-		if (wg_add(w, WG_FOLLOW, (int)i, path) == -ENOSPC)
-			return -1;
-	}
-	return 0;
-}
-
-/* Go on with the next item, sending the call it needs, if any. */
-static void wg_walk_on(struct wg_walk *w)
-{
-	char dir[NAMES_MAX_NODE_PATH + 1];
-
-	while (w->next < w->nitems) {
-		struct wg_item *it = &w->items[w->next];
-		struct wg_listing *l;
-
-		switch (it->todo) {
-		case WG_EXPAND:
-			wg_dirname(it->path, dir, sizeof(dir));
-			l = wg_listing_of(w, dir);
-			if (!l) {
-				if (w->ndirs == WG_MAX_DIRS)
-					return wg_stop(w, "too many queues");
-				l = &w->dirs[w->ndirs];
-				snprintf(l->dir, sizeof(l->dir), "%s", dir);
-				(void)wg_sent(w,
-					      zoo_aget_children2(
-						      w->s->zh, dir, 0,
-						      wg_on_strings_stat, w));
-				return;
-			}
-			switch (wg_expand(w, w->next, l)) {
-			case -1:
-				return wg_stop(w, "too many nodes");
-			case 1:
-				w->cycle_end = (int)w->next;
-				return wg_check_start(w);
-			}
-			it->todo = WG_DONE;
-			w->next++;
-			break;
-		case WG_CLASSIFY:
-		case WG_FOLLOW:
-			if (!it->read) {
-				(void)wg_sent(w, zoo_aget(w->s->zh, it->path, 0,
-							  wg_on_data, w));
-				return;
-			}
-			if (it->holds && wg_is_own(w, it->owner)) {
-				w->cycle_end = (int)w->next;
-				return wg_check_start(w);
-			}
-			if (it->holds) {
-				if (it->owner[0] &&
-				    wg_follow(w, w->next, it->owner) < 0)
-					return wg_stop(w, "too many nodes");
-				it->todo = WG_DONE;
-				w->next++;
-			} else {
-				/* A waiting node: what it waits for, in
-				 * its own queue. */
-				it->todo = WG_EXPAND;
-			}
-			break;
-		case WG_DONE:
-			w->next++;
-			break;
-		}
-	}
-	wg_stop(w, NULL); /* no cycle */
-}
-
-/* A queue's listing came back (WG_WALKING, an item to expand). */
-static void wg_dir_listed(struct wg_walk *w, int rc, const struct wg_reply *r)
-{
-	struct wg_listing *l = &w->dirs[w->ndirs];
-
-	if (rc == ZNONODE) { /* the resource went: nothing waits there */
-		l->n = 0;
-		w->ndirs++;
-		return wg_walk_on(w);
-	}
-	if (rc != ZOK || !r->names || !r->st)
-		return wg_stop(w, zerror(rc));
-	l->names.count = r->names->count;
-	l->names.data = calloc((size_t)r->names->count + 1, sizeof(char *));
-	l->nodes = calloc((size_t)r->names->count + 1, sizeof(*l->nodes));
-	w->ndirs++; /* wg_reset frees what there is */
-	for (int i = 0; l->names.data && i < r->names->count; i++)
-		if (!(l->names.data[i] = strdup(r->names->data[i])))
-			return wg_stop(w, "out of memory");
-	if (!l->names.data || !l->nodes)
-		return wg_stop(w, "out of memory");
-	l->n = lockrule_collect(l->names.data, (size_t)l->names.count,
-				LOCKRULE_QUEUED_STYLES, r->st->cversion,
-				l->nodes);
-	wg_walk_on(w);
-}
-
-/* A node's data came back (WG_WALKING): its owner; or a record's: the
- * path of its owner's waiting node, a new item to expand. */
-static void wg_node_read(struct wg_walk *w, int rc, const struct wg_reply *r)
-{
-	struct wg_item *it = &w->items[w->next];
-	size_t len = r->len > 0 ? (size_t)r->len : 0;
-
-	if (rc == ZNONODE) { /* gone: nobody waits for it any more */
-		it->todo = WG_DONE;
-		w->next++;
-		return wg_walk_on(w);
-	}
-	if (rc != ZOK || !r->st)
-		return wg_stop(w, zerror(rc));
-	it->read = 1;
-	it->czxid = r->st->czxid;
-	it->version = r->st->version;
-	if (it->todo == WG_FOLLOW) {
-		char path[NAMES_MAX_NODE_PATH + 1];
-		int added = -1;
-
-		it->todo = WG_DONE;
-		w->next++;
-		if (len > 0 && len < sizeof(path) && r->value[0] == '/') {
-			memcpy(path, r->value, len);
-			path[len] = '\0';
-			added = wg_add(w, WG_EXPAND, (int)(it - w->items),
-				       path);
-		}
-		if (added == -ENOSPC)
-			return wg_stop(w, "too many nodes");
-		if (added >= 0) {
-			/* The record's owner's wait: the owner of the held
-			 * node whose records are followed. */
-			w->items[added].is_wait = 1;
-			memcpy(w->items[added].owner,
-			       w->items[it->parent].owner, sizeof(it->owner));
-			memcpy(w->items[added].cmd, w->items[it->parent].cmd,
-			       sizeof(it->cmd));
-		}
-	} else if (waitgraph_is_mark(r->value, len)) {
-		it->marked = 1;
-		it->owner[0] = '\0';
-	} else if (waitgraph_owner_key(r->value, len, it->owner,
-				       sizeof(it->owner)) < 0) {
-		it->owner[0] = '\0'; /* a peer's node */
-	} else {
-		wg_cmd(r->value, len, it->cmd, sizeof(it->cmd));
-	}
-	wg_walk_on(w);
-}
-
-/* ---- a cycle: read again, choose, mark ----------------------------- */
-
-static void wg_check_start(struct wg_walk *w)
-{
-	w->stage = WG_CHECKING;
-	w->nchecks = 0;
-	w->checked = 0;
-	w->check_failed = 0;
-	/* Every node and record of the cycle, read again: each existed at
-	 * its first read and does now, so it did in between (no name comes
-	 * back), and with its data unchanged so did its owner.  All first
-	 * reads came before all of these: the whole cycle stood at one
-	 * instant.  Replies come in the order sent (one session).  A wait's
-	 * data is read too: a deadlock mark there means another walk
-	 * reported the cycle first. */
-	for (int i = w->cycle_end; i >= 0; i = w->items[i].parent) {
-		const char *path = w->items[i].path;
-
-		if ((w->items[i].is_wait
-			     ? zoo_aget(w->s->zh, path, 0, wg_on_data, w)
-			     : zoo_aexists(w->s->zh, path, 0, wg_on_stat, w)) !=
-		    ZOK) {
-			/* The replies of those sent still come: the check
-			 * ends with the last of them, failed. */
-			w->check_failed = 1;
-			break;
-		}
-		w->in_flight++;
-		w->check_order[w->nchecks++] = i;
-	}
-	if (w->nchecks == 0)
-		wg_stop(w, "the cycle could not be read again");
-}
-
-/* "host~pid~start waits in /r <- ..." from the end of the cycle back. */
-static void wg_describe(const struct wg_walk *w, char *out, size_t size)
-{
-	size_t n = 0, base = strlen(w->s->base);
-
-	out[0] = '\0';
-	for (int i = w->cycle_end; i >= 0; i = w->items[i].parent) {
-		const struct wg_item *it = &w->items[i];
-		char dir[NAMES_MAX_NODE_PATH + 1];
-		int k;
-
-		if (it->is_record)
-			continue;
-		wg_dirname(it->path, dir, sizeof(dir));
-		k = snprintf(out + n, size - n, "%s%s (%s) %s %s",
-			     n ? ", for " : "",
-			     it->owner[0] ? it->owner : "another tool",
-			     it->owner[0] ? it->cmd : "-",
-			     it->is_wait ? "waits in" : "holds",
-			     strlen(dir) > base ? dir + base + 1 : dir);
-		if (k < 0 || (size_t)k >= size - n)
-			break;
-		n += (size_t)k;
-	}
-}
-
-/* The cycle stood: fail its youngest wait (the waiting node created
- * last), by writing the cycle into that node's data; the node's mount
- * watches it (lr_on_own_armed), this one's too. */
-static void wg_mark(struct wg_walk *w)
-{
-	char text[1024], mark[sizeof(text) + 64];
-	int victim = -1;
-
-	for (unsigned k = 0; k < w->nchecks; k++) {
-		const struct wg_item *it = &w->items[w->check_order[k]];
-
-		if (it->is_wait && it->owner[0] &&
-		    (victim < 0 || it->czxid > w->items[victim].czxid))
-			victim = w->check_order[k];
-	}
-	if (victim < 0)
-		return wg_stop(w, "no wait of a mount in the cycle");
-	wg_describe(w, text, sizeof(text));
-	snprintf(mark, sizeof(mark), "%s%s\n", WAITGRAPH_MARK, text);
-	/* On condition of the version read: a mark set meanwhile, or the
-	 * node gone, means another walk or the wait's end came first. */
-	if (wg_sent(w, zoo_aset(w->s->zh, w->items[victim].path, mark,
-				(int)strlen(mark), w->items[victim].version,
-				wg_on_stat, w)) == 0) {
-		w->victim = victim;
-		w->stage = WG_MARKING;
-	}
-}
-
-/* The mark's reply (WG_MARKING): the walk whose mark landed logs the
- * cycle, so that one cycle is logged once by its walkers, however many
- * saw it. */
-static void wg_marked(struct wg_walk *w, int rc)
-{
-	char text[1024];
-
-	if (rc != ZOK)
-		return wg_stop(w, "the cycle broke before its mark");
-	wg_describe(w, text, sizeof(text));
-	log_msg(LOG_INFO,
-		"deadlock across hosts: %s; the youngest wait (%s's in %s) "
-		"fails with EDEADLK",
-		text, w->items[w->victim].owner, w->items[w->victim].path);
-	wg_stop(w, NULL);
-}
-
-/* One part of the cycle read again (WG_CHECKING). */
-static void wg_checked(struct wg_walk *w, int rc, const struct wg_reply *r)
-{
-	struct wg_item *it = &w->items[w->check_order[w->checked++]];
-	const struct Stat *st = r->st;
-
-	if (rc != ZOK || !st)
-		w->check_failed = 1;
-	else if (!it->is_wait && !it->is_record &&
-		 (st->czxid != it->czxid || st->version != it->version))
-		w->check_failed = 1;
-	else if (it->is_wait) {
-		it->czxid = st->czxid;
-		it->version = st->version; /* the mark's condition */
-		it->marked |= waitgraph_is_mark(
-			r->value, r->len > 0 ? (size_t)r->len : 0);
-	}
-	if (w->checked < w->nchecks)
-		return; /* more to come */
-	if (w->check_failed)
-		return wg_stop(w, "the cycle changed while it was read");
-	/* Another walk of the same cycle marked its wait first: one report
-	 * (its walker logs it). */
-	for (unsigned k = 0; k < w->nchecks; k++)
-		if (w->items[w->check_order[k]].marked)
-			return wg_stop(w, "the cycle is reported already");
-	wg_mark(w);
-}
-
-/*
- * The walk's one place of moves: each reply, by the stage it came in.
- */
-static void wg_advance(struct wg_walk *w, int rc, const struct wg_reply *r)
-{
-	char dir[NAMES_MAX_NODE_PATH + 64];
-
-	switch (w->stage) {
-	case WG_RECORDING:
-		return wg_recorded(w, rc);
-	case WG_MAKING_DIR:
-		if (rc != ZOK && rc != ZNODEEXISTS)
-			return wg_stop(w, zerror(rc));
-		return wg_record(w);
-	case WG_SYNCING:
-		wg_records_dir(w, dir, sizeof(dir));
-		if (rc != ZOK)
-			return wg_stop(w, zerror(rc));
-		if (wg_sent(w, zoo_aget_children(w->s->zh, dir, 0,
-						 wg_on_strings, w)) == 0)
-			w->stage = WG_LISTING;
-		return;
-	case WG_LISTING:
-		if (rc != ZOK || !r->names)
-			return wg_stop(w, zerror(rc));
-		return wg_listed_records(w, r->names);
-	case WG_WALKING:
-		if (w->items[w->next].todo == WG_EXPAND)
-			return wg_dir_listed(w, rc, r);
-		return wg_node_read(w, rc, r);
-	case WG_CHECKING:
-		return wg_checked(w, rc, r);
-	case WG_MARKING:
-		return wg_marked(w, rc);
-	case WG_WAITING:
-	case WG_IDLE:
-		/* A walk that stopped short: the replies of what it had
-		 * sent still come, and change nothing. */
-		return;
-	}
 }

@@ -1,63 +1,71 @@
 /*
  * waitgraph.h - deadlocks across hosts: a wait that closes a cycle of
- * waits, whatever hosts its members are on, fails with EDEADLK.
+ * waits that no member can leave, whatever hosts its members are on,
+ * fails with EDEADLK.  doc/design.md ("Deadlocks across hosts") has the
+ * rule and why a report is never false.
  *
- * The graph's nodes are owners, processes named by the host, pid and
- * start time a lock node's data carries (the identity the daemon writes:
- * fs/identity.h); an owner waits for the owners of the nodes ahead of its
- * waiting node that it waits for (lockrule.h).  What a mount publishes is
- * only what nobody else can see: that an owner which holds a lock also
- * waits.  Once such a wait is older than the session's deadlock timeout
- * (-o deadlock_timeout, a second by default), the mount creates an
- * ephemeral record of it, <base>/.zklockfs-waits/<host>~<pid>~<start>~
- * <node name>, whose data is the waiting node's path, syncs, and walks:
- * from its node to the nodes it waits for; from a held node to its
- * owner's records, hence to the nodes those wait for; from a waiting node
- * to the nodes it waits for, in its own queue.  A walk that comes back to
- * a node its own owner holds has found a cycle.  It reads every part of
- * the cycle again and reports it only if nothing changed in between: then
- * all of it stood at one instant, and no member can move.  The member that
- * fails is the youngest wait of the cycle (the waiting node created last);
- * the walker writes the cycle into that node's data, and its mount, which
- * watches the node, fails it with EDEADLK.  doc/design.md ("Deadlocks
- * across hosts") has why every cycle is reported once and no other.
+ * The graph is made of facts that only ever turn false once, so that reads
+ * made one after another describe one instant:
+ *   - a lock node waits for the holders ahead of it that are in its way
+ *     (lockrule_holders_in_way), read in its queue;
+ *   - a *pin*: a held node that nothing can let go but the end of one wait
+ *     (its owner is blocked in that wait, and nobody else has the lock's
+ *     file open: fs/deadlock.h decides).  A mount publishes each pin as an
+ *     ephemeral record <base>/.zklockfs-pins/<hash of the pinned node's
+ *     queue>~<pinned node's name>~<hash of the wait>, whose data names
+ *     the waiting nodes (one, or a multi-lock's members that wait), the
+ *     waiter, and its session's timeout.
+ * A wait with pins, once published, lists the records and walks: from its
+ * waiting nodes to the pinned holders in their way, to the waits that pin
+ * them, to the holders in their way, and so on.  Reaching a node it pins
+ * itself closes a cycle.  The wait of the cycle whose record is the
+ * youngest fails; every other walker leaves it to that one, whose walk
+ * came after every other record of the cycle.  A cycle through another
+ * session's records is read again twice that session's timeout later, so
+ * that the records of a mount that died are gone by then.
  *
- * An owner that holds nothing publishes nothing and never walks: it takes
- * part in a cycle only through its place in a queue, which the walkers
- * read there.  Waits shorter than the timeout cost nothing.
+ * A wait that pins nothing publishes nothing and costs nothing here.
  */
 #ifndef ZKL_WAITGRAPH_H
 #define ZKL_WAITGRAPH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The child of the base path that holds the records. */
-#define WAITGRAPH_DIR ".zklockfs-waits"
+#define WAITGRAPH_DIR ".zklockfs-pins"
 
-/* The mark a walker writes into the data of the wait it fails, followed
- * by a line naming the cycle. */
-#define WAITGRAPH_MARK "__ZKLOCKFS_DEADLOCK__\n"
+/* A walk finds every cycle of up to this many waits (it reads at most
+ * WAITGRAPH_MAX_READS queues and as many records, and gives up past
+ * that: reports nothing). */
+#define WAITGRAPH_MAX_WAITS 64
+#define WAITGRAPH_MAX_READS 256
 
-/* A walk gives up (reports nothing) past this many nodes read. */
-#define WAITGRAPH_MAX_NODES 64
+/* FNV-1a of a string: a queue's path and a wait's, in records' names. */
+uint64_t waitgraph_hash(const char *s);
 
-/* "<host>~<pid>~<start>" of an identity text (fs/identity.h) into out:
- * its length, or -EINVAL if the data names no process (a peer's node). */
-int waitgraph_owner_key(const char *data, size_t len, char *out, size_t size);
+/* The name of the record of the pinned node `pin` (its name) in the queue
+ * `dir` for the wait whose first waiting node is `wait`, into out.
+ * Returns its length, or -ENAMETOOLONG. */
+int waitgraph_record_name(const char *dir, const char *pin, const char *wait,
+			  char *out, size_t size);
 
-/* Under -o reentrant a process tree is one owner: a wait's identity
- * names, in a "tree" line ("pid~start" each, space-separated), at most
- * this many ancestors of its process that held a lock on its mount when it
- * asked.  The wait is theirs too: it is recorded under each of them, and a
- * walk that reaches a node any of them holds has closed its cycle. */
-#define WAITGRAPH_TREE_MAX 3
+/* A record's name taken apart: the hash of its pinned node's queue and
+ * where that node's name starts (*pin) and its length.  Returns 0, or
+ * -EINVAL for a name that is no record's. */
+int waitgraph_record_parse(const char *name, uint64_t *dir_hash,
+			   const char **pin, size_t *pin_len);
 
-/* The i-th (from 0) owner key of that tree line, "<host>~<pid>~<start>",
- * into out: its length, -ENOENT past the last, -EINVAL if malformed. */
-int waitgraph_tree_key(const char *data, size_t len, unsigned i, char *out,
-		       size_t size);
-
-/* Does data (a node's) carry the deadlock mark? */
-int waitgraph_is_mark(const char *data, size_t len);
+/* A record's data: the session's timeout (ms), who waits (free text, one
+ * line), and the waiting nodes' paths, one a line.  Parsing gives the
+ * timeout, the `who` line and the paths as pointers into data, at most
+ * max of them.  Returns how many paths, or -EINVAL. */
+int waitgraph_record_data(int64_t timeout_ms, const char *who,
+			  const char *const *waits, size_t n, char *out,
+			  size_t size);
+int waitgraph_record_parse_data(const char *data, size_t len,
+				int64_t *timeout_ms, const char **who,
+				size_t *who_len, const char **paths,
+				size_t *lens, size_t max);
 
 #endif

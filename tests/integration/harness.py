@@ -441,6 +441,15 @@ def lock_nodes(zk, path):
     return found
 
 
+def pin_records(zk, base):
+    """The deadlock records under base (recipes/waitgraph.h): a wait's
+    pins, published while it lasts."""
+    try:
+        return zk.get_children(base + "/.zklockfs-pins")
+    except NoNodeError:
+        return []
+
+
 def released(zk, path, left=0):
     """Wait until `left` lock nodes remain under path.  For a test that
     closes a lock on one mount and then expects another mount to find it
@@ -476,6 +485,9 @@ class Mounts:
             wait_until(lambda: not lock_nodes(zk, base), 15,
                        f"no lock znode left under {base} "
                        f"(left: {lock_nodes(zk, base)})")
+            wait_until(lambda: not pin_records(zk, base), 15,
+                       f"no deadlock record left under {base} "
+                       f"(left: {pin_records(zk, base)})")
         finally:
             self.stop_all()  # unmount even when the check failed
 

@@ -93,6 +93,14 @@ def run(fds, words):
         out = child.stdout.readline().strip()
         child.wait()
         return f"ok {out}"
+    if cmd == "fork":
+        # A child that keeps every descriptor (and so every open file
+        # description's lock) and sleeps until killed.
+        pid = os.fork()
+        if pid == 0:
+            while True:
+                signal.pause()
+        return f"ok {pid}"
     if cmd == "child":
         pid = os.fork()
         if pid == 0:

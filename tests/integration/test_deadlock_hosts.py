@@ -1,9 +1,11 @@
-"""Deadlocks across hosts (doc/locks.md, "Deadlocks"): a process that holds
-a lock and waits, through any mount, for a lock whose holder waits, through
-a chain of such holders on any hosts, for a lock it holds, closes a cycle.
-After the deadlock timeout (a second) exactly one wait of the cycle, the
-youngest, fails with EDEADLK, whatever call it is (open, flock, fcntl);
-the others go on once it lets go.  A chain without a cycle waits as
+"""Deadlocks across hosts (doc/locks.md, "Deadlocks across hosts"): a
+process that holds a lock and waits, through any mount, for a lock whose
+holder waits, through a chain of such holders on any hosts, for a lock it
+holds, closes a cycle.  Each wait is checked once it has lasted the
+deadlock timeout (a second); exactly one wait of the cycle, the one whose
+check came last, fails with EDEADLK, whatever call it is (open, flock,
+fcntl), twice the other hosts' session timeout (4 s here) after that
+check; the others go on once it lets go.  A chain without a cycle waits as
 before.  Each mount is a host: its own ZooKeeper session."""
 import errno
 import os
@@ -14,7 +16,7 @@ import time
 
 import pytest
 
-from harness import Driver, lock_nodes, status, wait_until
+from harness import Driver, lock_nodes, pin_records, status, wait_until
 
 pytestmark = pytest.mark.concurrency
 
@@ -42,6 +44,20 @@ def ask(zk, base, d, mount, res, how):
                f"a wait queued on {res}")
 
 
+def ask_checked(zk, base, d, mount, res, how):
+    """ask, then wait for that wait's check: the next wait asked is
+    checked after it, and so is the one that closes the cycle."""
+    before = checks(mount)
+    ask(zk, base, d, mount, res, how)
+    wait_until(lambda: checks(mount) > before, 15,
+               f"the wait on {res} to be checked")
+
+
+# A report comes a check's walk and a second look (twice the session
+# timeout, 4 s) after the wait that closes the cycle was checked.
+REPORT_S = 30
+
+
 def deadlocks(mount):
     return int(status(mount)["deadlocks"])
 
@@ -59,17 +75,17 @@ def test_two_hosts_waiting_for_each_other(zk, base, m1, m2, hows):
     a, b = Driver(), Driver()
     take(a, m1, "ra", hows[0])
     take(b, m2, "rb", hows[1])
-    ask(zk, base, a, m1, "rb", hows[1])
+    ask_checked(zk, base, a, m1, "rb", hows[1])
     ask(zk, base, b, m2, "ra", hows[0])
-    assert b.answer(timeout=15) == EDEADLK, "the cycle was not reported"
+    assert b.answer(timeout=REPORT_S) == EDEADLK, "the cycle was not reported"
     assert a.poll() is None, "the older wait was failed too, or granted"
     assert (deadlocks(m1), deadlocks(m2)) == (0, 1)
     # The log names the cycle: each process (host~pid~start and its
     # command) and what it holds or waits in.
     [line] = [x for x in m2.log().splitlines()
               if "fails with EDEADLK: its wait closes a cycle" in x]
-    assert "(python3) waits in rb" in line and "(python3) holds" in line, \
-        line
+    assert "(python3) holds ra and waits in rb" in line and \
+        "(python3) holds rb and waits in ra" in line, line
     b.exit()  # lets rb go
     assert a.answer() == "ok", "a gets rb once b lets go"
     a.exit()
@@ -81,9 +97,9 @@ def test_three_hosts(zk, base, mounts):
     for i in range(3):
         take(d[i], m[i], f"r{i}", "open")
     for i in range(3):
-        ask(zk, base, d[i], m[i], f"r{(i + 1) % 3}", ("open", "flock",
-                                                      "lockf")[i])
-    assert d[2].answer(timeout=15) == EDEADLK
+        ask_checked(zk, base, d[i], m[i], f"r{(i + 1) % 3}",
+                    ("open", "flock", "lockf")[i])
+    assert d[2].answer(timeout=REPORT_S) == EDEADLK
     assert d[0].poll() is None and d[1].poll() is None
     assert [deadlocks(x) for x in m] == [0, 0, 1]
     d[2].exit()
@@ -141,15 +157,15 @@ def test_both_start_waiting_at_once_one_report(zk, base, m1, m2):
             return answers.get(x)
 
         failed = wait_until(
-            lambda: [x for x in (a, b) if answered(x) == EDEADLK], 15,
+            lambda: [x for x in (a, b) if answered(x) == EDEADLK], REPORT_S,
             f"round {round_}: an EDEADLK")
         [loser] = failed
         winner = b if loser is a else a
-        # The winner's own check has ended too: a second report would
-        # have come by now.
+        # The winner's own check came too, as long before as the
+        # loser's: a second report would have come by now.
         mount = m1 if winner is a else m2
         wait_until(lambda: checks(mount) > checked[winner], 15,
-                   f"round {round_}: the other wait's check to end")
+                   f"round {round_}: the other wait's check")
         assert answered(winner) is None, \
             f"round {round_}: both waits ended: {answers}"
         after = (deadlocks(m1), deadlocks(m2))
@@ -169,7 +185,7 @@ def cycle_of_two(zk, base, mounts, timeout_ms):
     a, b = Driver(), Driver()
     take(a, m1, "ra", "open")
     take(b, m2, "rb", "open")
-    ask(zk, base, a, m1, "rb", "open")
+    ask_checked(zk, base, a, m1, "rb", "open")
     ask(zk, base, b, m2, "ra", "open")
     return m1, m2, a, b
 
@@ -193,11 +209,13 @@ def test_a_multi_lock_in_a_cycle(zk, base, m1, m2):
     a, b = Driver(), Driver()
     take(a, m1, "x", "open")
     take(b, m2, "ha", "open")
+    checked = checks(m1)
     a.send(f"open all {m1.path('.all', 'ha,hb', 'write')} w")
     wait_until(lambda: len(lock_nodes(zk, f"{base}/ha")) == 2, 15,
                "a's multi-lock to queue on ha")
+    wait_until(lambda: checks(m1) > checked, 15, "a's wait to be checked")
     ask(zk, base, b, m2, "x", "open")
-    assert b.answer(timeout=15) == EDEADLK
+    assert b.answer(timeout=REPORT_S) == EDEADLK
     b.exit()
     assert a.answer() == "ok", "a's multi-lock holds once b let go"
     a.exit()
@@ -216,8 +234,7 @@ def test_a_checked_multi_lock_given_up_leaves_the_mount_well(zk, base, m1,
     wait_until(lambda: checks(m1) > checked, 15, "a's wait to be checked")
     a.proc.kill()
     a.proc.wait(15)
-    wait_until(lambda: not zk.exists(f"{base}/.zklockfs-waits") or
-               zk.get_children(f"{base}/.zklockfs-waits") == [], 15,
+    wait_until(lambda: not pin_records(zk, base), 15,
                "the killed wait's records to go")
     assert status(m1)["state"] == "connected"
     b.exit()
@@ -238,55 +255,40 @@ def test_a_host_that_dies_in_a_cycle_is_no_report(zk, base, mounts):
     b.proc.wait(15)
 
 
-def tree_waits(zk, base, m1, m2, child_first, how):
+def tree_waits(zk, base, m1, m2, how):
     """a on host 1 holds ra and runs a child, which asks rb; b on host 2
     holds rb and asks ra.  The child holds nothing itself: the cycle goes
-    through its parent.  Returns (child, b, the child's pid), both asked,
-    in the order child_first says."""
+    through its parent.  Returns (child, b, the child's pid)."""
     a, b = Driver(), Driver()
     take(a, m1, "ra", "open")
     # a now waits for its child, which reads the commands.
     pid = int(a.ok("child"))
     take(b, m2, "rb", how)
-    asks = [(a, m1, "rb"), (b, m2, "ra")]
-    for d, mount, res in asks if child_first else asks[::-1]:
-        ask(zk, base, d, mount, res, how)
+    ask(zk, base, a, m1, "rb", how)
+    ask(zk, base, b, m2, "ra", how)
     return a, b, pid
 
 
-@pytest.mark.parametrize("child_first,how", [(True, "open"),
-                                             (False, "flock"),
-                                             (True, "lockf")])
-def test_a_reentrant_process_tree_is_one_owner(zk, base, mounts, child_first,
-                                               how):
-    """Under -o reentrant a process tree is one owner (doc/locks.md,
-    "Deadlocks across hosts"): a parent that holds ra and waits for its child, which
-    waits for rb, waits for rb; b, who holds rb and asks ra, closes the
-    cycle.  The youngest wait fails, the child's or b's; the other goes on
-    once it lets go."""
-    m1 = mounts.new("-o", "reentrant")
-    m2 = mounts.new()
-    child, b, _ = tree_waits(zk, base, m1, m2, child_first, how)
-    loser, winner = (b, child) if child_first else (child, b)
-    assert loser.answer(timeout=15) == EDEADLK, "the cycle was not reported"
-    assert winner.poll() is None, "the older wait ended too"
-    assert deadlocks(m1) + deadlocks(m2) == 1
-    # The tree's records are the parent's: its key names the cycle.
-    lines = [x for x in (m1.log() + m2.log()).splitlines()
-             if "deadlock across hosts:" in x]
-    [line] = lines
-    assert line.count("waits in") == 2, line
-    if loser is b:
-        b.exit()
-        assert child.answer() == "ok", "the child gets rb once b lets go"
-        child.exit()
-    else:
-        child.exit()  # the child and its parent exit: ra goes
-        assert b.answer() == "ok", "b gets ra once the tree lets go"
-        b.exit()
-    wait_until(lambda: not zk.exists(f"{base}/.zklockfs-waits") or
-               zk.get_children(f"{base}/.zklockfs-waits") == [], 15,
-               "the waits' records to go")
+@pytest.mark.parametrize("how", ["open", "flock"])
+def test_a_parent_that_waits_for_its_child_pins_nothing(zk, base, mounts,
+                                                         how):
+    """Under -o reentrant too: the parent holds ra and waits for its child,
+    which waits for rb; b holds rb and asks ra.  The parent, not blocked
+    in a lock, may still let ra go (a signal's handler, a timeout), and
+    the child shares ra's open file: nothing is pinned, no report.  Once
+    the parent is killed, b gets ra."""
+    m1 = mounts.new("-o", "reentrant", "-o", "deadlock_timeout_ms=100")
+    m2 = mounts.new("-o", "deadlock_timeout_ms=100")
+    c2 = checks(m2)
+    child, b, pid = tree_waits(zk, base, m1, m2, how)
+    wait_until(lambda: checks(m2) > c2, 15, "b's wait to be checked")
+    time.sleep(10)  # longer than a report would take; no event to await
+    assert child.poll() is None and b.poll() is None, "a wait ended"
+    assert deadlocks(m1) == deadlocks(m2) == 0
+    os.kill(pid, signal.SIGKILL)  # the parent goes, and ra with it
+    child.exit()
+    assert b.answer() == "ok", "b gets ra once the tree lets go"
+    b.exit()
 
 
 def test_without_reentrant_a_child_is_its_own_owner(zk, base, m1, m2):
@@ -295,7 +297,7 @@ def test_without_reentrant_a_child_is_its_own_owner(zk, base, m1, m2):
     that waits for its child is not a wait ZooKeeper can see); b's wait is
     checked and goes on waiting."""
     checked = checks(m2)
-    child, b, pid = tree_waits(zk, base, m1, m2, True, "open")
+    child, b, pid = tree_waits(zk, base, m1, m2, "open")
     wait_until(lambda: checks(m2) > checked, 15, "b's wait to be checked")
     assert child.poll() is None and b.poll() is None
     assert deadlocks(m1) == deadlocks(m2) == 0
@@ -307,13 +309,14 @@ def test_without_reentrant_a_child_is_its_own_owner(zk, base, m1, m2):
 
 def test_a_curator_revoke_mark_on_a_wait_hides_no_cycle(zk, base, mounts):
     """Curator's Revoker writes __REVOKE__ into whatever node it is given,
-    a waiting one too (its mount keeps waiting): a wait whose data changed
-    so is no deadlock mark, and the cycle through it is still reported."""
+    a waiting one too (its mount keeps waiting): the cycle through it is
+    still reported (a check reads no node's data)."""
     m1, m2, a, b = cycle_of_two(zk, base, mounts, 3000)
     nodes = lock_nodes(zk, f"{base}/ra")
     waiting = max(nodes, key=lambda n: zk.get(n)[1].czxid)  # b's
     zk.set(waiting, b"__REVOKE__")
-    assert b.answer(timeout=20) == EDEADLK, "the cycle was not reported"
+    assert b.answer(timeout=REPORT_S) == EDEADLK, \
+        "the cycle was not reported"
     assert deadlocks(m1) + deadlocks(m2) == 1
     b.exit()
     assert a.answer() == "ok"
@@ -321,12 +324,12 @@ def test_a_curator_revoke_mark_on_a_wait_hides_no_cycle(zk, base, mounts):
 
 
 def test_a_job_in_the_background_is_no_cycle(zk, base, mounts, tmp_path):
-    """Under -o reentrant a process tree is one owner only where the
-    ancestor waits for its descendant.  p holds ra and runs a child in the
-    background that asks .all/ra,rc (a multi-lock never takes a lock
-    again), then goes on without waiting for it: no cycle, however long
-    (here twenty deadlock timeouts; there is no event to await for a
-    report that must not come); the child gets the lock once p lets go."""
+    """Under -o reentrant, p holds ra and runs a child in the background
+    that asks .all/ra,rc (a multi-lock never takes a lock again), then goes
+    on without waiting for it: no cycle, however long
+    (here longer than a report would take; there is no event to await for
+    a report that must not come); the child gets the lock once p lets
+    go."""
     m1 = mounts.new("-o", "reentrant", "-o", "deadlock_timeout_ms=100")
     p = Driver()
     take(p, m1, "ra", "open")
@@ -343,7 +346,7 @@ def test_a_job_in_the_background_is_no_cycle(zk, base, mounts, tmp_path):
     p.ok(f"spawn {shlex.quote(sys.executable)} {shlex.quote(str(job))}")
     wait_until(lambda: len(lock_nodes(zk, f"{base}/ra")) == 2, 15,
                "the child's multi-lock to queue behind p's lock")
-    time.sleep(2.0)
+    time.sleep(10)  # longer than a report would take
     assert p.do("reap nohang") == "ok running", \
         "the child's wait ended: " + "\n".join(
             x for x in m1.log().splitlines() if "deadlock" in x)

@@ -9,7 +9,6 @@
 
 #include "identity.h"
 #include "process.h"
-#include "waitgraph.h"
 
 Test(identity, formats_and_reads_back_every_key)
 {
@@ -187,38 +186,16 @@ Test(identity, a_note_with_nul_bytes_is_read_whole)
 	cr_assert_eq(memcmp(v, "a\0b\\c", 5), 0);
 }
 
-Test(identity, a_tree_line_names_the_ancestors_a_walk_reads_back)
-{
-	char buf[IDENTITY_MAX], key[64];
-	const struct lineage_proc tree[] = { { 4100, 88000 }, { 1, 7 } };
-	size_t n = identity_format(buf, sizeof(buf), "hostA", getpid(), 0);
-
-	n = identity_add_tree(buf, n, sizeof(buf), tree, 2);
-	cr_assert_eq(n, strlen(buf));
-	cr_assert_eq(identity_get(buf, n, "tree", key, sizeof(key)),
-		     (int)strlen("4100~88000 1~7"));
-	cr_assert_str_eq(key, "4100~88000 1~7");
-	cr_assert_gt(waitgraph_tree_key(buf, n, 0, key, sizeof(key)), 0);
-	cr_assert_str_eq(key, "hostA~4100~88000");
-	cr_assert_gt(waitgraph_tree_key(buf, n, 1, key, sizeof(key)), 0);
-	cr_assert_str_eq(key, "hostA~1~7");
-	cr_assert_eq(waitgraph_tree_key(buf, n, 2, key, sizeof(key)), -ENOENT);
-}
-
-Test(identity, the_longest_identity_has_room_for_a_whole_tree)
+Test(identity, the_longest_identity_has_room_for_everything)
 {
 	char host[IDENTITY_HOST_MAX + 1], list[256], buf[IDENTITY_MAX];
-	struct lineage_proc tree[WAITGRAPH_TREE_MAX];
 	size_t n;
 
 	memset(host, 'h', IDENTITY_HOST_MAX);
 	host[IDENTITY_HOST_MAX] = '\0';
 	memset(list, 'm', 255);
 	list[255] = '\0';
-	for (size_t i = 0; i < WAITGRAPH_TREE_MAX; i++)
-		tree[i] = (struct lineage_proc){ 2147483647, ~0ull };
 	n = identity_format(buf, sizeof(buf), host, getpid(), 4294967295u);
 	n = identity_add_multi(buf, n, sizeof(buf), list);
-	n = identity_add_tree(buf, n, sizeof(buf), tree, WAITGRAPH_TREE_MAX);
 	cr_assert_lt(n, sizeof(buf)); /* and no assertion fired */
 }

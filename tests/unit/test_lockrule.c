@@ -84,6 +84,49 @@ Test(lockrule, who_holds_and_what_each_waiter_watches)
 	}
 }
 
+/* For the last node of each queue: the holders in its way ('x' at their
+ * place, '.' elsewhere, the last node itself left out). */
+static const struct {
+	const char *queue, *in_way, *why;
+} ways[] = {
+	{ "ww", "x", "a writer waits for the writer that holds" },
+	{ "rrw", "xx", "a writer waits for every reader that holds" },
+	{ "rrwr", "xx.",
+	  "a reader behind a waiting writer waits for the "
+	  "readers that writer waits for" },
+	{ "wrr", "x.",
+	  "a reader behind a waiting reader: only the writer "
+	  "holds" },
+	{ "rww", "x.", "the waiting writer between is no holder" },
+	{ "r", "", "alone: holds, nothing in its way" },
+	{ "rr", ".", "a reader behind a reader holds" },
+	{ "lw", ".", "a lease is in no lock's way" },
+	{ "wl", ".", "a lease waits for leases only: takes no part" },
+	{ "lrrlw", ".xx.", "leases skipped, the readers hold" },
+};
+
+Test(lockrule, the_holders_a_waiting_node_cannot_outlast)
+{
+	for (size_t r = 0; r < sizeof(ways) / sizeof(ways[0]); r++) {
+		struct zkl_node v[16];
+		unsigned char in_way[16];
+		size_t n = build(ways[r].queue, v), want = 0, got;
+		char text[17] = { 0 };
+
+		memset(in_way, 0, sizeof(in_way));
+		got = lockrule_holders_in_way(v, n - 1, in_way);
+		for (size_t i = 0; i + 1 < n; i++) {
+			text[i] = in_way[i] ? 'x' : '.';
+			want += ways[r].in_way[i] == 'x';
+		}
+		cr_expect_str_eq(text, ways[r].in_way,
+				 "%s: expected %s, got %s (%s)", ways[r].queue,
+				 ways[r].in_way, text, ways[r].why);
+		cr_expect_eq(got, want, "%s: counted %zu (%s)", ways[r].queue,
+			     got, ways[r].why);
+	}
+}
+
 Test(lockrule, nothing_before_lo_counts)
 {
 	struct zkl_node v[8];

@@ -1,103 +1,108 @@
-/* Deadlocks across hosts (waitgraph.h): the owner a lock node's identity
- * names, the mark a walker writes, and the data-field grammar both read
- * (names_data_field). */
+/* Deadlocks across hosts (waitgraph.h): the names and data of the records
+ * that publish a wait's pins, read back as a walker reads them. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
-#include "names.h"
 #include "waitgraph.h"
 
-#define IDENTITY \
-	"host web1\npid 4121\nstart 88231\nuid 0\ncmd deploy.sh\ntime 17\n"
+#define PIN "_c_0123abcd-0000-4000-8000-00000000000a-write-0000000007"
 
-Test(waitgraph, an_identity_names_its_process)
+Test(waitgraph, a_record_name_gives_back_its_queue_and_pinned_node)
 {
-	char key[64];
+	char name[512];
+	const char *pin;
+	size_t len;
+	uint64_t dir;
+	int n = waitgraph_record_name("/zklockfs/ra", PIN, "/zklockfs/rb/w-1",
+				      name, sizeof(name));
 
-	cr_assert_eq(waitgraph_owner_key(IDENTITY, strlen(IDENTITY), key,
-					 sizeof(key)),
-		     (int)strlen("web1~4121~88231"));
-	cr_assert_str_eq(key, "web1~4121~88231");
+	cr_assert_eq(n, (int)strlen(name));
+	cr_assert_eq(waitgraph_record_parse(name, &dir, &pin, &len), 0);
+	cr_assert_eq(dir, waitgraph_hash("/zklockfs/ra"));
+	cr_assert_eq(len, strlen(PIN));
+	cr_assert_eq(memcmp(pin, PIN, len), 0);
+	cr_assert_eq(waitgraph_record_name("/zklockfs/ra", PIN, "/w", name, 40),
+		     -ENAMETOOLONG);
 }
 
-Test(waitgraph, a_node_without_a_process_has_no_owner)
+Test(waitgraph, two_waits_pinning_one_node_have_two_records)
 {
-	static const char *const none[] = {
-		"",                      /* an empty node */
-		"10.0.0.1",              /* Curator's client address */
-		"worker 7",              /* kazoo's identifier */
-		"host web1\npid 4121\n", /* no start: pid alone is reused */
-		"host a~b\npid 1\nstart 2\n", /* '~' would split the key */
-	};
-	char key[64];
+	char a[512], b[512];
 
-	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
-		cr_assert_eq(waitgraph_owner_key(none[i], strlen(none[i]), key,
-						 sizeof(key)),
-			     -EINVAL, "%s", none[i]);
-	cr_assert_eq(waitgraph_owner_key(NULL, 0, key, sizeof(key)), -EINVAL);
-	cr_assert_eq(waitgraph_owner_key(IDENTITY, strlen(IDENTITY), key, 8),
-		     -EINVAL, "a key that does not fit is none");
+	waitgraph_record_name("/b/r", PIN, "/b/q/one", a, sizeof(a));
+	waitgraph_record_name("/b/r", PIN, "/b/q/two", b, sizeof(b));
+	cr_assert_str_neq(a, b);
 }
 
-Test(waitgraph, a_tree_key_is_a_whole_pid_and_start_on_the_host)
+Test(waitgraph, a_name_that_is_no_record_is_refused)
 {
 	static const char *const bad[] = {
-		"host web1\ntree 41\n",    /* no start */
-		"host web1\ntree ~41\n",   /* no pid */
-		"host web1\ntree 41~\n",   /* an empty start */
-		"host web1\ntree 4x~41\n", /* not a number */
-		"host web1\ntree 4~1~2\n", /* a third part */
-		"tree 41~7\n",             /* no host */
-		"host web1\ntree 123456789012345678901~7\n", /* too long */
+		"",
+		"0123456789abcdef~x",
+		"0123456789abcdeg~" PIN "~0123456789abcdef",
+		"0123456789abcdef~~0123456789abcdef",
+		"0123456789abcdef~a~b~0123456789abcdef",
+		"0123456789ABCDEF~" PIN "~0123456789abcdef",
 	};
-	char key[64];
-	const char two[] = "host web1\ntree  41~7   42~8 \n";
+	const char *pin;
+	size_t len;
+	uint64_t dir;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_assert_eq(waitgraph_tree_key(bad[i], strlen(bad[i]), 0, key,
-						sizeof(key)),
+		cr_expect_eq(waitgraph_record_parse(bad[i], &dir, &pin, &len),
 			     -EINVAL, "%s", bad[i]);
-	cr_assert_eq(waitgraph_tree_key(IDENTITY, strlen(IDENTITY), 0, key,
-					sizeof(key)),
-		     -ENOENT, "no tree line: no key");
-	cr_assert_eq(waitgraph_tree_key(two, strlen(two), 1, key, sizeof(key)),
-		     (int)strlen("web1~42~8"));
-	cr_assert_str_eq(key, "web1~42~8", "spaces around keys are none");
-	cr_assert_eq(waitgraph_tree_key(two, strlen(two), 2, key, sizeof(key)),
-		     -ENOENT);
-	/* The last line without its newline: read within len alone. */
-	cr_assert_eq(waitgraph_tree_key(two, strlen(two) - 2, 1, key,
-					sizeof(key)),
-		     (int)strlen("web1~42~8"));
-	cr_assert_eq(waitgraph_tree_key(two, strlen(two) - 3, 1, key,
-					sizeof(key)),
-		     -EINVAL, "a start cut short by len is none");
 }
 
-Test(waitgraph, the_mark_is_told_from_an_identity)
+Test(waitgraph, a_record_says_the_timeout_who_and_every_wait)
 {
-	const char mark[] = WAITGRAPH_MARK "web1~1~2 (sh) holds a\n";
+	const char *const waits[] = { "/zklockfs/a/n-1", "/zklockfs/b/n-1" };
+	char data[512];
+	const char *paths[4], *who;
+	size_t lens[4], who_len;
+	int64_t timeout;
+	int n = waitgraph_record_data(4000, "web1~42 (sh)", waits, 2, data,
+				      sizeof(data));
 
-	cr_assert(waitgraph_is_mark(mark, strlen(mark)));
-	cr_assert(!waitgraph_is_mark(IDENTITY, strlen(IDENTITY)));
-	cr_assert(!waitgraph_is_mark(mark, 5), "a part of a mark is none");
-	cr_assert(!waitgraph_is_mark(NULL, 0));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(waitgraph_record_parse_data(data, (size_t)n, &timeout,
+						 &who, &who_len, paths, lens,
+						 4),
+		     2);
+	cr_assert_eq(timeout, 4000);
+	cr_assert_eq(who_len, strlen("web1~42 (sh)"));
+	cr_assert_eq(memcmp(who, "web1~42 (sh)", who_len), 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(lens[i], strlen(waits[i]));
+		cr_assert_eq(memcmp(paths[i], waits[i], lens[i]), 0);
+	}
+	cr_assert_eq(waitgraph_record_data(1, "two\nlines", waits, 1, data,
+					   sizeof(data)),
+		     -EINVAL, "who is one line");
 }
 
-Test(waitgraph, data_fields_are_whole_lines)
+Test(waitgraph, data_that_is_no_record_is_refused)
 {
-	size_t len;
-	const char *v =
-		names_data_field(IDENTITY, strlen(IDENTITY), "cmd", &len);
+	static const char *const bad[] = {
+		"",
+		"4000\n",
+		"x\nwho\n/a\n",
+		"4000\nwho\n",
+		"4000\nwho\nrelative\n",
+		"4000\nwho\n/a",
+		"4000\nwho\n\n",
+		/* a Curator revoker's mark, an identity */
+		"__REVOKE__",
+		"host web1\npid 4\n",
+	};
+	const char *paths[4], *who;
+	size_t lens[4], who_len;
+	int64_t t;
 
-	cr_assert(v && len == strlen("deploy.sh") &&
-		  memcmp(v, "deploy.sh", len) == 0);
-	cr_assert_null(names_data_field(IDENTITY, strlen(IDENTITY), "pi", &len),
-		       "a key is a whole word");
-	cr_assert_null(names_data_field("pid", 3, "pid", &len),
-		       "a key without a value");
-	v = names_data_field("note x\npid 9", 12, "pid", &len);
-	cr_assert(v && len == 1 && *v == '9', "the last line, unended");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(waitgraph_record_parse_data(bad[i], strlen(bad[i]),
+							 &t, &who, &who_len,
+							 paths, lens, 4),
+			     -EINVAL, "%s", bad[i]);
 }
