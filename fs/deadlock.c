@@ -151,6 +151,10 @@ int deadlock_candidate_locked(const struct waiter *w, enum zkl_mode mode)
 	if (w->fs->deadlock_timeout_ms <= 0 || (w->flags & LOCKREQ_TRY) ||
 	    mode == ZKL_MODE_LEASE)
 		return 0;
+	/* A downgrade waits for ZooKeeper alone: its read node takes the
+	 * write node's place, behind nobody else's. */
+	if (w->in_place)
+		return 0;
 	/* A multi-lock pins its own members that hold. */
 	return w->lf->multi || deadlock_owner_holds_locked(w->fs, w->taker);
 }
@@ -165,7 +169,7 @@ void deadlock_parked_locked(struct waiter *w)
 	/* One timeout for all: the list stays in the order of its times. */
 	w->check_at = deadline_after_ms(fs->deadlock_timeout_ms);
 	w->checked = 0;
-	if (list_empty(&fs->deadlock_due))
+	if (fs->deadlock_asleep)
 		pthread_cond_signal(&fs->deadlock_wake);
 	list_add_tail(&fs->deadlock_due, &w->due_link);
 }
@@ -275,11 +279,20 @@ static void deadlock_check_locked(struct zkl_fs *fs, struct zkl_link *checking,
 	pid_t *users = NULL;
 	size_t ninos = 0;
 	uint64_t *inos = deadlock_held_inos_locked(fs, &ninos);
+	int single = 0;
 
 	pthread_mutex_unlock(&fs->lock);
-	for (size_t i = 0; i < n; i++)
-		threads[i] = process_threads(takers[i]);
-	if (inos && (users = calloc(ninos, sizeof(*users))) &&
+	for (size_t i = 0; i < n; i++) {
+		/* A pool's waits come together: one read for its process. */
+		threads[i] = i > 0 && takers[i].pid == takers[i - 1].pid &&
+					     takers[i].start ==
+						     takers[i - 1].start
+				     ? threads[i - 1]
+				     : process_threads(takers[i]);
+		single |= threads[i] == 1;
+	}
+	/* Every process's descriptors, only if a wait may pin something. */
+	if (inos && single && (users = calloc(ninos, sizeof(*users))) &&
 	    process_fd_users(inos, ninos, users) < 0)
 		log_msg(LOG_DEBUG, "deadlock checks: some processes' files "
 				   "cannot be read: no lock counts as pinned");
@@ -317,8 +330,20 @@ static void *deadlock_checker(void *arg)
 	while (!fs->stopping) {
 		size_t n = 0;
 
+		/* Nothing due: sleep a timeout first, then until woken.  A
+		 * wait parked meanwhile is due no earlier than that, so short
+		 * waits that come and go wake nobody. */
 		if (list_empty(&fs->deadlock_due)) {
+			struct timespec idle_until =
+				deadline_after_ms(fs->deadlock_timeout_ms);
+
+			pthread_cond_timedwait(&fs->deadlock_wake, &fs->lock,
+					       &idle_until);
+			if (!list_empty(&fs->deadlock_due) || fs->stopping)
+				continue;
+			fs->deadlock_asleep = 1;
 			pthread_cond_wait(&fs->deadlock_wake, &fs->lock);
+			fs->deadlock_asleep = 0;
 			continue;
 		}
 		while (!list_empty(&fs->deadlock_due) && n < DEADLOCK_BATCH) {

@@ -65,6 +65,7 @@ struct zkl_fs {
 	 * once they have lasted deadlock_timeout_ms (0: never), in the order
 	 * of that time; the thread that checks them, and what wakes it. */
 	int deadlock_timeout_ms;
+	int deadlock_asleep; /* the checker waits to be woken */
 	struct zkl_link deadlock_due;
 	pthread_cond_t deadlock_wake;
 	pthread_t deadlock_checker;

@@ -67,6 +67,11 @@ struct zkl_session {
 	 * across hosts (waitgraph.c); its walks that ended. */
 	uint64_t deadlocks;
 	uint64_t deadlock_checks;
+	/* The session (its id) that sent the create of the deadlock records'
+	 * directory, first thing before its first record (waitgraph.c): the
+	 * records it sends after are applied after it; 0 once a create found
+	 * it gone (a container reaped), to send it again. */
+	int64_t pins_dir_session;
 	_Atomic uint64_t resources_created;
 	struct zkl_session_metrics metrics; /* session.c */
 

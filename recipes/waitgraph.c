@@ -158,9 +158,9 @@ struct wg_wait {
 	unsigned in_flight;     /* replies due: it stays for them */
 	unsigned creates_due;   /* records' creates not yet answered */
 	struct wg_record *records;
-	struct wg_walk *walk;     /* the walk under way, or NULL */
-	unsigned walk_again : 1;  /* a pin came during a walk */
-	unsigned dir_made : 1;    /* the records' directory made once */
+	struct wg_walk *walk;    /* the walk under way, or NULL */
+	unsigned walk_again : 1; /* a pin came during a walk */
+	unsigned dir_made : 1; /* made again once, after a create found it gone */
 	unsigned deletes_due : 1; /* a delete cut off: again, once connected */
 	unsigned resume_walk : 1; /* a walk cut off: again, once connected */
 	char *cycle; /* a cycle to report: this wait fails (wg_leave) */
@@ -550,6 +550,15 @@ static int wg_is_known(const struct wg_wait *w, const char *name)
 	return 0;
 }
 
+/* Has the walk reached the record `name` already (its wait is a step)? */
+static int wg_reached(const struct wg_walk *k, const char *name)
+{
+	for (size_t i = 0; i < k->nrecs; i++)
+		if (strcmp(k->recs[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
 static struct wg_record *wg_own_record(const struct wg_wait *w,
 				       const char *name)
 {
@@ -609,8 +618,8 @@ static int wg_expand(struct wg_wait *w, size_t step, const struct wg_queue *q)
 				}
 				continue;
 			}
-			if (!wg_is_known(w, rec))
-				continue;
+			if (!wg_is_known(w, rec) || wg_reached(k, rec))
+				continue; /* read once a walk */
 			if (k->nrecs == WAITGRAPH_MAX_READS) {
 				free(in_way);
 				wg_walk_end(w, "too many records");
@@ -928,6 +937,28 @@ static void wg_add_pin(struct wg_wait *w, const struct zkl_lockreq *p,
 	}
 }
 
+/* The records' directory, once a session, before its first record: a
+ * session's requests are applied in the order sent, so every record sent
+ * after finds it, and no check of a crowd pays for it.  A container: the
+ * server reaps it once emptied (a create that finds it gone sends it
+ * again, wg_created). */
+static void wg_make_dir(struct wg_wait *w)
+{
+	char dir[NAMES_MAX_NODE_PATH + 64];
+	int64_t session = zoo_client_id(w->s->zh)->client_id;
+	struct wg_call *c;
+
+	if (w->s->pins_dir_session == session ||
+	    !(c = wg_call(w, NULL, WG_CALL_DIR)))
+		return;
+	snprintf(dir, sizeof(dir), "%s/%s", w->s->base, WAITGRAPH_DIR);
+	if (wg_sent(c, zoo_acreate(w->s->zh, dir, "", 0, w->s->acl,
+				   w->s->containers ? ZOO_CONTAINER
+						    : ZOO_PERSISTENT,
+				   wg_on_string, c)) == 0)
+		w->s->pins_dir_session = session;
+}
+
 /* Create every record not yet sent, pipelined; the walk starts once the
  * last create is back (wg_leave). */
 static void wg_publish(struct wg_wait *w)
@@ -943,6 +974,7 @@ static void wg_publish(struct wg_wait *w)
 				    nwaits, data, sizeof(data));
 	if (len < 0 || nwaits == 0)
 		return;
+	wg_make_dir(w);
 	for (struct wg_record *r = w->records; r; r = r->next) {
 		struct wg_call *call;
 
@@ -963,9 +995,6 @@ static void wg_publish(struct wg_wait *w)
 static void wg_created(struct wg_wait *w, struct wg_record *r, int rc,
 		       const struct Stat *st)
 {
-	char dir[NAMES_MAX_NODE_PATH + 64];
-	struct wg_call *c;
-
 	assert(w->creates_due > 0);
 	w->creates_due--;
 	if (rc == ZOK) {
@@ -978,15 +1007,20 @@ static void wg_created(struct wg_wait *w, struct wg_record *r, int rc,
 	r->sent = 0;
 	if (rc != ZNONODE || w->dir_made || !w->lr)
 		return; /* not published: that pin takes no part */
-	/* The base's first record, or the records' container reaped: make
-	 * it, then publish again. */
+	/* The records' container was reaped since: make it again, and
+	 * this pin after it (once: a second failure leaves it out). */
 	w->dir_made = 1;
-	snprintf(dir, sizeof(dir), "%s/%s", w->s->base, WAITGRAPH_DIR);
-	if ((c = wg_call(w, NULL, WG_CALL_DIR)))
-		wg_sent(c, zoo_acreate(w->s->zh, dir, "", 0, w->s->acl,
-				       w->s->containers ? ZOO_CONTAINER
-							: ZOO_PERSISTENT,
-				       wg_on_string, c));
+	w->s->pins_dir_session = 0;
+	wg_publish(w);
+}
+
+/* Is a record of w's there (a walk can find a cycle through it)? */
+static int wg_published(const struct wg_wait *w)
+{
+	for (const struct wg_record *r = w->records; r; r = r->next)
+		if (r->created)
+			return 1;
+	return 0;
 }
 
 /* ---- entries: each under the session's mutex, w kept while in it ---- */
@@ -1052,17 +1086,13 @@ static void wg_on_reply(struct wg_call *c, int rc, const struct wg_reply *r)
 	switch (c->what) {
 	case WG_CALL_CREATE:
 		wg_created(w, c->record, rc, r->st);
-		if (w->creates_due == 0 && w->lr)
+		if (w->creates_due == 0 && w->lr && wg_published(w))
 			w->walk_again = 1;
 		break;
 	case WG_CALL_DELETE:
 		wg_deleted(w, c->record, rc);
 		break;
-	case WG_CALL_DIR:
-		if (w->lr && (rc == ZOK || rc == ZNODEEXISTS))
-			wg_publish(w);
-		else if (w->creates_due == 0 && w->lr)
-			w->walk_again = 1;
+	case WG_CALL_DIR: /* for the creates sent after it */
 		break;
 	case WG_CALL_WALK:
 		if (!w->lr) /* the wait ended: so does its walk */

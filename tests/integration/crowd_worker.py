@@ -1,10 +1,11 @@
 """A crowd of holders waiting for one busy lock, for
 test_deadlock_owners.py and bench/run --only deadlock.
 
-    crowd_worker.py MOUNT N
+    crowd_worker.py MOUNT N [PREFIX]
 
-N processes (forked: each of one thread) each take MOUNT/crowd<i>/write,
-then open MOUNT/busy/write, which blocks until its holder lets go.  Prints
+N processes (forked: each of one thread) each take
+MOUNT/PREFIXcrowd<i>/write, then open MOUNT/PREFIXbusy/write, which blocks
+until its holder lets go.  Prints
 "held" once all N hold their own lock, and, once all have taken the busy
 lock in turn and exited, "done <how many got it>" followed by the errno
 names of the others.
@@ -14,6 +15,7 @@ import os
 import sys
 
 MOUNT, N = sys.argv[1], int(sys.argv[2])
+PREFIX = sys.argv[3] if len(sys.argv) > 3 else ""
 
 ready_r, ready_w = os.pipe()
 pids = []
@@ -22,9 +24,9 @@ for i in range(N):
     if pid == 0:
         os.close(ready_r)
         try:
-            own = os.open(f"{MOUNT}/crowd{i}/write", os.O_WRONLY)
+            own = os.open(f"{MOUNT}/{PREFIX}crowd{i}/write", os.O_WRONLY)
             os.write(ready_w, b"h")
-            os.close(os.open(f"{MOUNT}/busy/write", os.O_WRONLY))
+            os.close(os.open(f"{MOUNT}/{PREFIX}busy/write", os.O_WRONLY))
             os.close(own)
             os._exit(0)
         except OSError as e:

@@ -13,6 +13,7 @@ import select
 import shlex
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -255,15 +256,21 @@ def crowd_requests(zookeeper, base, mounts, timeout_ms):
     """ZooKeeper requests of a crowd: CROWD processes that each hold a lock
     of their own and wait for one busy lock, through one mount."""
     m = mounts.new("-o", f"deadlock_timeout_ms={timeout_ms}")
+    # Resources of its own: each run makes them anew, as the other does.
+    tag = f"t{timeout_ms}-"
     holder = Driver()
-    holder.ok(f"open busy {m.path('busy', 'write')} w")
+    holder.ok(f"open busy {m.path(tag + 'busy', 'write')} w")
     before = packets_received(zookeeper)
-    crowd = Worker("crowd_worker.py", m.mountpoint, CROWD)
+    crowd = Worker("crowd_worker.py", m.mountpoint, CROWD, tag)
     assert crowd.line(60, "the crowd's own locks") == "held"
     wait_until(lambda: int(status(m)["waiting"]) >= CROWD, 60,
                "the crowd to queue on the busy lock")
+    # As long with the checks off as on: what the mounts send while idle
+    # (pings, the jeopardy heartbeat) counts alike.
+    queued = time.monotonic()
     if timeout_ms:
         wait_until(lambda: checks(m) >= CROWD, 60, "every wait's check")
+    time.sleep(max(0.0, queued + 3 - time.monotonic()))
     holder.exit()
     assert crowd.line(120, "the crowd's turns") == f"done {CROWD}"
     crowd.end()

@@ -91,6 +91,62 @@ Test(lineage, a_process_with_the_file_open_is_found_by_its_inode)
 	cr_assert(!lineage_has_open(me[0], &ino, 1), "closed: holds nothing");
 }
 
+/* A child that keeps the descriptors it inherited until told, and says
+ * when it is ready. */
+static pid_t keeping_child(int go[2], int ready[2])
+{
+	pid_t child = fork();
+	char c;
+
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		(void)!write(ready[1], "r", 1);
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	return child;
+}
+
+Test(lineage, who_has_a_file_open_over_every_process)
+{
+	struct stat st;
+	uint64_t inos[2];
+	pid_t users[2], child, child2;
+	int go[2], ready[2];
+	FILE *f = tmpfile();
+
+	cr_assert(f);
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(fstat(fileno(f), &st), 0);
+	inos[0] = st.st_ino;
+	inos[1] = 1; /* nobody's */
+	/* The caller's own descriptors are not counted: a child's are. */
+	child = keeping_child(go, ready);
+	cr_assert_eq(process_fd_users(inos, 2, users), 0);
+	cr_assert_eq(users[0], child, "one process has it: that one");
+	cr_assert_eq(users[1], 0, "none has it");
+	child2 = keeping_child(go, ready);
+	cr_assert_eq(process_fd_users(inos, 2, users), 0);
+	cr_assert_eq(users[0], -1, "two processes have it: several");
+	(void)!write(go[1], "gg", 2);
+	waitpid(child, NULL, 0);
+	waitpid(child2, NULL, 0);
+	fclose(f);
+}
+
+Test(lineage, threads_of_a_process)
+{
+	struct lineage_proc me[1];
+
+	cr_assert_eq(lineage_of(getpid(), me, 1), 1);
+	cr_assert_geq(process_threads(me[0]), 1);
+	me[0].start++;
+	cr_assert_eq(process_threads(me[0]), -ESRCH,
+		     "another process of the same pid");
+}
+
 Test(lineage, of_a_thread_that_is_gone_is_empty)
 {
 	struct lineage_proc out[LINEAGE_MAX];
