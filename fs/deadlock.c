@@ -293,7 +293,7 @@ static void deadlock_check_locked(struct zkl_fs *fs, struct zkl_link *checking,
 	}
 	/* Every process's descriptors, only if a wait may pin something. */
 	if (inos && single && (users = calloc(ninos, sizeof(*users))) &&
-	    process_fd_users(inos, ninos, users) < 0)
+	    process_fd_users(fs->mountpoint, inos, ninos, users) < 0)
 		log_msg(LOG_DEBUG, "deadlock checks: some processes' files "
 				   "cannot be read: no lock counts as pinned");
 	pthread_mutex_lock(&fs->lock);

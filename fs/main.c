@@ -289,6 +289,9 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out_tree;
 	}
+	/* Before its thread reads it. */
+	fs.deadlock_timeout_ms =
+		o.deadlock_timeout_ms < 0 ? 1000 : o.deadlock_timeout_ms;
 	if ((rc = deadlock_checker_start(&fs)) < 0) {
 		fprintf(stderr, "zklockfs: cannot start a thread: %s\n",
 			strerror(-rc));
@@ -300,8 +303,6 @@ int main(int argc, char **argv)
 		goto out_tree;
 	}
 	polling = 1;
-	fs.deadlock_timeout_ms =
-		o.deadlock_timeout_ms < 0 ? 1000 : o.deadlock_timeout_ms;
 	rc = 1;
 	struct zkl_session_opts so = {
 		.hosts = o.hosts,

@@ -314,10 +314,118 @@ static void process_note_user(pid_t *users, size_t i, pid_t pid)
 		users[i] = -1;
 }
 
-/* The inodes of the descriptors of process pid, noted in users.
- * Returns 0, or -EACCES if its descriptors could not be read. */
-static int process_fds_of(pid_t pid, const uint64_t *inos, size_t n,
-			  pid_t *users)
+/* A "key:" line's number of a /proc/<pid>/fdinfo/<fd> text, or -1. */
+static long long process_fdinfo_field(const char *text, const char *key)
+{
+	size_t len = strlen(key);
+	const char *p = text;
+
+	while (p && strncmp(p, key, len) != 0)
+		if ((p = strchr(p, '\n')))
+			p++;
+	return p ? strtoll(p + len, NULL, 10) : -1;
+}
+
+/* Where the daemon's filesystem shows in the mount namespaces met in one
+ * look at every process: its mounts' IDs there (a bind mount adds one),
+ * as fdinfo's mnt_id names them. */
+#define PROCESS_NS_MAX 16
+#define PROCESS_MOUNTS_MAX 8
+struct process_ns {
+	char ns[64]; /* /proc/<pid>/ns/mnt's link */
+	long long ids[PROCESS_MOUNTS_MAX];
+	size_t n;
+};
+struct process_look {
+	char dev[32]; /* "major:minor" of our mount, "" if unknown */
+	struct process_ns ns[PROCESS_NS_MAX];
+	size_t nns;
+};
+
+/* The IDs of pid's mounts of device dev, from its mountinfo ("ID parent
+ * major:minor root mountpoint ..."), into ns. */
+static void process_mounts_of(pid_t pid, const char *dev, struct process_ns *ns)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0, dlen = strlen(dev);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (getline(&line, &cap, f) > 0 && ns->n < PROCESS_MOUNTS_MAX) {
+		long long id;
+		int at = 0;
+
+		if (sscanf(line, "%lld %*d %n", &id, &at) == 1 && at > 0 &&
+		    strncmp(line + at, dev, dlen) == 0 &&
+		    line[at + dlen] == ' ')
+			ns->ids[ns->n++] = id;
+	}
+	free(line);
+	fclose(f);
+}
+
+/* Our mount's device: the mountinfo line of this process whose mount
+ * point is `mountpoint`.  "" if none is found. */
+static void process_our_dev(const char *mountpoint, char *dev, size_t size)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f = mountpoint ? fopen("/proc/self/mountinfo", "re") : NULL;
+
+	dev[0] = '\0';
+	while (f && getline(&line, &cap, f) > 0) {
+		char d[32], mnt[PATH_MAX];
+
+		/* A mount point with a space shows as \040: not ours then,
+		 * and every process's descriptors count by inode alone. */
+		if (sscanf(line, "%*d %*d %31s %*s %4095s", d, mnt) == 2 &&
+		    strcmp(mnt, mountpoint) == 0)
+			snprintf(dev, size, "%s", d);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+}
+
+/* Does fdinfo's mnt_id show our filesystem, for process pid?  Unknown
+ * (our device not found, too many namespaces): yes, which only makes a
+ * lock look shared. */
+static int process_on_ours(struct process_look *look, pid_t pid, long long id)
+{
+	char path[64], ns[64];
+	ssize_t len;
+	struct process_ns *n = NULL;
+
+	if (!look->dev[0])
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if ((len = readlink(path, ns, sizeof(ns) - 1)) < 0)
+		return 1;
+	ns[len] = '\0';
+	for (size_t i = 0; i < look->nns && !n; i++)
+		if (strcmp(look->ns[i].ns, ns) == 0)
+			n = &look->ns[i];
+	if (!n) {
+		if (look->nns == PROCESS_NS_MAX)
+			return 1;
+		n = &look->ns[look->nns++];
+		snprintf(n->ns, sizeof(n->ns), "%s", ns);
+		n->n = 0;
+		process_mounts_of(pid, look->dev, n);
+	}
+	for (size_t i = 0; i < n->n; i++)
+		if (n->ids[i] == id)
+			return 1;
+	return 0;
+}
+
+/* The inodes of our filesystem that process pid has descriptors on,
+ * noted in users.  Returns 0, or -EACCES if its descriptors could not be
+ * read. */
+static int process_fds_of(struct process_look *look, pid_t pid,
+			  const uint64_t *inos, size_t n, pid_t *users)
 {
 	char path[64], link[16], buf[512];
 	struct dirent *d;
@@ -330,7 +438,7 @@ static int process_fds_of(pid_t pid, const uint64_t *inos, size_t n,
 	fd = dirfd(dir);
 	while ((d = readdir(dir))) {
 		char name[300];
-		uint64_t ino;
+		long long ino;
 
 		if (d->d_name[0] == '.')
 			continue;
@@ -340,36 +448,45 @@ static int process_fds_of(pid_t pid, const uint64_t *inos, size_t n,
 		    link[0] != '/')
 			continue;
 		snprintf(name, sizeof(name), "fdinfo/%s", d->d_name);
-		if (procfile_read(pid, name, buf, sizeof(buf)) <= 0)
+		if (procfile_read(pid, name, buf, sizeof(buf)) <= 0 ||
+		    (ino = process_fdinfo_field(buf, "ino:")) <= 0)
 			continue;
-		ino = lineage_fdinfo_ino(buf);
-		for (size_t i = 0; ino && i < n; i++)
-			if (ino == inos[i])
+		for (size_t i = 0; i < n; i++)
+			if ((uint64_t)ino == inos[i] &&
+			    process_on_ours(look, pid,
+					    process_fdinfo_field(buf,
+								 "mnt_id:")))
 				process_note_user(users, i, pid);
 	}
 	closedir(dir);
 	return 0;
 }
 
-int process_fd_users(const uint64_t *inos, size_t n, pid_t *users)
+int process_fd_users(const char *mountpoint, const uint64_t *inos, size_t n,
+		     pid_t *users)
 {
+	struct process_look *look = calloc(1, sizeof(*look));
 	DIR *proc = opendir("/proc");
 	struct dirent *d;
-	int err = 0;
+	int err = look ? 0 : -ENOMEM;
 
 	memset(users, 0, n * sizeof(*users));
-	if (!proc)
-		return -errno;
-	while ((d = readdir(proc))) {
+	if (!proc && !err)
+		err = -errno;
+	if (look)
+		process_our_dev(mountpoint, look->dev, sizeof(look->dev));
+	while (!err && (d = readdir(proc))) {
 		char *end;
 		long pid = strtol(d->d_name, &end, 10);
 
 		if (pid <= 0 || *end || pid == getpid())
 			continue;
-		if (process_fds_of((pid_t)pid, inos, n, users) < 0)
+		if (process_fds_of(look, (pid_t)pid, inos, n, users) < 0)
 			err = -EACCES;
 	}
-	closedir(proc);
+	if (proc)
+		closedir(proc);
+	free(look);
 	if (err < 0) /* someone we cannot see may have any of them open */
 		for (size_t i = 0; i < n; i++)
 			users[i] = -1;

@@ -70,15 +70,19 @@ int lineage_has_open(struct lineage_proc p, const uint64_t *inos, size_t n);
  * no longer runs (or its pid is another's). */
 int process_threads(struct lineage_proc p);
 
-/* Who has each of the inodes inos[0..n) open, over every process /proc
- * shows (their /proc/<pid>/fdinfo): users[i] is the pid of the one
- * process that has a descriptor on inos[i], 0 if none has, -1 if several
- * have.  A process whose descriptors cannot be read (another user's, to a
- * daemon that is not root) might have any: then every users[i] is -1 and
- * -EACCES is returned; else 0, or -errno if /proc cannot be listed.  Reads
- * every process's descriptors: O(descriptors on the host).  Any thread,
- * no lock held (the daemon's own descriptors are not counted). */
-int process_fd_users(const uint64_t *inos, size_t n, pid_t *users);
+/* Who has each of the inodes inos[0..n) of the filesystem mounted at
+ * `mountpoint` open, over every process /proc shows (the ino and mnt_id
+ * of their /proc/<pid>/fdinfo; in another mount namespace, its mounts of
+ * our device): users[i] is the pid of the one process that has a
+ * descriptor on inos[i], 0 if none has, -1 if several have.  Where the
+ * mount cannot be told (mountpoint NULL, not found), every inode number
+ * alike counts.  A process whose descriptors cannot be read (another
+ * user's, to a daemon that is not root) might have any: then every
+ * users[i] is -1 and -EACCES is returned; else 0, or -errno.  Reads every
+ * process's descriptors: O(descriptors on the host).  Any thread, no lock
+ * held (the daemon's own descriptors are not counted). */
+int process_fd_users(const char *mountpoint, const uint64_t *inos, size_t n,
+		     pid_t *users);
 
 /*
  * Does the signal that interrupted a blocked open cancel it?

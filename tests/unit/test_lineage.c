@@ -124,11 +124,11 @@ Test(lineage, who_has_a_file_open_over_every_process)
 	inos[1] = 1; /* nobody's */
 	/* The caller's own descriptors are not counted: a child's are. */
 	child = keeping_child(go, ready);
-	cr_assert_eq(process_fd_users(inos, 2, users), 0);
+	cr_assert_eq(process_fd_users(NULL, inos, 2, users), 0);
 	cr_assert_eq(users[0], child, "one process has it: that one");
 	cr_assert_eq(users[1], 0, "none has it");
 	child2 = keeping_child(go, ready);
-	cr_assert_eq(process_fd_users(inos, 2, users), 0);
+	cr_assert_eq(process_fd_users(NULL, inos, 2, users), 0);
 	cr_assert_eq(users[0], -1, "two processes have it: several");
 	(void)!write(go[1], "gg", 2);
 	waitpid(child, NULL, 0);
