@@ -59,6 +59,15 @@ def four_letter(port, word, address="127.0.0.1"):
         return ""
 
 
+def packets_received(server):
+    """The requests a server has received so far (mntr)."""
+    for line in four_letter(server.port, "mntr").splitlines():
+        key, _, value = line.partition("\t")
+        if key == "zk_packets_received":
+            return int(value)
+    raise AssertionError("ZooKeeper's mntr has no zk_packets_received")
+
+
 class ZooKeeper:
     """A ZooKeeper server from the Debian package, data in a temp dir:
     standalone, or member `myid` of an ensemble whose `peers` are

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from harness import (HERE, Child, Driver, four_letter, lock_nodes,
+from harness import (HERE, Child, Driver, lock_nodes, packets_received,
                      pin_records, status, wait_until)
 
 pytestmark = pytest.mark.concurrency
@@ -239,14 +239,6 @@ def test_a_dead_hosts_records_are_no_blocked_owner(zk, base, mounts):
     q.exit()
     assert p.answer(timeout=15) == "ok"
     p.exit()
-
-
-def packets_received(server):
-    for line in four_letter(server.port, "mntr").splitlines():
-        key, _, value = line.partition("\t")
-        if key == "zk_packets_received":
-            return int(value)
-    raise AssertionError("ZooKeeper's mntr has no zk_packets_received")
 
 
 CROWD = 100

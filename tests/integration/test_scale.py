@@ -10,7 +10,8 @@ import time
 
 import threading
 
-from harness import HERE, Locker, four_letter, lock_nodes, wait_until
+from harness import (HERE, Locker, four_letter, lock_nodes, packets_received,
+                     wait_until)
 from sections import mark_killed
 
 N_WAITERS = 200
@@ -37,14 +38,6 @@ def test_200_blocked_openers_do_not_block_the_mount_and_are_fifo(zk, base, m1, m
                  if o.poll_result() is not None]
         assert not later, f"waiters {later} granted before waiter {i}"
         w.close()
-
-
-def packets_received(server):
-    for line in four_letter(server.port, "mntr").splitlines():
-        key, _, value = line.partition("\t")
-        if key == "zk_packets_received":
-            return int(value)
-    raise AssertionError("ZooKeeper's mntr has no zk_packets_received")
 
 
 def total_watches(server):
