@@ -186,34 +186,56 @@ void deadlock_unparked_locked(struct waiter *w, int runs_again)
 	w->checked = 0;
 }
 
-/* The held locks of this mount that process p alone can let go: those on
- * a file that no other process has open (users, from process_fd_users
- * over inos).  At most max into out.  fs->lock held. */
-static size_t deadlock_pins_locked(struct zkl_fs *fs, pid_t p,
+/* Is ino's only user (users, from process_fd_users over inos) process
+ * p? */
+static int deadlock_only_user(pid_t p, fuse_ino_t ino, const uint64_t *inos,
+			      const pid_t *users, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (inos[i] == ino)
+			return users[i] == p;
+	return 0;
+}
+
+/* Add lr to out[0..*k) unless it is there, while there is room. */
+static void deadlock_add_pin(struct zkl_lockreq *lr, struct zkl_lockreq **out,
+			     size_t *k, size_t max)
+{
+	for (size_t i = 0; i < *k; i++)
+		if (out[i] == lr)
+			return;
+	if (*k < max)
+		out[(*k)++] = lr;
+}
+
+/* The locks of this mount that process p took and alone can let go: on a
+ * file no other process has open (users, from process_fd_users over
+ * inos).  At most max into out.  fs->lock held. */
+static size_t deadlock_pins_locked(struct zkl_fs *fs, struct lineage_proc p,
 				   const uint64_t *inos, const pid_t *users,
 				   size_t n, struct zkl_lockreq **out,
 				   size_t max)
 {
 	size_t k = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		if (users[i] != p)
-			continue;
-		for (struct zkl_link *l = fs->lockfiles.next;
-		     l != &fs->lockfiles && k < max; l = l->next) {
-			struct lockfile *lf =
-				ZKL_CONTAINER_OF(l, struct lockfile, link);
-			if (lf->ino == inos[i] && lf->state == LF_OPEN &&
-			    lf->held)
-				out[k++] = lf->held;
-		}
-		for (struct zkl_link *l = fs->posix_locks.next;
-		     l != &fs->posix_locks && k < max; l = l->next) {
-			struct posixlock *pl =
-				ZKL_CONTAINER_OF(l, struct posixlock, link);
-			if (pl->ino == inos[i])
-				out[k++] = pl->lr;
-		}
+	for (struct zkl_link *l = fs->lockfiles.next; l != &fs->lockfiles;
+	     l = l->next) {
+		struct lockfile *lf =
+			ZKL_CONTAINER_OF(l, struct lockfile, link);
+
+		if (lf->state == LF_OPEN && lf->held &&
+		    lf->taker.pid == p.pid && lf->taker.start == p.start &&
+		    deadlock_only_user(p.pid, lf->ino, inos, users, n))
+			deadlock_add_pin(lf->held, out, &k, max);
+	}
+	for (struct zkl_link *l = fs->posix_locks.next; l != &fs->posix_locks;
+	     l = l->next) {
+		struct posixlock *pl =
+			ZKL_CONTAINER_OF(l, struct posixlock, link);
+
+		if (pl->taker.pid == p.pid && pl->taker.start == p.start &&
+		    deadlock_only_user(p.pid, pl->ino, inos, users, n))
+			deadlock_add_pin(pl->lr, out, &k, max);
 	}
 	return k;
 }
@@ -257,6 +279,23 @@ static uint64_t *deadlock_held_inos_locked(struct zkl_fs *fs, size_t *n)
 	return inos;
 }
 
+/* Processes whose descriptors cannot be read, at most, in one look. */
+#define DEADLOCK_HIDDEN_MAX 16
+
+/* Is one of the processes hidden[0..n) (whose descriptors the kernel will
+ * not show) p's descendant?  Only such a one can share an open file
+ * description p took (inherited at a fork: p, blocked in its one thread,
+ * can hand nothing on while it waits), and then p pins nothing.  Any
+ * other hidden process may have our files open only through descriptions
+ * of its own, which lock nothing of p's. */
+static int deadlock_hidden_child(pid_t p, const pid_t *hidden, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (process_descends_from(hidden[i], p))
+			return 1;
+	return 0;
+}
+
 /* At most this many waits are checked at once (one read of /proc). */
 #define DEADLOCK_BATCH 256
 /* At most this many pins a wait publishes. */
@@ -276,6 +315,8 @@ static void deadlock_check_locked(struct zkl_fs *fs, struct zkl_link *checking,
 {
 	struct zkl_lockreq *pins[DEADLOCK_MAX_PINS];
 	int threads[DEADLOCK_BATCH];
+	pid_t hidden[DEADLOCK_HIDDEN_MAX];
+	size_t nhidden = 0;
 	pid_t *users = NULL;
 	size_t ninos = 0;
 	uint64_t *inos = deadlock_held_inos_locked(fs, &ninos);
@@ -293,9 +334,11 @@ static void deadlock_check_locked(struct zkl_fs *fs, struct zkl_link *checking,
 	}
 	/* Every process's descriptors, only if a wait may pin something. */
 	if (inos && single && (users = calloc(ninos, sizeof(*users))) &&
-	    process_fd_users(fs->mountpoint, inos, ninos, users) < 0)
-		log_msg(LOG_DEBUG, "deadlock checks: some processes' files "
-				   "cannot be read: no lock counts as pinned");
+	    process_fd_users(fs->mountpoint, inos, ninos, users, hidden,
+			     &nhidden, DEADLOCK_HIDDEN_MAX) < 0)
+		log_msg(LOG_DEBUG, "deadlock checks: too many processes whose "
+				   "files cannot be read: no lock counts as "
+				   "pinned");
 	pthread_mutex_lock(&fs->lock);
 	while (!list_empty(checking)) {
 		struct waiter *w = ZKL_CONTAINER_OF(checking->next,
@@ -309,8 +352,10 @@ static void deadlock_check_locked(struct zkl_fs *fs, struct zkl_link *checking,
 			i++;
 		/* Its locks must be its process's, whose one thread is the
 		 * very one that waits. */
-		if (users && i < n && threads[i] == 1 && w->tid == w->taker.pid)
-			np = deadlock_pins_locked(fs, w->taker.pid, inos, users,
+		if (users && i < n && threads[i] == 1 &&
+		    w->tid == w->taker.pid &&
+		    !deadlock_hidden_child(w->taker.pid, hidden, nhidden))
+			np = deadlock_pins_locked(fs, w->taker, inos, users,
 						  ninos, pins,
 						  DEADLOCK_MAX_PINS);
 		lockreq_check_deadlock(w->lr, pins, np); /* counted */

@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/kcmp.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -314,181 +317,159 @@ static void process_note_user(pid_t *users, size_t i, pid_t pid)
 		users[i] = -1;
 }
 
-/* A "key:" line's number of a /proc/<pid>/fdinfo/<fd> text, or -1. */
-static long long process_fdinfo_field(const char *text, const char *key)
-{
-	size_t len = strlen(key);
-	const char *p = text;
-
-	while (p && strncmp(p, key, len) != 0)
-		if ((p = strchr(p, '\n')))
-			p++;
-	return p ? strtoll(p + len, NULL, 10) : -1;
-}
-
-/* Where the daemon's filesystem shows in the mount namespaces met in one
- * look at every process: its mounts' IDs there (a bind mount adds one),
- * as fdinfo's mnt_id names them. */
-#define PROCESS_NS_MAX 16
-#define PROCESS_MOUNTS_MAX 8
-struct process_ns {
-	char ns[64]; /* /proc/<pid>/ns/mnt's link */
-	long long ids[PROCESS_MOUNTS_MAX];
-	size_t n;
-};
-struct process_look {
-	char dev[32]; /* "major:minor" of our mount, "" if unknown */
-	struct process_ns ns[PROCESS_NS_MAX];
-	size_t nns;
-};
-
-/* The IDs of pid's mounts of device dev, from its mountinfo ("ID parent
- * major:minor root mountpoint ..."), into ns. */
-static void process_mounts_of(pid_t pid, const char *dev, struct process_ns *ns)
-{
-	char path[64], *line = NULL;
-	size_t cap = 0, dlen = strlen(dev);
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return;
-	while (getline(&line, &cap, f) > 0 && ns->n < PROCESS_MOUNTS_MAX) {
-		long long id;
-		int at = 0;
-
-		if (sscanf(line, "%lld %*d %n", &id, &at) == 1 && at > 0 &&
-		    strncmp(line + at, dev, dlen) == 0 &&
-		    line[at + dlen] == ' ')
-			ns->ids[ns->n++] = id;
-	}
-	free(line);
-	fclose(f);
-}
-
-/* Our mount's device: the mountinfo line of this process whose mount
- * point is `mountpoint`.  "" if none is found. */
-static void process_our_dev(const char *mountpoint, char *dev, size_t size)
+/* The device of the mount at `mountpoint`, as this process's mountinfo
+ * says ("ID parent major:minor root mountpoint ..."): 0 and *dev, or
+ * -ENOENT.  A mount point with a space shows as \040: not found then. */
+static int process_mount_dev(const char *mountpoint, dev_t *dev)
 {
 	char *line = NULL;
 	size_t cap = 0;
+	int err = -ENOENT;
 	FILE *f = mountpoint ? fopen("/proc/self/mountinfo", "re") : NULL;
 
-	dev[0] = '\0';
 	while (f && getline(&line, &cap, f) > 0) {
-		char d[32], mnt[PATH_MAX];
+		char mnt[PATH_MAX];
+		unsigned ma, mi;
 
-		/* A mount point with a space shows as \040: not ours then,
-		 * and every process's descriptors count by inode alone. */
-		if (sscanf(line, "%*d %*d %31s %*s %4095s", d, mnt) == 2 &&
-		    strcmp(mnt, mountpoint) == 0)
-			snprintf(dev, size, "%s", d);
+		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &ma, &mi, mnt) ==
+			    3 &&
+		    strcmp(mnt, mountpoint) == 0) {
+			*dev = makedev(ma, mi);
+			err = 0;
+		}
 	}
 	free(line);
 	if (f)
 		fclose(f);
+	return err;
 }
 
-/* Does fdinfo's mnt_id show our filesystem, for process pid?  Unknown
- * (our device not found, too many namespaces): yes, which only makes a
- * lock look shared. */
-static int process_on_ours(struct process_look *look, pid_t pid, long long id)
-{
-	char path[64], ns[64];
-	ssize_t len;
-	struct process_ns *n = NULL;
-
-	if (!look->dev[0])
-		return 1;
-	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
-	if ((len = readlink(path, ns, sizeof(ns) - 1)) < 0)
-		return 1;
-	ns[len] = '\0';
-	for (size_t i = 0; i < look->nns && !n; i++)
-		if (strcmp(look->ns[i].ns, ns) == 0)
-			n = &look->ns[i];
-	if (!n) {
-		if (look->nns == PROCESS_NS_MAX)
-			return 1;
-		n = &look->ns[look->nns++];
-		snprintf(n->ns, sizeof(n->ns), "%s", ns);
-		n->n = 0;
-		process_mounts_of(pid, look->dev, n);
-	}
-	for (size_t i = 0; i < n->n; i++)
-		if (n->ids[i] == id)
-			return 1;
-	return 0;
-}
-
-/* The inodes of our filesystem that process pid has descriptors on,
- * noted in users.  Returns 0, or -EACCES if its descriptors could not be
- * read. */
-static int process_fds_of(struct process_look *look, pid_t pid,
+/* The descriptors of the table of task `task` of process pid (its
+ * /proc/<pid>/task/<task>/fd): each one on our filesystem (device dev)
+ * whose inode is inos[i] noted in users.  Each is looked at with statx,
+ * which follows the descriptor to its file wherever it was opened (another
+ * mount namespace, a path gone since), from cached attributes (no request
+ * to a file server, ours included).  Returns 0, or -EACCES if a
+ * descriptor could not be looked at (then it may be any). */
+static int process_fds_of(pid_t pid, pid_t task, dev_t dev,
 			  const uint64_t *inos, size_t n, pid_t *users)
 {
-	char path[64], link[16], buf[512];
+	char path[64];
 	struct dirent *d;
 	DIR *dir;
-	int fd;
+	int fd, err = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/fd", (int)pid,
+		 (int)task);
 	if (!(dir = opendir(path)))
-		return errno == EACCES ? -EACCES : 0; /* gone: none */
+		return errno == ENOENT || errno == ESRCH ? 0 : -EACCES;
 	fd = dirfd(dir);
 	while ((d = readdir(dir))) {
-		char name[300];
-		long long ino;
+		struct statx stx;
 
 		if (d->d_name[0] == '.')
 			continue;
-		/* A file has a path: a socket, a pipe, an event fd do not,
-		 * and need no fdinfo read. */
-		if (readlinkat(fd, d->d_name, link, sizeof(link)) < 1 ||
-		    link[0] != '/')
+		if (statx(fd, d->d_name, AT_STATX_DONT_SYNC, STATX_INO, &stx) <
+		    0) {
+			if (errno != ENOENT) /* closed meanwhile: not there */
+				err = -EACCES;
 			continue;
-		snprintf(name, sizeof(name), "fdinfo/%s", d->d_name);
-		if (procfile_read(pid, name, buf, sizeof(buf)) <= 0 ||
-		    (ino = process_fdinfo_field(buf, "ino:")) <= 0)
+		}
+		if (makedev(stx.stx_dev_major, stx.stx_dev_minor) != dev &&
+		    dev != 0)
 			continue;
 		for (size_t i = 0; i < n; i++)
-			if ((uint64_t)ino == inos[i] &&
-			    process_on_ours(look, pid,
-					    process_fdinfo_field(buf,
-								 "mnt_id:")))
+			if (stx.stx_ino == inos[i])
 				process_note_user(users, i, pid);
 	}
 	closedir(dir);
-	return 0;
+	return err;
+}
+
+/* Every descriptor table of process pid: its threads share one, but a
+ * main thread that exited shows none and a thread that unshared its table
+ * (unshare(CLONE_FILES)) has its own, so each thread's is read unless
+ * kcmp(2) says it is one already read. */
+static int process_tables_of(pid_t pid, dev_t dev, const uint64_t *inos,
+			     size_t n, pid_t *users)
+{
+	pid_t read_tasks[16];
+	size_t nread = 0;
+	char path[64];
+	struct dirent *d;
+	DIR *tasks;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(tasks = opendir(path)))
+		return errno == ENOENT || errno == ESRCH ? 0 : -EACCES;
+	while (!err && (d = readdir(tasks))) {
+		char *end;
+		long task = strtol(d->d_name, &end, 10);
+		int seen = 0;
+
+		if (task <= 0 || *end)
+			continue;
+		for (size_t i = 0; i < nread && !seen; i++)
+			seen = syscall(SYS_kcmp, read_tasks[i], (pid_t)task,
+				       KCMP_FILES, 0, 0) == 0;
+		if (seen)
+			continue;
+		err = process_fds_of(pid, (pid_t)task, dev, inos, n, users);
+		if (nread < sizeof(read_tasks) / sizeof(read_tasks[0]))
+			read_tasks[nread++] = (pid_t)task;
+	}
+	closedir(tasks);
+	return err;
 }
 
 int process_fd_users(const char *mountpoint, const uint64_t *inos, size_t n,
-		     pid_t *users)
+		     pid_t *users, pid_t *hidden, size_t *nhidden,
+		     size_t max_hidden)
 {
-	struct process_look *look = calloc(1, sizeof(*look));
 	DIR *proc = opendir("/proc");
 	struct dirent *d;
-	int err = look ? 0 : -ENOMEM;
+	dev_t dev = 0; /* 0: unknown, every device's inode numbers count */
+	int err = proc ? 0 : -errno;
 
 	memset(users, 0, n * sizeof(*users));
-	if (!proc && !err)
-		err = -errno;
-	if (look)
-		process_our_dev(mountpoint, look->dev, sizeof(look->dev));
+	*nhidden = 0;
+	(void)process_mount_dev(mountpoint, &dev);
 	while (!err && (d = readdir(proc))) {
 		char *end;
 		long pid = strtol(d->d_name, &end, 10);
 
-		if (pid <= 0 || *end || pid == getpid())
+		if (pid <= 0 || *end || pid == getpid() ||
+		    process_tables_of((pid_t)pid, dev, inos, n, users) == 0)
 			continue;
-		if (process_fds_of(look, (pid_t)pid, inos, n, users) < 0)
-			err = -EACCES;
+		if (*nhidden == max_hidden)
+			err = -EACCES; /* too many to say */
+		else
+			hidden[(*nhidden)++] = (pid_t)pid;
 	}
 	if (proc)
 		closedir(proc);
-	free(look);
-	if (err < 0) /* someone we cannot see may have any of them open */
+	if (err < 0) /* nothing is known */
 		for (size_t i = 0; i < n; i++)
 			users[i] = -1;
 	return err;
+}
+
+int process_descends_from(pid_t q, pid_t p)
+{
+	char buf[1024];
+
+	/* Bounded: a loop in what /proc said meanwhile ends too. */
+	for (int depth = 0; depth < 256 && q > 1; depth++) {
+		unsigned long long start;
+		pid_t parent;
+
+		if (q == p)
+			return 1;
+		if (procfile_read(q, "stat", buf, sizeof(buf)) <= 0 ||
+		    lineage_parse_stat(buf, &parent, &start) < 0)
+			return 0;
+		q = parent;
+	}
+	return q == p;
 }

@@ -71,18 +71,24 @@ int lineage_has_open(struct lineage_proc p, const uint64_t *inos, size_t n);
 int process_threads(struct lineage_proc p);
 
 /* Who has each of the inodes inos[0..n) of the filesystem mounted at
- * `mountpoint` open, over every process /proc shows (the ino and mnt_id
- * of their /proc/<pid>/fdinfo; in another mount namespace, its mounts of
- * our device): users[i] is the pid of the one process that has a
- * descriptor on inos[i], 0 if none has, -1 if several have.  Where the
- * mount cannot be told (mountpoint NULL, not found), every inode number
- * alike counts.  A process whose descriptors cannot be read (another
- * user's, to a daemon that is not root) might have any: then every
- * users[i] is -1 and -EACCES is returned; else 0, or -errno.  Reads every
- * process's descriptors: O(descriptors on the host).  Any thread, no lock
- * held (the daemon's own descriptors are not counted). */
+ * `mountpoint` open, over every process /proc shows (each descriptor
+ * looked at with statx, which follows it to its file whatever namespace
+ * opened it; every thread's table where they differ): users[i] is the pid
+ * of the one process that has a descriptor on inos[i], 0 if none has, -1
+ * if several have.  Where the mount's device cannot be told (mountpoint
+ * NULL, not found), every device's inode numbers count.  The processes
+ * whose descriptors the kernel will not show (a more privileged one, of
+ * another user namespace or a container's host) are listed in
+ * hidden[0..*nhidden): the caller decides what they may hold.  Returns
+ * 0, or -errno with every users[i] -1 (nothing known: /proc cannot be
+ * listed, more than max_hidden hidden).  O(descriptors on the host).  Any
+ * thread, no lock held (the daemon's own descriptors are not counted). */
 int process_fd_users(const char *mountpoint, const uint64_t *inos, size_t n,
-		     pid_t *users);
+		     pid_t *users, pid_t *hidden, size_t *nhidden,
+		     size_t max_hidden);
+
+/* Is process q p, or a descendant of p (its parents, as /proc says now)? */
+int process_descends_from(pid_t q, pid_t p);
 
 /*
  * Does the signal that interrupted a blocked open cancel it?

@@ -72,6 +72,11 @@ struct zkl_session {
 	 * records it sends after are applied after it; 0 once a create found
 	 * it gone (a container reaped), to send it again. */
 	int64_t pins_dir_session;
+	/* Checked waits whose record deletes were cut off and wait to be
+	 * sent again: until then a record of this session may outlive its
+	 * wait, and a cycle through one is looked at again like another
+	 * session's (waitgraph.c). */
+	unsigned pins_deletes_due;
 	_Atomic uint64_t resources_created;
 	struct zkl_session_metrics metrics; /* session.c */
 

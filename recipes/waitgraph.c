@@ -177,19 +177,29 @@ static void wg_put_if_done_locked(struct wg_wait *w);
 /* ---- the walk --------------------------------------------------------- */
 
 /* A waiting node reached: one of the wait's own (parent -1), or one that
- * a record names, the record reached from `parent`'s queue. */
+ * a record names.  Of the ways the walk found to it, the one whose
+ * youngest record is the oldest (`worst`, that record's czxid): a cycle
+ * through it is this wait's to report only if every record on it is
+ * older than this wait's own (wg_found), so a younger way found first
+ * must not hide an older one found later. */
 struct wg_step {
-	int parent;
+	int parent; /* the step whose queue has the record's pin */
 	int record; /* index in walk->recs of the record, -1: own */
+	int64_t worst;
 	char *path;
 };
 
-/* A record reached: its pinned node stands in the way of `step`. */
+/* A record reached: its pinned node stands in the way of step `from` (the
+ * best way to it the walk knows); once read, the waits it names are the
+ * steps `targets`. */
 struct wg_rec {
-	int step;
+	int from;
+	int read; /* its data came back (and named waits) */
 	int64_t czxid, session, timeout_ms;
 	char who[128];
 	char *name;
+	int *targets;
+	size_t ntargets;
 };
 
 struct wg_queue {
@@ -211,12 +221,16 @@ struct wg_walk {
 	struct String_vector records; /* the names in WAITGRAPH_DIR */
 	uint64_t *dir_hashes;         /* of each record's pinned queue */
 	struct wg_step *steps;
-	size_t nsteps, next_step;
+	size_t nsteps;
+	/* The steps to expand, in order; a step is there again when a
+	 * better way to it is found. */
+	int *todo;
+	size_t ntodo, next_todo, captodo;
 	struct wg_rec *recs;
 	size_t nrecs, next_rec;
 	struct wg_queue *queues;
 	size_t nqueues;
-	unsigned reads;
+	unsigned reads, expansions;
 	unsigned second_look : 1; /* only the records of w->known count */
 };
 
@@ -229,8 +243,11 @@ static void wg_walk_free(struct wg_walk *k)
 	for (size_t i = 0; i < k->nsteps; i++)
 		free(k->steps[i].path);
 	free(k->steps);
-	for (size_t i = 0; i < k->nrecs; i++)
+	free(k->todo);
+	for (size_t i = 0; i < k->nrecs; i++) {
 		free(k->recs[i].name);
+		free(k->recs[i].targets);
+	}
 	free(k->recs);
 	for (size_t i = 0; i < k->nqueues; i++) {
 		free(k->queues[i].dir);
@@ -356,13 +373,23 @@ static int wg_sent(struct wg_call *c, int rc)
 
 /* ---- deletes ---------------------------------------------------------- */
 
+/* w has deletes cut off (due) or not, counted for the session. */
+static void wg_deletes_due(struct wg_wait *w, int due)
+{
+	if (due && !w->deletes_due)
+		w->s->pins_deletes_due++;
+	else if (!due && w->deletes_due)
+		w->s->pins_deletes_due--;
+	w->deletes_due = due != 0;
+}
+
 static void wg_delete(struct wg_wait *w, struct wg_record *r)
 {
 	struct wg_call *c = wg_call(w, r, WG_CALL_DELETE);
 
 	if (!c ||
 	    wg_sent(c, zoo_adelete(w->s->zh, r->path, -1, wg_on_void, c)) < 0) {
-		w->deletes_due = 1; /* again, once connected */
+		wg_deletes_due(w, 1); /* again, once connected */
 		session_resume_at_locked(w->s, &w->timer,
 					 session_clock_now() + WG_RETRY_MS);
 	}
@@ -372,7 +399,7 @@ static void wg_delete(struct wg_wait *w, struct wg_record *r)
  * when it comes back: the wait has ended by then). */
 static void wg_delete_all(struct wg_wait *w)
 {
-	w->deletes_due = 0;
+	wg_deletes_due(w, 0);
 	for (struct wg_record *r = w->records; r; r = r->next)
 		if (r->created)
 			wg_delete(w, r);
@@ -386,7 +413,7 @@ static void wg_deleted(struct wg_wait *w, struct wg_record *r, int rc)
 		return;
 	}
 	if (lr_is_connection_loss(rc)) {
-		w->deletes_due = 1;
+		wg_deletes_due(w, 1);
 		session_resume_at_locked(w->s, &w->timer,
 					 session_clock_now() + WG_RETRY_MS);
 		return;
@@ -408,8 +435,14 @@ static void wg_walk_end(struct wg_wait *w, const char *why)
 	if (why && w->lr)
 		log_msg(LOG_DEBUG, "deadlock check of %s: %s", w->lr->node,
 			why);
-	if (w->walk && w->walk->second_look)
+	if (w->walk && w->walk->second_look) {
+		/* The cycle looked at again broke: another one may stand
+		 * that this look, which read only its records, did not
+		 * see.  Walk again, in full. */
 		wg_known_free(w);
+		if (!w->cycle)
+			w->walk_again = 1;
+	}
 	wg_walk_free(w->walk);
 	w->walk = NULL;
 }
@@ -450,29 +483,73 @@ static void wg_walk_send(struct wg_wait *w, struct wg_call *c, int rc)
 		wg_walk_failed(w, rc);
 }
 
-/* The records' listing: start from the wait's own waiting nodes. */
-static int wg_walk_add_step(struct wg_walk *k, int parent, int record,
-			    const char *path, size_t len)
+/* Put step s (again) on the steps to expand: 0 or -ENOMEM. */
+static int wg_todo(struct wg_walk *k, int s)
 {
-	for (size_t i = 0; i < k->nsteps; i++)
-		if (strlen(k->steps[i].path) == len &&
-		    memcmp(k->steps[i].path, path, len) == 0)
-			return 0; /* reached already */
-	if (k->nsteps == WAITGRAPH_MAX_READS)
-		return -ENOSPC;
-	if (k->nsteps % 16 == 0) {
-		struct wg_step *more =
-			realloc(k->steps, (k->nsteps + 16) * sizeof(*k->steps));
+	if (k->ntodo == k->captodo) {
+		size_t cap = k->captodo ? 2 * k->captodo : 16;
+		int *more = realloc(k->todo, cap * sizeof(*more));
+
 		if (!more)
 			return -ENOMEM;
-		k->steps = more;
+		k->todo = more;
+		k->captodo = cap;
 	}
-	k->steps[k->nsteps].path = strndup(path, len);
-	if (!k->steps[k->nsteps].path)
-		return -ENOMEM;
-	k->steps[k->nsteps].parent = parent;
-	k->steps[k->nsteps].record = record;
-	k->nsteps++;
+	k->todo[k->ntodo++] = s;
+	return 0;
+}
+
+/* The waiting node path[0..len) reached from step `parent` through record
+ * `record`, with `worst` the youngest record on that way: a new step, or
+ * a better way to a step reached before (expanded again).  Returns the
+ * step, or -ENOSPC (too many), -ENOMEM. */
+static int wg_reach(struct wg_walk *k, int parent, int record, int64_t worst,
+		    const char *path, size_t len)
+{
+	struct wg_step *st;
+	size_t i;
+
+	for (i = 0; i < k->nsteps; i++)
+		if (strlen(k->steps[i].path) == len &&
+		    memcmp(k->steps[i].path, path, len) == 0)
+			break;
+	if (i < k->nsteps && k->steps[i].worst <= worst)
+		return (int)i; /* no better way */
+	if (i == k->nsteps) {
+		if (k->nsteps == WAITGRAPH_MAX_READS)
+			return -ENOSPC;
+		if (k->nsteps % 16 == 0) {
+			struct wg_step *more = realloc(
+				k->steps, (k->nsteps + 16) * sizeof(*k->steps));
+			if (!more)
+				return -ENOMEM;
+			k->steps = more;
+		}
+		if (!(k->steps[i].path = strndup(path, len)))
+			return -ENOMEM;
+		k->nsteps++;
+	}
+	st = &k->steps[i];
+	st->parent = parent;
+	st->record = record;
+	st->worst = worst;
+	return wg_todo(k, (int)i) < 0 ? -ENOMEM : (int)i;
+}
+
+/* Record r, read, reached from step s: its waits by that way.  0, or
+ * -errno (the walk is over). */
+static int wg_relax(struct wg_walk *k, size_t r, int s)
+{
+	struct wg_rec *rec = &k->recs[r];
+	int64_t worst = k->steps[s].worst > rec->czxid ? k->steps[s].worst
+						       : rec->czxid;
+
+	for (size_t i = 0; i < rec->ntargets; i++) {
+		const char *path = k->steps[rec->targets[i]].path;
+		int t = wg_reach(k, s, (int)r, worst, path, strlen(path));
+		if (t < 0)
+			return t;
+	}
 	return 0;
 }
 
@@ -518,7 +595,7 @@ static void wg_records_listed(struct wg_wait *w,
 			k->dir_hashes[i] = 0; /* no record's: never matches */
 	}
 	for (size_t i = 0; i < nown; i++)
-		if (wg_walk_add_step(k, -1, -1, own[i], strlen(own[i])) < 0)
+		if (wg_reach(k, -1, -1, INT64_MIN, own[i], strlen(own[i])) < 0)
 			return wg_walk_end(w, "out of memory");
 	wg_walk_on(w);
 }
@@ -550,13 +627,13 @@ static int wg_is_known(const struct wg_wait *w, const char *name)
 	return 0;
 }
 
-/* Has the walk reached the record `name` already (its wait is a step)? */
-static int wg_reached(const struct wg_walk *k, const char *name)
+/* The record `name` among those the walk reached, or -1. */
+static ssize_t wg_rec_of(const struct wg_walk *k, const char *name)
 {
 	for (size_t i = 0; i < k->nrecs; i++)
 		if (strcmp(k->recs[i].name, name) == 0)
-			return 1;
-	return 0;
+			return (ssize_t)i;
+	return -1;
 }
 
 static struct wg_record *wg_own_record(const struct wg_wait *w,
@@ -570,7 +647,7 @@ static struct wg_record *wg_own_record(const struct wg_wait *w,
 	return NULL;
 }
 
-static void wg_found(struct wg_wait *w, int step, const struct wg_record *own);
+static void wg_found(struct wg_wait *w, int step);
 
 /* The holders in the way of step's waiting node, in its queue's listing:
  * for each one pinned, the record that pins it.  Returns 1 if a cycle was
@@ -603,6 +680,7 @@ static int wg_expand(struct wg_wait *w, size_t step, const struct wg_queue *q)
 			const char *rec = k->records.data[i], *pin;
 			size_t len;
 			const struct wg_record *own;
+			ssize_t r;
 
 			if (k->dir_hashes[i] != dir_hash ||
 			    waitgraph_record_parse(rec, &(uint64_t){ 0 }, &pin,
@@ -611,15 +689,32 @@ static int wg_expand(struct wg_wait *w, size_t step, const struct wg_queue *q)
 			    memcmp(pin, q->nodes[h].name, plen) != 0)
 				continue;
 			if ((own = wg_own_record(w, rec))) {
-				wg_found(w, (int)step, own);
-				if (!w->walk) { /* reported, or left */
+				/* Back at this wait's own pin: a cycle of its
+				 * to report if this way's records are all
+				 * older than that pin's. */
+				if (own->czxid == 0 ||
+				    k->steps[step].worst >= own->czxid)
+					continue;
+				wg_found(w, (int)step);
+				free(in_way);
+				return 1; /* reported, or looked at later */
+			}
+			if (!wg_is_known(w, rec))
+				continue;
+			if ((r = wg_rec_of(k, rec)) >= 0) {
+				/* Reached before: by a better way now? */
+				if (!k->recs[r].read) {
+					if (k->steps[step].worst <
+					    k->steps[k->recs[r].from].worst)
+						k->recs[r].from = (int)step;
+				} else if (wg_relax(k, (size_t)r, (int)step) <
+					   0) {
 					free(in_way);
-					return 1;
+					wg_walk_end(w, "too many waits");
+					return -1;
 				}
 				continue;
 			}
-			if (!wg_is_known(w, rec) || wg_reached(k, rec))
-				continue; /* read once a walk */
 			if (k->nrecs == WAITGRAPH_MAX_READS) {
 				free(in_way);
 				wg_walk_end(w, "too many records");
@@ -637,7 +732,7 @@ static int wg_expand(struct wg_wait *w, size_t step, const struct wg_queue *q)
 				k->recs = more;
 			}
 			memset(&k->recs[k->nrecs], 0, sizeof(k->recs[0]));
-			k->recs[k->nrecs].step = (int)step;
+			k->recs[k->nrecs].from = (int)step;
 			if (!(k->recs[k->nrecs].name = strdup(rec))) {
 				free(in_way);
 				wg_walk_end(w, "out of memory");
@@ -672,8 +767,12 @@ static void wg_walk_on(struct wg_wait *w)
 			wg_walk_end(w, "out of memory");
 		return;
 	}
-	while (k->next_rec < k->nrecs || k->next_step < k->nsteps) {
-		if (k->reads >= 2 * WAITGRAPH_MAX_READS)
+	while (k->next_rec < k->nrecs || k->next_todo < k->ntodo) {
+		struct wg_queue *q;
+		int step;
+
+		if (k->reads >= 2 * WAITGRAPH_MAX_READS ||
+		    k->expansions >= 4 * WAITGRAPH_MAX_READS)
 			return wg_walk_end(w, "too many reads");
 		if (k->next_rec < k->nrecs) {
 			snprintf(path, sizeof(path), "%s/%s/%s", w->s->base,
@@ -686,11 +785,10 @@ static void wg_walk_on(struct wg_wait *w)
 					    zoo_aget(w->s->zh, path, 0,
 						     wg_on_data, c));
 		}
-		struct wg_queue *q;
-
-		wg_dirname(k->steps[k->next_step].path, dir, sizeof(dir));
+		step = k->todo[k->next_todo];
+		wg_dirname(k->steps[step].path, dir, sizeof(dir));
 		if (!wg_queue_pinned(k, waitgraph_hash(dir))) {
-			k->next_step++; /* nothing there is pinned */
+			k->next_todo++; /* nothing there is pinned */
 			continue;
 		}
 		if (!(q = wg_queue_of(k, dir))) {
@@ -716,9 +814,10 @@ static void wg_walk_on(struct wg_wait *w)
 				zoo_aget_children2(w->s->zh, dir, 0,
 						   wg_on_strings_stat, c));
 		}
-		if (!q->gone && wg_expand(w, k->next_step, q) != 0)
+		k->next_todo++;
+		k->expansions++;
+		if (!q->gone && wg_expand(w, (size_t)step, q) != 0)
 			return; /* found, or over */
-		k->next_step++;
 	}
 	wg_walk_end(w, NULL); /* no cycle of its own */
 }
@@ -754,9 +853,11 @@ static void wg_queue_listed(struct wg_wait *w, int rc, const struct wg_reply *r)
 static void wg_record_read(struct wg_wait *w, int rc, const struct wg_reply *r)
 {
 	struct wg_walk *k = w->walk;
-	struct wg_rec *rec = &k->recs[k->next_rec++];
+	size_t r_at = k->next_rec++;
+	struct wg_rec *rec = &k->recs[r_at];
 	const char *paths[LOCKREQ_MULTI_MAX], *who;
 	size_t lens[LOCKREQ_MULTI_MAX], who_len;
+	int64_t worst;
 	int n;
 
 	if (rc == ZNONODE) /* its wait ended */
@@ -772,10 +873,20 @@ static void wg_record_read(struct wg_wait *w, int rc, const struct wg_reply *r)
 	rec->czxid = r->st->czxid;
 	rec->session = r->st->ephemeralOwner;
 	snprintf(rec->who, sizeof(rec->who), "%.*s", (int)who_len, who);
-	for (int i = 0; i < n; i++)
-		if (wg_walk_add_step(k, rec->step, (int)(rec - k->recs),
-				     paths[i], lens[i]) < 0)
+	if (!(rec->targets = calloc((size_t)n, sizeof(*rec->targets))))
+		return wg_walk_end(w, "out of memory");
+	worst = k->steps[rec->from].worst > rec->czxid
+			? k->steps[rec->from].worst
+			: rec->czxid;
+	for (int i = 0; i < n; i++) {
+		int t = wg_reach(k, k->recs[r_at].from, (int)r_at, worst,
+				 paths[i], lens[i]);
+		if (t < 0)
 			return wg_walk_end(w, "too many waits");
+		rec = &k->recs[r_at];
+		rec->targets[rec->ntargets++] = t;
+	}
+	rec->read = 1;
 	wg_walk_on(w);
 }
 
@@ -813,7 +924,7 @@ static void wg_describe(const struct wg_wait *w, int step, char *out,
 		const struct wg_step *st = &k->steps[s];
 		int r = st->record, m;
 
-		wg_dirname(r >= 0 ? k->steps[k->recs[r].step].path
+		wg_dirname(r >= 0 ? k->steps[st->parent].path
 				  : k->steps[step].path,
 			   held, sizeof(held));
 		wg_dirname(st->path, waits, sizeof(waits));
@@ -835,7 +946,7 @@ static void wg_describe(const struct wg_wait *w, int step, char *out,
  * read again twice that session's timeout later, when a mount that died
  * meanwhile has left no record.
  */
-static void wg_found(struct wg_wait *w, int step, const struct wg_record *own)
+static void wg_found(struct wg_wait *w, int step)
 {
 	struct wg_walk *k = w->walk;
 	int64_t later_ms = 0, session = zoo_client_id(w->s->zh)->client_id;
@@ -848,9 +959,7 @@ static void wg_found(struct wg_wait *w, int step, const struct wg_record *own)
 		if (k->steps[s].record < 0)
 			continue;
 		rec = &k->recs[k->steps[s].record];
-		if (rec->czxid > own->czxid)
-			return; /* not ours to fail: the walk goes on */
-		if (rec->session != session) {
+		if (rec->session != session || w->s->pins_deletes_due > 0) {
 			nforeign++;
 			if (2 * rec->timeout_ms > later_ms)
 				later_ms = 2 * rec->timeout_ms;
@@ -948,7 +1057,7 @@ static void wg_make_dir(struct wg_wait *w)
 	int64_t session = zoo_client_id(w->s->zh)->client_id;
 	struct wg_call *c;
 
-	if (w->s->pins_dir_session == session ||
+	if ((session != 0 && w->s->pins_dir_session == session) ||
 	    !(c = wg_call(w, NULL, WG_CALL_DIR)))
 		return;
 	snprintf(dir, sizeof(dir), "%s/%s", w->s->base, WAITGRAPH_DIR);
@@ -997,9 +1106,11 @@ static void wg_created(struct wg_wait *w, struct wg_record *r, int rc,
 {
 	assert(w->creates_due > 0);
 	w->creates_due--;
-	if (rc == ZOK) {
+	if (rc == ZOK || lr_is_connection_loss(rc)) {
+		/* Cut off, it may be there all the same: deleted at the end,
+		 * never taken for this wait's own (its czxid unknown). */
 		r->created = 1;
-		r->czxid = st ? st->czxid : 0;
+		r->czxid = rc == ZOK && st ? st->czxid : 0;
 		if (!w->lr) /* the wait ended meanwhile */
 			wg_delete(w, r);
 		return;
@@ -1139,7 +1250,7 @@ static void wg_timer_expired(struct zkl_member *m, int requeue,
 	(void)requeue;
 	(void)lost;
 	wg_enter(w);
-	w->deletes_due = 0;
+	wg_deletes_due(w, 0);
 	for (struct wg_record *r = w->records; r; r = r->next)
 		r->created = 0;
 	wg_known_free(w);

@@ -112,7 +112,8 @@ Test(lineage, who_has_a_file_open_over_every_process)
 {
 	struct stat st;
 	uint64_t inos[2];
-	pid_t users[2], child, child2;
+	pid_t users[2], hidden[4], child, child2;
+	size_t nhidden;
 	int go[2], ready[2];
 	FILE *f = tmpfile();
 
@@ -124,16 +125,26 @@ Test(lineage, who_has_a_file_open_over_every_process)
 	inos[1] = 1; /* nobody's */
 	/* The caller's own descriptors are not counted: a child's are. */
 	child = keeping_child(go, ready);
-	cr_assert_eq(process_fd_users(NULL, inos, 2, users), 0);
+	cr_assert_eq(
+		process_fd_users(NULL, inos, 2, users, hidden, &nhidden, 4), 0);
 	cr_assert_eq(users[0], child, "one process has it: that one");
 	cr_assert_eq(users[1], 0, "none has it");
 	child2 = keeping_child(go, ready);
-	cr_assert_eq(process_fd_users(NULL, inos, 2, users), 0);
+	cr_assert_eq(
+		process_fd_users(NULL, inos, 2, users, hidden, &nhidden, 4), 0);
 	cr_assert_eq(users[0], -1, "two processes have it: several");
 	(void)!write(go[1], "gg", 2);
 	waitpid(child, NULL, 0);
 	waitpid(child2, NULL, 0);
 	fclose(f);
+}
+
+Test(lineage, a_process_descends_from_its_parents)
+{
+	cr_assert(process_descends_from(getpid(), getpid()));
+	cr_assert(process_descends_from(getpid(), getppid()));
+	cr_assert(!process_descends_from(getppid(), getpid()));
+	cr_assert(!process_descends_from(1, getpid()), "init from nobody");
 }
 
 Test(lineage, threads_of_a_process)
