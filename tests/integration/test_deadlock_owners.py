@@ -11,6 +11,7 @@ import errno
 import os
 import select
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -86,10 +87,22 @@ def test_a_thread_pool_waiting_for_its_main_thread_is_no_cycle(
     assert deadlocks(m) == 0
 
 
-def shell(script):
-    return subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+class Shell(Child):
+    """bash -c script, in a session of its own: a failed test kills the
+    whole group (its jobs too)."""
+
+    def __init__(self, script):
+        self.proc = subprocess.Popen(
+            ["bash", "-c", script], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        Child.alive.add(self)
+
+    def kill(self, sig=signal.SIGKILL):
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        super().kill(sig)
 
 
 def test_a_lock_handed_to_a_job_in_the_background_is_no_cycle(
@@ -109,7 +122,8 @@ def test_a_lock_handed_to_a_job_in_the_background_is_no_cycle(
               "exec 9>&-\n"
               f"exec 8<>{shlex.quote(m1.path('b', 'write'))}\n"
               "echo got b\n")
-    job = shell(script)
+    shell = Shell(script)
+    job = shell.proc
     wait_until(lambda: len(lock_nodes(zk, f"{base}/b")) == 2, 15,
                "the script to queue on b")
     c1, c2 = checks(m1), checks(m2)
@@ -131,6 +145,7 @@ def test_a_lock_handed_to_a_job_in_the_background_is_no_cycle(
     h2.exit()  # lets b go
     assert job.stdout.readline().strip() == "got b"
     job.wait(15)
+    Child.alive.discard(shell)
 
 
 def test_a_forked_child_that_keeps_the_lock_is_no_cycle(zk, base, mounts):
