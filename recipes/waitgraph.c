@@ -133,6 +133,11 @@ int waitgraph_record_parse_data(const char *data, size_t len,
 
 /* ---- a checked wait -------------------------------------------------- */
 
+/* A cycle of WAITGRAPH_MAX_WAITS waits costs a walk one queue and one
+ * record each: the bounds must leave room for it. */
+_Static_assert(WAITGRAPH_MAX_READS >= WAITGRAPH_MAX_WAITS,
+	       "a walk's bounds hold the longest cycle promised");
+
 /* A call cut off by the connection is sent again this much later (the
  * session's clock resumes nothing before it is connected). */
 #define WG_RETRY_MS 100
