@@ -16,9 +16,11 @@
 #include "metrics.h"
 #include "opts.h"
 #include "snapshot.h"
+#include "tls.h"
 #include "trace.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -198,6 +200,8 @@ int main(int argc, char **argv)
 	struct zkl_fs fs;
 	struct opts o;
 	char err[OPTS_MAX_BASE + 512], auth[256];
+	/* "CA,CERT,KEY[,PASSWORD]" (tlsfiles_read) */
+	char tls[3 * PATH_MAX + 256];
 	struct metrics_file *mf = NULL;
 	int report_fd = -1, rc = 1, opened, polling = 0;
 
@@ -213,9 +217,9 @@ int main(int argc, char **argv)
 			opts_print_help(argv[0]);
 		else
 			printf("zklockfs %s (libfuse %s, ZooKeeper C client "
-			       "%s)\n",
-			       ZKLOCKFS_VERSION, fuse_pkgversion(),
-			       ZOO_VERSION);
+			       "%s, %s)\n",
+			       ZKLOCKFS_VERSION, fuse_pkgversion(), ZOO_VERSION,
+			       tls_built_in ? "with TLS" : "without TLS");
 		rc = 0;
 		goto out_opts;
 	}
@@ -275,6 +279,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_tree;
 	}
+	if (o.tls_ca &&
+	    tlsfiles_read(&o, tls, sizeof(tls), err, sizeof(err)) < 0) {
+		fprintf(stderr, "zklockfs: %s\n", err);
+		goto out_tree;
+	}
 	/* The benchmarks' timeline of each lock (trace.h, HACKING.md). */
 	if ((rc = trace_start(getenv("ZKLOCKFS_TRACE"))) < 0) {
 		fprintf(stderr, "zklockfs: ZKLOCKFS_TRACE=%s: %s\n",
@@ -312,12 +321,15 @@ int main(int argc, char **argv)
 		.zk_log_level = o.debug ? ZOO_LOG_LEVEL_INFO
 					: ZOO_LOG_LEVEL_ERROR,
 		.digest_auth = o.auth_file ? auth : NULL,
+		.tls_files = o.tls_ca ? tls : NULL,
 		.dialect = o.style,
 		.jeopardy_margin_ms = o.jeopardy_margin_ms,
 		.persistent_resources = o.persistent_resources,
 	};
 	opened = session_open(&so, &fs.session, err, sizeof(err));
-	memset(auth, 0, sizeof(auth)); /* the session keeps its own copy */
+	/* The session keeps its own copies. */
+	memset(auth, 0, sizeof(auth));
+	memset(tls, 0, sizeof(tls));
 	if (opened < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_tree;

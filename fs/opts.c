@@ -5,6 +5,7 @@
  * the servers' names, the mount point, the credentials file.
  */
 #include "opts.h"
+#include "tls.h"
 #include "tree.h"
 #include "log.h"
 
@@ -49,6 +50,10 @@ enum {
 	OPTS_KEY_METRICS_FILE,
 	OPTS_KEY_DIALECT,
 	OPTS_KEY_CONTAINERS,
+	OPTS_KEY_TLS_CA,
+	OPTS_KEY_TLS_CERT,
+	OPTS_KEY_TLS_KEY,
+	OPTS_KEY_TLS_KEY_PASSWORD_FILE,
 	OPTS_KEY_MAX_READ, /* refused: a lock file's text needs more */
 	OPTS_KEY_COUNT
 };
@@ -60,6 +65,10 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("metrics_file=", OPTS_KEY_METRICS_FILE),
 	FUSE_OPT_KEY("dialect=", OPTS_KEY_DIALECT),
 	FUSE_OPT_KEY("containers=", OPTS_KEY_CONTAINERS),
+	FUSE_OPT_KEY("tls_ca=", OPTS_KEY_TLS_CA),
+	FUSE_OPT_KEY("tls_cert=", OPTS_KEY_TLS_CERT),
+	FUSE_OPT_KEY("tls_key=", OPTS_KEY_TLS_KEY),
+	FUSE_OPT_KEY("tls_key_password_file=", OPTS_KEY_TLS_KEY_PASSWORD_FILE),
 	FUSE_OPT_KEY("max_read=", OPTS_KEY_MAX_READ),
 	FUSE_OPT_KEY("session_timeout=", OPTS_KEY_SESSION_TIMEOUT),
 	FUSE_OPT_KEY("connect_timeout=", OPTS_KEY_CONNECT_TIMEOUT),
@@ -201,7 +210,12 @@ static int opts_proc_string(struct opts_ctx *c, const char *arg, int key)
 		      : key == OPTS_KEY_AUTH_FILE    ? &c->o->auth_file
 		      : key == OPTS_KEY_METRICS_FILE ? &c->o->metrics_file
 		      : key == OPTS_KEY_CONTAINERS   ? &c->o->containers
-						     : &c->o->dialect;
+		      : key == OPTS_KEY_TLS_CA       ? &c->o->tls_ca
+		      : key == OPTS_KEY_TLS_CERT     ? &c->o->tls_cert
+		      : key == OPTS_KEY_TLS_KEY      ? &c->o->tls_key
+		      : key == OPTS_KEY_TLS_KEY_PASSWORD_FILE
+			      ? &c->o->tls_key_password_file
+			      : &c->o->dialect;
 
 	if (!value)
 		return opts_fail(c, "out of memory (%s)", arg);
@@ -230,6 +244,10 @@ static int opts_proc_ours(struct opts_ctx *c, const char *arg, int key)
 	case OPTS_KEY_METRICS_FILE:
 	case OPTS_KEY_DIALECT:
 	case OPTS_KEY_CONTAINERS:
+	case OPTS_KEY_TLS_CA:
+	case OPTS_KEY_TLS_CERT:
+	case OPTS_KEY_TLS_KEY:
+	case OPTS_KEY_TLS_KEY_PASSWORD_FILE:
 		return opts_proc_string(c, arg, key);
 	case OPTS_KEY_MAX_READ:
 		return opts_fail(c,
@@ -348,6 +366,37 @@ int opts_parse_on_lost(const char *value, int *sig)
 	return -EINVAL;
 }
 
+/* The TLS options: all of the three files, or none; and only in a build
+ * that speaks TLS.  Returns 0 or -EINVAL with err set. */
+static int opts_check_tls(const struct opts *o, char *err, size_t errlen)
+{
+	const char *missing = !o->tls_ca     ? "tls_ca"
+			      : !o->tls_cert ? "tls_cert"
+			      : !o->tls_key  ? "tls_key"
+					     : NULL;
+
+	if (!o->tls_ca && !o->tls_cert && !o->tls_key &&
+	    !o->tls_key_password_file)
+		return 0;
+	if (!tls_built_in) {
+		snprintf(err, errlen,
+			 "this zklockfs was built without TLS (Debian's "
+			 "libzookeeper-mt has none): use a build configured "
+			 "with meson setup -Dtls=enabled, such as the "
+			 "zklockfs Debian package");
+		return -EINVAL;
+	}
+	if (missing) {
+		snprintf(err, errlen,
+			 "TLS needs tls_ca, tls_cert and tls_key together "
+			 "(%s is missing): ZooKeeper's TLS port asks for the "
+			 "client's certificate",
+			 missing);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int opts_parse(int argc, char **argv, struct opts *o,
 	       struct fuse_args *fuse_args, char *err, size_t errlen)
 {
@@ -411,6 +460,8 @@ int opts_parse(int argc, char **argv, struct opts *o,
 			 o->metrics_file);
 		return -EINVAL;
 	}
+	if (opts_check_tls(o, err, errlen) < 0)
+		return -EINVAL;
 	/* Beyond a quarter, heartbeats answered on time would reach it. */
 	if (o->jeopardy_margin_ms * 4 >= o->session_timeout * 1000) {
 		snprintf(err, errlen,
@@ -432,6 +483,11 @@ void opts_free(struct opts *o)
 	free(o->containers);
 	free(o->auth_file);
 	free(o->metrics_file);
+	free(o->tls_ca);
+	free(o->tls_cert);
+	free(o->tls_key);
+	free(o->tls_key_password_file);
+	o->tls_ca = o->tls_cert = o->tls_key = o->tls_key_password_file = NULL;
 	o->hosts = o->base = o->on_lost = o->auth_file = o->dialect = NULL;
 	o->on_revoke = o->metrics_file = o->containers = NULL;
 }
@@ -775,51 +831,62 @@ int mountpoint_check(const char *path, char *err, size_t errlen)
 /*
  * Read the digest credentials (see opts.h).
  */
+/* Open path, the file of option `name`, to read: a regular file, and
+ * with `secret` one that not every user may read.  Returns the
+ * descriptor, or -errno with a message for the user in err. */
+static int opts_open_file(const char *name, const char *path, int secret,
+			  char *err, size_t errlen)
+{
+	struct stat st;
+	const char *wrong = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -EINVAL;
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		rc = -errno;
+		wrong = strerror(errno);
+	} else if (!S_ISREG(st.st_mode)) {
+		wrong = S_ISDIR(st.st_mode) ? "is a directory"
+					    : "is not a regular file";
+	} else if (secret && (st.st_mode & S_IROTH)) {
+		rc = -EPERM;
+		wrong = "readable by every user; chmod o-r it first";
+	}
+	if (!wrong)
+		return fd;
+	snprintf(err, errlen, "%s %s: %s", name, path, wrong);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Read the first line of the file at fd into buf (NUL-ended, the line
+ * end cut), and close fd.  Returns 0 or -errno. */
+static int opts_read_line(int fd, char *buf, size_t size)
+{
+	ssize_t got = read(fd, buf, size - 1);
+	int rc = got < 0 ? -errno : 0;
+
+	close(fd);
+	buf[got < 0 ? 0 : got] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return rc;
+}
+
+/*
+ * Read the digest credentials (see opts.h).
+ */
 int authfile_read(const char *path, char *buf, size_t size, char *err,
 		  size_t errlen)
 {
-	struct stat st;
-	ssize_t got;
+	int fd = opts_open_file("auth_file", path, 1, err, errlen), rc;
 	char *colon;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "auth_file %s: %s", path,
-			 strerror(errno));
-		return rc;
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
+	if (fd < 0)
+		return fd;
+	if ((rc = opts_read_line(fd, buf, size)) < 0) {
 		snprintf(err, errlen, "auth_file %s: %s", path, strerror(-rc));
-		close(fd);
 		return rc;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "auth_file %s: %s", path,
-			 S_ISDIR(st.st_mode) ? "is a directory"
-					     : "is not a regular file");
-		close(fd);
-		return -EINVAL;
-	}
-	if (st.st_mode & S_IROTH) {
-		snprintf(err, errlen,
-			 "auth_file %s: readable by every user; "
-			 "chmod o-r it first",
-			 path);
-		close(fd);
-		return -EPERM;
-	}
-	got = read(fd, buf, size - 1);
-	close(fd);
-	if (got < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "auth_file %s: %s", path,
-			 strerror(errno));
-		return rc;
-	}
-	buf[got] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
 	colon = strchr(buf, ':');
 	if (!colon || colon == buf || !colon[1]) {
 		snprintf(err, errlen,
@@ -828,6 +895,81 @@ int authfile_read(const char *path, char *buf, size_t size, char *err,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* Append part to the comma-separated list in buf (used bytes so far). */
+static int tlsfiles_add(char *buf, size_t size, size_t *used, const char *part)
+{
+	int n = snprintf(buf + *used, size - *used, "%s%s", *used ? "," : "",
+			 part);
+
+	if (n < 0 || (size_t)n >= size - *used)
+		return -ENAMETOOLONG;
+	*used += (size_t)n;
+	return 0;
+}
+
+int tlsfiles_read(const struct opts *o, char *buf, size_t size, char *err,
+		  size_t errlen)
+{
+	const struct {
+		const char *name, *path;
+		int secret;
+	} files[] = { { "tls_ca", o->tls_ca, 0 },
+		      { "tls_cert", o->tls_cert, 0 },
+		      { "tls_key", o->tls_key, 1 } };
+	char password[256];
+	size_t used = 0;
+	int fd, rc;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		/* The client splits its one string of files at commas. */
+		if (strchr(files[i].path, ',')) {
+			snprintf(err, errlen,
+				 "%s %s: the ZooKeeper C client cannot take "
+				 "a path with a comma",
+				 files[i].name, files[i].path);
+			return -EINVAL;
+		}
+		fd = opts_open_file(files[i].name, files[i].path,
+				    files[i].secret, err, errlen);
+		if (fd < 0)
+			return fd;
+		close(fd); /* the client reads it, at each connection */
+		if (tlsfiles_add(buf, size, &used, files[i].path) < 0) {
+			snprintf(err, errlen, "%s %s: path too long",
+				 files[i].name, files[i].path);
+			return -ENAMETOOLONG;
+		}
+	}
+	if (!o->tls_key_password_file)
+		return 0;
+	fd = opts_open_file("tls_key_password_file", o->tls_key_password_file,
+			    1, err, errlen);
+	if (fd < 0)
+		return fd;
+	rc = opts_read_line(fd, password, sizeof(password));
+	if (rc == 0 && (!password[0] || strchr(password, ','))) {
+		snprintf(err, errlen, "tls_key_password_file %s: %s",
+			 o->tls_key_password_file,
+			 password[0] ? "the ZooKeeper C client cannot take "
+				       "a password with a comma"
+				     : "expected one line, the password");
+		rc = -EINVAL;
+	} else if (rc == 0) {
+		rc = tlsfiles_add(buf, size, &used, password);
+		if (rc < 0)
+			snprintf(err, errlen, "tls_key_password_file %s: %s",
+				 o->tls_key_password_file,
+				 "the password is too long");
+	} else {
+		snprintf(err, errlen, "tls_key_password_file %s: %s",
+			 o->tls_key_password_file, strerror(-rc));
+	}
+	memset(password, 0, sizeof(password));
+	if (rc < 0)
+		memset(buf, 0, size);
+	return rc;
 }
 
 /*

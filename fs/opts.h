@@ -32,7 +32,11 @@ struct opts {
 	int deadlock_timeout_ms; /* -1: the session's default; 0: off */
 	char *on_lost;           /* as given: "log", "signal" or "signal:SIG" */
 	char *on_revoke;         /* the same, for a holder asked to let go */
-	char *auth_file;    /* digest credentials "user:password", or NULL */
+	char *auth_file; /* digest credentials "user:password", or NULL */
+	/* Mutual TLS to ZooKeeper (all three, or none): the CA that signs
+	 * the servers' certificates, this mount's certificate and its key;
+	 * and the file holding the key's password, if it is encrypted. */
+	char *tls_ca, *tls_cert, *tls_key, *tls_key_password_file;
 	char *metrics_file; /* absolute path kept current (metrics.c), or
 			     * NULL */
 	unsigned uid, gid;  /* owner of every file, if has_uid / has_gid */
@@ -132,6 +136,15 @@ int mountpoint_is_zklockfs_at(const char *line, const char *dir);
  * Refuses a file that every user may read.  Returns 0, or -errno with a
  * message for the user in err. */
 int authfile_read(const char *path, char *buf, size_t size, char *err,
+		  size_t errlen);
+
+/* The TLS files o names, as the ZooKeeper C client takes them, into buf:
+ * "CA,CERT,KEY[,PASSWORD]", the password read from
+ * tls_key_password_file.  Each must be a regular file the daemon can
+ * read, the key and the password file not readable by every user, and
+ * no part may hold a comma.  Returns 0, or -errno with a message for the
+ * user in err. */
+int tlsfiles_read(const struct opts *o, char *buf, size_t size, char *err,
 		  size_t errlen);
 
 #endif

@@ -22,7 +22,8 @@
 struct zkl_session {
 	char *base;
 	char *hosts;
-	char *auth;     /* "user:password" for digest auth, or NULL */
+	char *auth; /* "user:password" for digest auth, or NULL */
+	char *tls;  /* "CA,CERT,KEY[,PASSWORD]": speak TLS (tls.h), or NULL */
 	char *identity; /* with auth: "user:hash", as ACLs name it (from the
 			 * start's probe), else NULL */
 	struct ACL_vector *acl; /* of every node we create */

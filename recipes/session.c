@@ -6,6 +6,7 @@
 #include "log.h"
 #include "zkerr.h"
 #include "names.h"
+#include "tls.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -160,7 +161,24 @@ void session_resume_when_connected_locked(struct zkl_session *s,
  * detail: our messages say what matters; -d shows these too. */
 static void session_client_log(const char *message)
 {
-	log_msg(LOG_DEBUG, "zookeeper: %s", message);
+	/* A failed handshake is said once per reason, not at every retry. */
+	static char last_why[256];
+	char why[256];
+	const char *server;
+
+	if (!tls_note_failure(why, sizeof(why))) {
+		log_msg(LOG_DEBUG, "zookeeper: %s", message);
+		return;
+	}
+	/* "... Socket 127.0.0.1:2281 zk retcode=-15, ...": the server. */
+	server = strstr(message, "Socket ");
+	server = server ? server + 7 : "?";
+	server += *server == '[';
+	log_msg(strcmp(why, last_why) == 0 ? LOG_DEBUG : LOG_ERR,
+		"TLS to ZooKeeper server %.*s failed: %s%s",
+		(int)strcspn(server, " ]"), server, why, tls_advice(why));
+	/* Only the client's I/O thread logs. */
+	snprintf(last_why, sizeof(last_why), "%s", why);
 }
 
 void session_free(struct zkl_session *s)
@@ -176,15 +194,22 @@ void session_free(struct zkl_session *s)
 	if (s->auth)
 		memset(s->auth, 0, strlen(s->auth));
 	free(s->auth);
+	if (s->tls) /* it may hold the key's password */
+		memset(s->tls, 0, strlen(s->tls));
+	free(s->tls);
 	free(s->identity);
 	free(s);
 }
 
 static zhandle_t *session_new_handle(struct zkl_session *s)
 {
-	zhandle_t *zh = zookeeper_init2(s->hosts, session_watcher,
-					s->session_timeout_ms, NULL, s, 0,
-					session_client_log);
+	zhandle_t *zh = s->tls ? tls_handle_new(s->hosts, s->tls,
+						session_watcher,
+						s->session_timeout_ms, s,
+						session_client_log)
+			       : zookeeper_init2(s->hosts, session_watcher,
+						 s->session_timeout_ms, NULL, s,
+						 0, session_client_log);
 
 	if (!zh)
 		return NULL;
@@ -280,18 +305,44 @@ static int session_start_threads(struct zkl_session *s)
 	return rc;
 }
 
+/* How many servers a connect string names. */
+static unsigned session_servers_named(const char *hosts)
+{
+	unsigned n = 1;
+
+	for (const char *c = hosts; *c; c++)
+		n += *c == ',';
+	return n;
+}
+
+/* Wait for the first connection, at most timeout_ms: 0, -ETIMEDOUT, or
+ * -EPROTO once TLS handshakes have failed as often as there are servers
+ * (each refused us, or we it: waiting longer would not help). */
 static int session_wait_connected(struct zkl_session *s, int timeout_ms)
 {
 	struct timespec deadline = deadline_after_ms(timeout_ms);
+	unsigned servers = session_servers_named(s->hosts);
+	char why[8];
 	int rc = 0;
 
 	pthread_mutex_lock(&s->lock);
-	while (s->state == ZKL_CONN_CONNECTING && rc == 0)
+	while (s->state == ZKL_CONN_CONNECTING && rc == 0) {
+		/* The client's log hook, which notes a failed handshake, has
+		 * no way to wake us: look every tenth of a second. */
+		struct timespec slice = deadline_after_ms(100);
+		int last = !deadline_before(&slice, &deadline);
+
 		rc = pthread_cond_timedwait(&s->state_changed, &s->lock,
-					    &deadline);
-	rc = s->state == ZKL_CONN_CONNECTED ? 0
-	     : s->state == ZKL_CONN_EXPIRED ? -ECONNREFUSED
-					    : -ETIMEDOUT;
+					    last ? &deadline : &slice);
+		if (rc == ETIMEDOUT && !last)
+			rc = 0;
+		if (s->tls && tls_failures(why, sizeof(why)) >= servers)
+			break;
+	}
+	rc = s->state == ZKL_CONN_CONNECTED             ? 0
+	     : s->state == ZKL_CONN_EXPIRED             ? -ECONNREFUSED
+	     : s->tls && tls_failures(why, sizeof(why)) ? -EPROTO
+							: -ETIMEDOUT;
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -305,12 +356,14 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 
 	if (!s || !(s->base = strdup(opts->base)) ||
 	    !(s->hosts = strdup(opts->hosts)) ||
+	    (opts->tls_files && !(s->tls = strdup(opts->tls_files))) ||
 	    watchtab_init(&s->watches) < 0 || strtab_init(&s->queues) < 0) {
 		snprintf(err, errlen, "out of memory");
 		if (s) {
 			watchtab_destroy(&s->watches);
 			free(s->base);
 			free(s->hosts);
+			free(s->tls);
 		}
 		free(s);
 		return -ENOMEM;
@@ -352,10 +405,20 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 		return rc;
 	}
 	rc = session_wait_connected(s, opts->connect_timeout_ms);
-	if (rc < 0) {
+	if (rc == -EPROTO) {
+		char why[256];
+
+		tls_failures(why, sizeof(why));
+		snprintf(err, errlen,
+			 "no ZooKeeper server at %s took a TLS connection: "
+			 "%s%s",
+			 opts->hosts, why, tls_advice(why));
+	} else if (rc < 0) {
 		snprintf(err, errlen,
 			 "no ZooKeeper server answered at %s within %d s",
 			 opts->hosts, opts->connect_timeout_ms / 1000);
+	}
+	if (rc < 0) {
 		zookeeper_close(s->zh);
 		session_free(s);
 		return rc;

@@ -27,6 +27,10 @@ struct zkl_session_opts {
 	 * give every node we create to that identity alone.  NULL: no
 	 * authentication, nodes open to all. */
 	const char *digest_auth;
+	/* "CA,CERT,KEY[,KEY_PASSWORD]": speak TLS to the servers (mutual: the
+	 * server's certificate checked against CA, ours sent), in a build
+	 * with TLS (tls.h).  NULL: in clear. */
+	const char *tls_files;
 	/* Whose names the lock nodes this session creates have (names.h):
 	 * zklockfs's own, Curator's or kazoo's. */
 	enum zkl_style dialect;

@@ -1,0 +1,136 @@
+/*
+ * tls.c - see tls.h.
+ *
+ * The ZooKeeper C client reports a failed handshake only in its log ("error
+ * in ssl connect", or a failed read once the server has refused our
+ * certificate) and then tries the next server, forever.  Its messages are
+ * logged on its I/O thread, the thread whose OpenSSL error queue holds the
+ * reason, so the reason is read there, from the message hook: the mount's
+ * start can then stop with it (session.c) instead of waiting out its
+ * connect timeout, and the log says it once rather than at every retry.
+ */
+#include "tls.h"
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#if ZKLOCKFS_TLS
+#include <openssl/err.h>
+#endif
+
+/* The client's log hook takes no argument: one record per process. */
+static struct {
+	pthread_mutex_t lock;
+	unsigned failures;
+	char why[256];
+} tls_seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+unsigned tls_failures(char *why, size_t len)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&tls_seen.lock);
+	n = tls_seen.failures;
+	snprintf(why, len, "%s", tls_seen.why);
+	pthread_mutex_unlock(&tls_seen.lock);
+	return n;
+}
+
+const char *tls_advice(const char *why)
+{
+	/* OpenSSL's reasons, as ERR_reason_error_string spells them. */
+	static const struct {
+		const char *reason, *advice;
+	} known[] = {
+		{ "certificate verify failed",
+		  ": the server's certificate is not signed by a CA in tls_ca, "
+		  "or has expired" },
+		{ "alert certificate required",
+		  ": the server asked for a client certificate it did not get" },
+		{ "alert bad certificate",
+		  ": the server refused this mount's certificate (tls_cert)" },
+		{ "alert certificate unknown",
+		  ": the server refused this mount's certificate (tls_cert): "
+		  "is it signed by a CA the server trusts?" },
+		{ "alert unknown ca",
+		  ": the server does not trust the CA that signed tls_cert" },
+		{ "alert certificate expired", ": tls_cert has expired" },
+		{ "wrong version number",
+		  ": the server does not speak TLS there: name the "
+		  "ensemble's secureClientPort" },
+		{ "packet length too long",
+		  ": the server does not speak TLS there: name the "
+		  "ensemble's secureClientPort" },
+		{ "bad decrypt",
+		  ": tls_key is encrypted and tls_key_password_file does not "
+		  "hold its password" },
+		{ "key values mismatch", ": tls_key is not tls_cert's key" },
+	};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strstr(why, known[i].reason))
+			return known[i].advice;
+	return "";
+}
+
+#if ZKLOCKFS_TLS
+
+const int tls_built_in = 1;
+
+zhandle_t *tls_handle_new(const char *hosts, const char *files,
+			  watcher_fn watcher, int session_timeout_ms,
+			  void *context, log_callback_fn log)
+{
+	zhandle_t *zh = zookeeper_init_ssl(
+		hosts, files, watcher, session_timeout_ms, NULL, context, 0);
+
+	/* zookeeper_init_ssl takes no log hook: a message logged before
+	 * this line goes to the client's stream (stderr), and a handshake
+	 * failed that early is noted at its next try. */
+	if (zh)
+		zoo_set_log_callback(zh, log);
+	return zh;
+}
+
+int tls_note_failure(char *why, size_t len)
+{
+	unsigned long e = ERR_peek_last_error();
+	const char *reason;
+
+	if (!e)
+		return 0;
+	reason = ERR_reason_error_string(e);
+	snprintf(why, len, "%s", reason ? reason : "unknown TLS error");
+	/* Left in the queue, it would be read again with the next message. */
+	ERR_clear_error();
+	pthread_mutex_lock(&tls_seen.lock);
+	tls_seen.failures++;
+	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);
+	pthread_mutex_unlock(&tls_seen.lock);
+	return 1;
+}
+
+#else
+
+const int tls_built_in = 0;
+
+zhandle_t *tls_handle_new(const char *hosts, const char *files,
+			  watcher_fn watcher, int session_timeout_ms,
+			  void *context, log_callback_fn log)
+{
+	(void)hosts, (void)files, (void)watcher, (void)session_timeout_ms;
+	(void)context, (void)log;
+	errno = ENOTSUP;
+	return NULL;
+}
+
+int tls_note_failure(char *why, size_t len)
+{
+	(void)why, (void)len;
+	return 0;
+}
+
+#endif
