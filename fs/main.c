@@ -322,6 +322,7 @@ int main(int argc, char **argv)
 					: ZOO_LOG_LEVEL_ERROR,
 		.digest_auth = o.auth_file ? auth : NULL,
 		.tls_files = o.tls_ca ? tls : NULL,
+		.x509_acl = o.x509_acl,
 		.dialect = o.style,
 		.jeopardy_margin_ms = o.jeopardy_margin_ms,
 		.persistent_resources = o.persistent_resources,

@@ -34,6 +34,7 @@ enum {
 	OPTS_KEY_RO,
 	OPTS_KEY_REENTRANT,
 	OPTS_KEY_ANYONE_MAY_ASK,
+	OPTS_KEY_X509_ACL,
 	/* Numbers: parsed strictly here, not by fuse_opt's sscanf, which
 	 * takes "1.5" as 1 and wraps "uid=4294967296" to 0. */
 	OPTS_KEY_SESSION_TIMEOUT,
@@ -88,6 +89,7 @@ static const struct fuse_opt opts_table[] = {
 	FUSE_OPT_KEY("ro", OPTS_KEY_RO),
 	FUSE_OPT_KEY("reentrant", OPTS_KEY_REENTRANT),
 	FUSE_OPT_KEY("anyone_may_ask", OPTS_KEY_ANYONE_MAY_ASK),
+	FUSE_OPT_KEY("x509_acl", OPTS_KEY_X509_ACL),
 	FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("dev", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("suid", FUSE_OPT_KEY_DISCARD),
@@ -283,6 +285,9 @@ static int opts_proc(void *data, const char *arg, int key,
 	case OPTS_KEY_ANYONE_MAY_ASK:
 		c->o->anyone_may_ask = 1;
 		return 0;
+	case OPTS_KEY_X509_ACL:
+		c->o->x509_acl = 1;
+		return 0;
 	case OPTS_KEY_DEBUG:
 		c->o->debug = 1;
 		c->o->foreground = 1;
@@ -376,7 +381,7 @@ static int opts_check_tls(const struct opts *o, char *err, size_t errlen)
 					     : NULL;
 
 	if (!o->tls_ca && !o->tls_cert && !o->tls_key &&
-	    !o->tls_key_password_file)
+	    !o->tls_key_password_file && !o->x509_acl)
 		return 0;
 	if (!tls_built_in) {
 		snprintf(err, errlen,
@@ -388,9 +393,11 @@ static int opts_check_tls(const struct opts *o, char *err, size_t errlen)
 	}
 	if (missing) {
 		snprintf(err, errlen,
-			 "TLS needs tls_ca, tls_cert and tls_key together "
+			 "%s needs tls_ca, tls_cert and tls_key together "
 			 "(%s is missing): ZooKeeper's TLS port asks for the "
 			 "client's certificate",
+			 o->x509_acl ? "x509_acl (the certificate's identity)"
+				     : "TLS",
 			 missing);
 		return -EINVAL;
 	}

@@ -37,6 +37,8 @@ struct opts {
 	 * the servers' certificates, this mount's certificate and its key;
 	 * and the file holding the key's password, if it is encrypted. */
 	char *tls_ca, *tls_cert, *tls_key, *tls_key_password_file;
+	int x509_acl; /* -o x509_acl: the nodes created are the certificate's
+		       * identity's (ZooKeeper's x509 scheme) alone */
 	char *metrics_file; /* absolute path kept current (metrics.c), or
 			     * NULL */
 	unsigned uid, gid;  /* owner of every file, if has_uid / has_gid */

@@ -24,8 +24,14 @@ struct zkl_session {
 	char *hosts;
 	char *auth; /* "user:password" for digest auth, or NULL */
 	char *tls;  /* "CA,CERT,KEY[,PASSWORD]": speak TLS (tls.h), or NULL */
+	/* The nodes we create are given to the identities ZooKeeper knows
+	 * this mount by (CREATOR_ALL): with auth or x509_acl. */
+	int owned;
+	int x509_acl;   /* -o x509_acl: the TLS certificate is one of them */
 	char *identity; /* with auth: "user:hash", as ACLs name it (from the
 			 * start's probe), else NULL */
+	char *x509_identity;    /* with x509_acl: the certificate's subject, as
+			      * ACLs name it ("CN=...,O=..."), else NULL */
 	struct ACL_vector *acl; /* of every node we create */
 	int session_timeout_ms;
 	enum zkl_style dialect; /* of the lock nodes we create */

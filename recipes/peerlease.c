@@ -482,7 +482,7 @@ static void pl_count(struct zkl_lockreq *lr, struct zkl_link *notify)
 						       lr));
 	}
 	/* The ACL's reply comes before the listing's, sent next. */
-	if (err == 0 && s->auth && !lr->acl_checked)
+	if (err == 0 && s->owned && !lr->acl_checked)
 		err = pl_call(lr, zoo_aget_acl(s->zh, lr->dir, pl_on_acl, lr));
 	if (err == 0) {
 		struct lr_call *c = lr_call_new(lr);

@@ -308,7 +308,7 @@ static int queue_send_locked(struct zkl_queue *q)
 {
 	int rc = ZOK;
 
-	if (q->s->auth && !q->acl_checked)
+	if (q->s->owned && !q->acl_checked)
 		rc = queue_call_send(q, queue_send_acl);
 	if (rc == ZOK && queue_wants_limit(q))
 		rc = queue_call_send(q, queue_send_limit);

@@ -170,13 +170,14 @@ static void session_client_log(const char *message)
 		log_msg(LOG_DEBUG, "zookeeper: %s", message);
 		return;
 	}
-	/* "... Socket 127.0.0.1:2281 zk retcode=-15, ...": the server. */
+	/* "... Socket 127.0.0.1:2281 zk retcode=-15, ...": the server; no
+	 * server if our own files failed. */
 	server = strstr(message, "Socket ");
-	server = server ? server + 7 : "?";
-	server += *server == '[';
+	server = server ? server + 7 + (server[7] == '[') : "";
 	log_msg(strcmp(why, last_why) == 0 ? LOG_DEBUG : LOG_ERR,
-		"TLS to ZooKeeper server %.*s failed: %s%s",
-		(int)strcspn(server, " ]"), server, why, tls_advice(why));
+		"TLS to ZooKeeper%s%.*s failed: %s%s",
+		*server ? " server " : "", (int)strcspn(server, " ]"), server,
+		why, tls_advice(why));
 	/* Only the client's I/O thread logs. */
 	snprintf(last_why, sizeof(last_why), "%s", why);
 }
@@ -198,6 +199,7 @@ void session_free(struct zkl_session *s)
 		memset(s->tls, 0, strlen(s->tls));
 	free(s->tls);
 	free(s->identity);
+	free(s->x509_identity);
 	free(s);
 }
 
@@ -373,9 +375,12 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	s->persistent_resources = opts->persistent_resources;
 	session_clock_init(s, opts->jeopardy_margin_ms);
 	s->acl = &ZOO_OPEN_ACL_UNSAFE;
+	s->x509_acl = opts->tls_files && opts->x509_acl;
+	s->owned = opts->digest_auth || s->x509_acl;
+	if (s->owned)
+		s->acl = &ZOO_CREATOR_ALL_ACL;
 	if (opts->digest_auth) {
 		s->auth = strdup(opts->digest_auth);
-		s->acl = &ZOO_CREATOR_ALL_ACL;
 		if (!s->auth) {
 			snprintf(err, errlen, "out of memory");
 			session_free(s);

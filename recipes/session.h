@@ -31,6 +31,10 @@ struct zkl_session_opts {
 	 * server's certificate checked against CA, ours sent), in a build
 	 * with TLS (tls.h).  NULL: in clear. */
 	const char *tls_files;
+	/* With tls_files: give every node we create to the certificate's
+	 * identity (ZooKeeper's x509 scheme, the subject) too, as
+	 * digest_auth does to its user. */
+	int x509_acl;
 	/* Whose names the lock nodes this session creates have (names.h):
 	 * zklockfs's own, Curator's or kazoo's. */
 	enum zkl_style dialect;

@@ -6,8 +6,8 @@
  * do what locking does there, and which permission is missing if not: so
  * that wrong credentials fail the start instead of every open later.
  *
- * With -o auth_file, zklockfs(8) promises that other clients can neither
- * read nor delete the mount's nodes.  ZooKeeper checks a delete against
+ * With -o auth_file or -o x509_acl, zklockfs(8) promises that other
+ * clients can neither read nor delete the mount's nodes.  ZooKeeper checks a delete against
  * the parent's ACL, so the base path and every resource znode must be the
  * credentials' alone: the base is checked at start, a resource the first
  * time the session lists it (queue.c), and a znode whose ACL lets anyone
@@ -45,6 +45,16 @@ static void session_acl_perms(int32_t perms, char out[6])
 	out[n] = '\0';
 }
 
+/* Is id one of the identities ZooKeeper knows this mount by? */
+static int session_acl_is_ours(const struct zkl_session *s, const struct Id *id)
+{
+	const char *ours = strcmp(id->scheme, "digest") == 0 ? s->identity
+			   : strcmp(id->scheme, "x509") == 0 ? s->x509_identity
+							     : NULL;
+
+	return ours && strcmp(id->id, ours) == 0;
+}
+
 int session_acl_foreign(const struct zkl_session *s,
 			const struct ACL_vector *acl, char *out, size_t size)
 {
@@ -52,9 +62,7 @@ int session_acl_foreign(const struct zkl_session *s,
 		const struct ACL *e = &acl->data[i];
 		char perms[6];
 
-		if (e->perms == 0 ||
-		    (s->identity && strcmp(e->id.scheme, "digest") == 0 &&
-		     strcmp(e->id.id, s->identity) == 0))
+		if (e->perms == 0 || session_acl_is_ours(s, &e->id))
 			continue;
 		session_acl_perms(e->perms, perms);
 		snprintf(out, size, "%s:%s:%s", e->id.scheme, e->id.id, perms);
@@ -66,8 +74,16 @@ int session_acl_foreign(const struct zkl_session *s,
 void session_acl_fix(const struct zkl_session *s, const char *path, char *out,
 		     size_t size)
 {
-	snprintf(out, size, "zkCli.sh setAcl %s digest:%s:cdrwa", path,
-		 s->identity ? s->identity : "USER:HASH");
+	char digest[256] = "", x509[256] = "";
+
+	if (s->auth)
+		snprintf(digest, sizeof(digest), "digest:%s:cdrwa",
+			 s->identity ? s->identity : "USER:HASH");
+	if (s->x509_acl)
+		snprintf(x509, sizeof(x509), "x509:%s:cdrwa",
+			 s->x509_identity ? s->x509_identity : "SUBJECT");
+	snprintf(out, size, "zkCli.sh setAcl %s %s%s%s", path, digest,
+		 digest[0] && x509[0] ? "," : "", x509);
 }
 
 /* What a failed step of the probe means, for the message: `what` the
@@ -77,26 +93,37 @@ static int session_probe_failed(const struct zkl_session *s, int rc,
 				size_t errlen)
 {
 	if (rc == ZNOAUTH)
-		snprintf(
-			err, errlen,
-			"%s: ZooKeeper does not let %s %s there (no %s "
-			"permission in its ACL): %s",
-			s->base,
-			s->auth ? "the credentials of -o auth_file"
-				: "a client without credentials",
-			what, perm,
-			s->auth ? "check the user and password, or use "
-				  "another base path"
-				: "pass the credentials with -o auth_file=PATH, "
-				  "or use another base path");
+		snprintf(err, errlen,
+			 "%s: ZooKeeper does not let %s %s there (no %s "
+			 "permission in its ACL): %s",
+			 s->base,
+			 s->auth       ? "the credentials of -o auth_file"
+			 : s->x509_acl ? "the certificate of -o tls_cert"
+				       : "a client without credentials",
+			 what, perm,
+			 s->auth       ? "check the user and password, or use "
+					 "another base path"
+			 : s->x509_acl ? "check the certificate's subject, or "
+					 "use another base path"
+				       : "pass the credentials with -o "
+					 "auth_file=PATH, or use another base "
+					 "path");
+	else if (rc == ZINVALIDACL && s->x509_acl && !s->auth)
+		/* CREATOR_ALL with no identity the server authenticated. */
+		snprintf(err, errlen,
+			 "%s: ZooKeeper did not take this mount's certificate "
+			 "as an identity (x509) for its ACLs: its servers "
+			 "need authProvider.x509=org.apache.zookeeper.server."
+			 "auth.X509AuthenticationProvider",
+			 s->base);
 	else
 		snprintf(err, errlen, "%s: cannot %s there: %s", s->base, what,
 			 zerror(rc));
 	return zkerr_errno(rc);
 }
 
-/* With credentials: the identity ZooKeeper gives them, from the ACL of the
- * probe node created with CREATOR_ALL.  Returns 0 or -errno. */
+/* With credentials: the identities ZooKeeper gives them, from the ACL of
+ * the probe node created with CREATOR_ALL.  Returns 0 or -errno. */
 static int session_learn_identity(struct zkl_session *s, const char *probe,
 				  char *err, size_t errlen)
 {
@@ -107,15 +134,27 @@ static int session_learn_identity(struct zkl_session *s, const char *probe,
 	if (rc != ZOK)
 		return session_probe_failed(s, rc, "read an ACL", "read", err,
 					    errlen);
-	for (int32_t i = 0; i < acl.count && !s->identity; i++)
-		if (strcmp(acl.data[i].id.scheme, "digest") == 0)
-			s->identity = strdup(acl.data[i].id.id);
+	for (int32_t i = 0; i < acl.count; i++) {
+		const struct Id *id = &acl.data[i].id;
+		char **slot = strcmp(id->scheme, "digest") == 0 ? &s->identity
+			      : strcmp(id->scheme, "x509") == 0
+				      ? &s->x509_identity
+				      : NULL;
+		if (slot && !*slot)
+			*slot = strdup(id->id);
+	}
 	deallocate_ACL_vector(&acl);
-	if (!s->identity) {
-		snprintf(err, errlen, "%s: no digest identity in the ACL of %s",
-			 s->base, probe);
+	if ((s->auth && !s->identity) || (s->x509_acl && !s->x509_identity)) {
+		snprintf(err, errlen, "%s: no %s identity in the ACL of %s",
+			 s->base, s->auth && !s->identity ? "digest" : "x509",
+			 probe);
 		return -EIO;
 	}
+	if (s->x509_identity)
+		log_msg(LOG_INFO,
+			"the nodes this mount creates are the certificate's "
+			"(x509:%s)",
+			s->x509_identity);
 	return 0;
 }
 
@@ -235,7 +274,7 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 	session_enter(s, &notify);
 	session_note_server_time_locked(s, st.ctime);
 	session_leave(s, &notify);
-	rc = s->auth ? session_learn_identity(s, probe, err, errlen) : 0;
+	rc = s->owned ? session_learn_identity(s, probe, err, errlen) : 0;
 	if (rc == 0) {
 		int zrc = zoo_get_children(s->zh, s->base, 0, &children);
 		if (zrc == ZOK)
@@ -251,7 +290,7 @@ int session_check_base(struct zkl_session *s, char *err, size_t errlen)
 			rc = session_probe_failed(s, zrc, "delete nodes",
 						  "delete", err, errlen);
 	}
-	if (rc == 0 && s->auth)
+	if (rc == 0 && s->owned)
 		rc = session_check_base_acl(s, err, errlen);
 	if (rc == 0 && s->dialect != ZKL_STYLE_KAZOO &&
 	    !s->persistent_resources)

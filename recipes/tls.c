@@ -64,6 +64,9 @@ const char *tls_advice(const char *why)
 		{ "packet length too long",
 		  ": the server does not speak TLS there: name the "
 		  "ensemble's secureClientPort" },
+		{ "unexpected eof while reading",
+		  ": the server hung up in the handshake: is it the "
+		  "ensemble's secureClientPort?" },
 		{ "bad decrypt",
 		  ": tls_key is encrypted and tls_key_password_file does not "
 		  "hold its password" },
@@ -97,15 +100,24 @@ zhandle_t *tls_handle_new(const char *hosts, const char *files,
 
 int tls_note_failure(char *why, size_t len)
 {
-	unsigned long e = ERR_peek_last_error();
-	const char *reason;
+	const char *first = NULL, *known = NULL;
+	unsigned long e;
 
-	if (!e)
+	/* The queue holds the cause first, then what it made fail ("bad
+	 * decrypt", then "PEM lib"): say the first that tls_advice knows,
+	 * else the cause. */
+	while ((e = ERR_get_error()) != 0) {
+		const char *reason = ERR_reason_error_string(e);
+		if (!reason)
+			continue;
+		if (!first)
+			first = reason;
+		if (!known && *tls_advice(reason))
+			known = reason;
+	}
+	if (!first)
 		return 0;
-	reason = ERR_reason_error_string(e);
-	snprintf(why, len, "%s", reason ? reason : "unknown TLS error");
-	/* Left in the queue, it would be read again with the next message. */
-	ERR_clear_error();
+	snprintf(why, len, "%s", known ? known : first);
 	pthread_mutex_lock(&tls_seen.lock);
 	tls_seen.failures++;
 	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);

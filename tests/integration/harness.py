@@ -21,6 +21,11 @@ from kazoo.exceptions import NoNodeError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZK_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+# What Debian's zookeeper.jar names on its class path lacks what the Netty
+# server (the one that speaks TLS) needs as well.
+ZK_TLS_CLASSPATH = ":".join(
+    f"/usr/share/java/{jar}.jar" for jar in
+    ("netty-codec", "netty-resolver", "netty-transport-native-unix-common"))
 ZK_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 
@@ -44,9 +49,93 @@ def free_port():
         return s.getsockname()[1]
 
 
-def four_letter(port, word, address="127.0.0.1"):
+def openssl(*args):
+    res = subprocess.run(["openssl", *args], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, f"openssl {' '.join(args)}: {res.stderr}"
+
+
+class Identity:
+    """One party's TLS files: its certificate and key (and the key's
+    password file, if encrypted), and the CA it trusts."""
+
+    def __init__(self, ca, cert, key, password_file=None):
+        self.ca, self.cert, self.key = ca, cert, key
+        self.password_file = password_file
+
+    def trusting(self, ca):
+        """The same certificate, trusting another CA."""
+        return Identity(ca, self.cert, self.key, self.password_file)
+
+    def mount_options(self):
+        opts = f"tls_ca={self.ca},tls_cert={self.cert},tls_key={self.key}"
+        if self.password_file:
+            opts += f",tls_key_password_file={self.password_file}"
+        return ["-o", opts]
+
+    def kazoo(self):
+        return dict(use_ssl=True, ca=self.ca, certfile=self.cert,
+                    keyfile=self.key, verify_certs=True)
+
+    def wrap(self, sock):
+        """sock, speaking TLS as this identity (server name unchecked)."""
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.load_verify_locations(self.ca)
+        ctx.load_cert_chain(self.cert, self.key)
+        return ctx.wrap_socket(sock)
+
+
+class Pki:
+    """A certificate authority of the test's own, made with openssl, and
+    the certificates it signs (P-256 keys, valid two days)."""
+
+    def __init__(self, name="zklockfs test CA", parent=None):
+        self.dir = tempfile.mkdtemp(prefix="zklockfs-pki-", dir=parent)
+        self.ca = os.path.join(self.dir, "ca.pem")
+        self._key = os.path.join(self.dir, "ca.key")
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt",
+                "ec_paramgen_curve:P-256", "-nodes", "-keyout", self._key,
+                "-out", self.ca, "-days", "2", "-subj", f"/CN={name}")
+
+    def issue(self, name, subject, ip=None, password=None):
+        """An identity named `name` (its files' names) with `subject`
+        ("/O=zklockfs/CN=host1"), for the IP address `ip` if given (a
+        server's), its key encrypted with `password` if given."""
+        base = os.path.join(self.dir, name)
+        key, cert, csr = base + ".key", base + ".crt", base + ".csr"
+        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                "-nodes", "-keyout", key, "-out", csr, "-subj", subject)
+        ext = base + ".ext"
+        with open(ext, "w") as f:
+            f.write(f"subjectAltName=IP:{ip}\n" if ip else
+                    "extendedKeyUsage=clientAuth\n")
+        openssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey",
+                self._key, "-CAcreateserial", "-out", cert, "-days", "2",
+                "-extfile", ext)
+        password_file = None
+        if password:
+            openssl("pkey", "-in", key, "-out", key + ".enc", "-aes256",
+                    "-passout", f"pass:{password}")
+            os.replace(key + ".enc", key)
+            password_file = base + ".password"
+            with open(password_file, "w") as f:
+                f.write(password + "\n")
+            os.chmod(password_file, 0o600)
+        os.chmod(key, 0o600)
+        return Identity(self.ca, cert, key, password_file)
+
+    def remove(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def four_letter(port, word, address="127.0.0.1", tls=None):
+    """A four-letter word's answer ("" if none), over TLS as the
+    Identity `tls` if given."""
     try:
-        with socket.create_connection((address, port), timeout=2) as s:
+        with socket.create_connection((address, port), timeout=2) as raw:
+            s = tls.wrap(raw) if tls else raw
             s.sendall(word.encode())
             chunks = []
             while True:
@@ -61,7 +150,8 @@ def four_letter(port, word, address="127.0.0.1"):
 
 def packets_received(server):
     """The requests a server has received so far (mntr)."""
-    for line in four_letter(server.port, "mntr").splitlines():
+    for line in four_letter(server.port, "mntr", server.address,
+                            server.client_tls).splitlines():
         key, _, value = line.partition("\t")
         if key == "zk_packets_received":
             return int(value)
@@ -74,21 +164,50 @@ class ZooKeeper:
     (client, quorum, election) port triples on loopback.  Clients reach
     it at `address` (a partition test's server pair: netns.py); `cpus`, a
     set of CPU numbers, pins it to those (the benchmarks' stand-in for a
-    server on machines of its own)."""
+    server on machines of its own).  With `tls`, a Pki, it speaks only
+    TLS (its secureClientPort; no plaintext port), with a certificate
+    that Pki signs, asks clients for theirs (which that Pki must have
+    signed) and knows them by its subject in ACLs (x509); the test's own
+    looks at it go as the identity `client_tls`."""
 
     def __init__(self, myid=None, peers=None, data_parent=None,
-                 address="127.0.0.1", cpus=None):
+                 address="127.0.0.1", cpus=None, tls=None):
         self.address = address
         self.cpus = cpus
+        self.tls = tls
+        self.client_tls = None
         self.dir = tempfile.mkdtemp(prefix="zklockfs-zk-", dir=data_parent)
         self.myid = myid
         self.peers = peers or []
         self.port = peers[myid - 1][0] if peers else free_port()
         self.proc = None
+        if tls:
+            server = tls.issue(f"server-{self.port}", "/O=zklockfs/CN=server",
+                               ip=address)
+            self.pem = os.path.join(self.dir, "server.pem")
+            with open(self.pem, "w") as out:
+                for part in (server.cert, server.key):
+                    with open(part) as f:
+                        out.write(f.read())
+            self.client_tls = tls.issue(f"test-{self.port}",
+                                        "/O=zklockfs/CN=test")
+
+    def _ports(self):
+        if not self.tls:
+            return (f"clientPort={self.port}\n"
+                    f"clientPortAddress={self.address}\n")
+        return (f"secureClientPort={self.port}\n"
+                f"secureClientPortAddress={self.address}\n"
+                "serverCnxnFactory="
+                "org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+                f"ssl.keyStore.location={self.pem}\nssl.keyStore.type=PEM\n"
+                f"ssl.trustStore.location={self.tls.ca}\n"
+                "ssl.trustStore.type=PEM\nssl.clientAuth=need\n"
+                "authProvider.x509="
+                "org.apache.zookeeper.server.auth.X509AuthenticationProvider\n")
 
     def _config(self):
-        cfg = (f"tickTime=500\ndataDir={self.dir}/data\n"
-               f"clientPort={self.port}\nclientPortAddress={self.address}\n"
+        cfg = (f"tickTime=500\ndataDir={self.dir}/data\n" + self._ports() +
                "minSessionTimeout=1000\nmaxSessionTimeout=60000\n"
                "admin.enableServer=false\n4lw.commands.whitelist=*\n"
                "maxClientCnxns=0\n")
@@ -111,15 +230,17 @@ class ZooKeeper:
             # thousands at a time (not 10,000 a minute), so that tests
             # can see what their going does.
             ["java", "-Xmx256m", "-Dznode.container.checkIntervalMs=1000",
-             "-Dznode.container.maxPerMinute=1000000", "-cp", ZK_CLASSPATH, ZK_MAIN, cfg],
+             "-Dznode.container.maxPerMinute=1000000", "-cp",
+             ZK_CLASSPATH + (":" + ZK_TLS_CLASSPATH if self.tls else ""),
+             ZK_MAIN, cfg],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=self.cpus and (
                 lambda: os.sched_setaffinity(0, self.cpus)))
 
     def mode(self):
         """"leader", "follower", "standalone", or None if not serving."""
-        for line in four_letter(self.port, "srvr",
-                                self.address).splitlines():
+        for line in four_letter(self.port, "srvr", self.address,
+                                self.client_tls).splitlines():
             if line.startswith("Mode: "):
                 return line[6:].strip()
         return None
@@ -412,10 +533,12 @@ def running(argv, **popen):
 
 
 @contextmanager
-def kazoo_client(hosts, auth=None):
-    """A started kazoo client for the test's own look at ZooKeeper."""
+def kazoo_client(hosts, auth=None, tls=None):
+    """A started kazoo client for the test's own look at ZooKeeper, over
+    TLS as the Identity `tls` if given."""
     from kazoo.client import KazooClient
-    client = KazooClient(hosts=hosts, auth_data=auth)
+    client = KazooClient(hosts=hosts, auth_data=auth,
+                         **(tls.kazoo() if tls else {}))
     client.start(timeout=30)
     try:
         yield client
@@ -474,12 +597,16 @@ def errno_name(code):
 
 
 class Mounts:
-    def __init__(self, connect):
+    """The mounts of a test, each with `options` (a list: TLS's, say) and
+    its own; finish() checks what they leave."""
+
+    def __init__(self, connect, options=()):
         self.connect = connect
+        self.options = list(options)
         self.started = []
 
     def new(self, *extra, prefix=()):
-        m = Mount(self.connect, extra, prefix).start()
+        m = Mount(self.connect, [*self.options, *extra], prefix).start()
         self.started.append(m)
         return m
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from harness import free_port, lock_nodes, zklockfs_binary
+from tls import built_with_tls
 
 
 def expect_errno(code, fn, *args):
@@ -139,7 +140,17 @@ def refused_starts(zookeeper, base, tmp_path, m1):
         ([good, str(regular)], "not a directory"),
         ([good, mp + "/missing"], "No such file or directory"),
         ([good, m1.mountpoint], "already a zklockfs mount"),
-    ]
+    ] + (
+        # A build with TLS checks the TLS files first (test_tls.py has the
+        # rest); one without says it has none.
+        [(["-o", f"tls_ca={tmp_path},tls_cert={regular},tls_key={regular}",
+           good, mp], f"tls_ca {tmp_path}: is a directory"),
+         (["-o", f"tls_ca={regular},tls_cert={regular},tls_key=a\\,b",
+           good, mp], "cannot take a path with a comma"),
+         (["-o", "x509_acl", good, mp], "tls_cert and tls_key together")]
+        if built_with_tls() else
+        [(["-o", f"tls_ca={regular},tls_cert={regular},tls_key={regular}",
+           good, mp], "built without TLS")])
 
 
 def test_a_refused_start_says_why_and_creates_nothing(

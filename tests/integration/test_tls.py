@@ -1,0 +1,220 @@
+"""Mutual TLS to ZooKeeper (-o tls_ca=,tls_cert=,tls_key=): a server that
+speaks only TLS (no plaintext port), with a CA and certificates the test
+makes with openssl (tls.py).  Mounts that exclude each other over it; a
+server the mount does not trust and a server that refuses the mount's
+certificate stop the start with an error that names TLS and the file to
+look at, at once; an encrypted key; the x509 ACL scheme instead of a
+password; and a build without TLS that says so.
+
+Every test of test_torture.py and test_told_first.py runs here as well,
+on mounts that speak TLS (the fixtures below replace conftest.py's)."""
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+from kazoo.exceptions import NoAuthError
+
+from harness import (Locker, Mounts, four_letter, kazoo_client, lock_nodes,
+                     status, wait_until, zklockfs_binary)
+from tls import needs_tls, tls_zookeeper
+import test_told_first
+from test_torture import test_torture  # noqa: F401 (run over TLS here)
+
+pytestmark = needs_tls
+
+
+@pytest.fixture(scope="module")
+def tls_server():
+    with tls_zookeeper() as (server, pki):
+        yield server, pki
+
+
+# conftest.py's fixtures, over TLS: the tests imported above use these.
+@pytest.fixture(scope="module")
+def zookeeper(tls_server):
+    return tls_server[0]
+
+
+@pytest.fixture(scope="module")
+def pki(tls_server):
+    return tls_server[1]
+
+
+@pytest.fixture(scope="module")
+def host1(pki):
+    """The certificate of the test's mounts."""
+    return pki.issue("host1", "/O=zklockfs/CN=host1")
+
+
+@pytest.fixture(scope="module")
+def zk(zookeeper):
+    with kazoo_client(zookeeper.connect, tls=zookeeper.client_tls) as client:
+        yield client
+
+
+@pytest.fixture
+def mounts(zookeeper, zk, base, host1):
+    ms = Mounts(zookeeper.connect + base, host1.mount_options())
+    yield ms
+    ms.finish(zk, base)
+
+
+# Every test of test_told_first.py, as it is, on these fixtures.
+for _name in dir(test_told_first):
+    if _name.startswith("test_"):
+        globals()[_name] = getattr(test_told_first, _name)
+
+
+def start_refused(connect, options, timeout=30):
+    """Start a mount expected to fail: (exit status, stderr, seconds)."""
+    mp = f"{os.environ.get('TMPDIR', '/tmp')}/zklockfs-mnt-{uuid.uuid4().hex[:8]}"
+    os.mkdir(mp)
+    try:
+        started = time.monotonic()
+        res = subprocess.run([zklockfs_binary(), "-f", *options, connect, mp],
+                             capture_output=True, text=True, timeout=timeout)
+        return res.returncode, res.stderr, time.monotonic() - started
+    finally:
+        os.rmdir(mp)
+
+
+def test_the_server_has_no_plaintext_port_and_two_mounts_exclude(
+        zookeeper, zk, base, m1, m2):
+    # The port answers no plaintext, and the server listens on no other.
+    assert four_letter(zookeeper.port, "srvr") == ""
+    assert "Mode: standalone" in four_letter(zookeeper.port, "srvr",
+                                             tls=zookeeper.client_tls)
+    config = open(os.path.join(zookeeper.dir, "zoo.cfg")).read()
+    assert "clientPort=" not in config.replace("secureClientPort=", "")
+    for m in (m1, m2):
+        assert "TLS" not in m.log()
+    holder = Locker(m1.path("r", "write"), "w")
+    holder.granted()
+    waiter = Locker(m2.path("r", "write"), "w")
+    wait_until(lambda: len(lock_nodes(zk, base)) == 2, 10,
+               "the second host's waiter to queue")
+    assert waiter.poll_result() is None, "granted while another host holds"
+    holder.close()
+    waiter.granted()
+    waiter.close()
+
+
+def test_a_server_the_mount_does_not_trust_stops_the_start(zookeeper, pki,
+                                                          host1):
+    from harness import Pki
+    other = Pki("another CA")
+    try:
+        code, err, took = start_refused(
+            zookeeper.connect, host1.trusting(other.ca).mount_options())
+    finally:
+        other.remove()
+    assert code != 0
+    assert "TLS" in err and "certificate verify failed" in err and \
+        "tls_ca" in err, err
+    # At once: not the connect timeout's 10 s.
+    assert took < 8, f"took {took:.1f} s to say so"
+
+
+def test_a_server_that_refuses_the_mounts_certificate_stops_the_start(
+        zookeeper):
+    from harness import Pki
+    other = Pki("another CA")
+    try:
+        # Trusts the server, but its own certificate is another CA's.
+        stranger = other.issue("stranger", "/O=zklockfs/CN=stranger")
+        code, err, took = start_refused(
+            zookeeper.connect,
+            stranger.trusting(zookeeper.tls.ca).mount_options())
+    finally:
+        other.remove()
+    assert code != 0
+    assert "TLS" in err and "tls_cert" in err, err
+    assert took < 8, f"took {took:.1f} s to say so"
+
+
+def test_a_plaintext_port_is_named_as_one(zookeeper, host1):
+    from harness import ZooKeeper
+    plain = ZooKeeper()
+    try:
+        plain.start()
+        code, err, _ = start_refused(plain.connect, host1.mount_options())
+    finally:
+        plain.stop()
+    assert code != 0 and "TLS" in err and "secureClientPort" in err, err
+
+
+def test_an_encrypted_key_with_its_password_file(zookeeper, pki, zk, base):
+    locked = pki.issue("locked", "/O=zklockfs/CN=locked", password="s3cret")
+    ms = Mounts(zookeeper.connect + base, locked.mount_options())
+    try:
+        m = ms.new()
+        assert status(m)["state"] == "connected"
+    finally:
+        ms.finish(zk, base)
+    # The password is never on the command line: a wrong one is named.
+    with open(locked.password_file, "w") as f:
+        f.write("wrong\n")
+    code, err, _ = start_refused(zookeeper.connect + base,
+                                 locked.mount_options())
+    assert code != 0 and "tls_key_password_file" in err, err
+
+
+def test_the_key_must_not_be_readable_by_everyone(zookeeper, pki):
+    loose = pki.issue("loose", "/O=zklockfs/CN=loose")
+    os.chmod(loose.key, 0o644)
+    code, err, took = start_refused(zookeeper.connect, loose.mount_options())
+    assert code != 0 and "tls_key" in err and "every user" in err, err
+
+
+def test_tls_options_come_together(zookeeper, host1):
+    code, err, _ = start_refused(zookeeper.connect,
+                                 ["-o", f"tls_ca={host1.ca}"])
+    assert code != 0 and "tls_cert" in err and "missing" in err, err
+
+
+def test_with_x509_acls_another_certificate_cannot_delete_a_lock(
+        zookeeper, pki, host1, base):
+    """-o x509_acl: the nodes are the certificate's subject's alone, as
+    auth_file's are its user's.  Another certificate of the same CA can
+    neither delete the lock node nor start a mount on that base."""
+    intruder = pki.issue("intruder", "/O=zklockfs/CN=intruder")
+    twin = pki.issue("twin", "/O=zklockfs/CN=host1")  # same subject
+    with kazoo_client(zookeeper.connect, tls=host1) as own:
+        ms = Mounts(zookeeper.connect + base,
+                    [*host1.mount_options(), "-o", "x509_acl"])
+        try:
+            m = ms.new()
+            assert "x509:CN=host1,O=zklockfs" in m.log()
+            holder = Locker(m.path("r", "write"), "w")
+            holder.granted()
+            [node] = lock_nodes(own, base)
+            acl = own.get_acls(node)[0]
+            assert [(a.id.scheme, a.id.id) for a in acl] == \
+                [("x509", "CN=host1,O=zklockfs")], acl
+            with kazoo_client(zookeeper.connect, tls=intruder) as other:
+                with pytest.raises(NoAuthError):
+                    other.delete(node)
+                with pytest.raises(NoAuthError):
+                    other.get_children(base + "/r")
+            assert own.exists(node), "the lock node went"
+            # A mount of another certificate refuses the base at start.
+            code, err, _ = start_refused(
+                zookeeper.connect + base,
+                [*intruder.mount_options(), "-o", "x509_acl"])
+            assert code != 0 and "tls_cert" in err, err
+            # The same subject (another host's certificate) shares it.
+            twins = Mounts(zookeeper.connect + base,
+                           [*twin.mount_options(), "-o", "x509_acl"])
+            ms.started.append(twins.new())
+            m2 = ms.started[-1]
+            waiter = Locker(m2.path("r", "write"), "w")
+            wait_until(lambda: len(lock_nodes(own, base)) == 2, 10,
+                       "the twin's waiter to queue")
+            holder.close()
+            waiter.granted()
+            waiter.close()
+        finally:
+            ms.finish(own, base)
+
