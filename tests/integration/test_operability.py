@@ -428,13 +428,20 @@ def test_the_units_start_clears_a_dead_mount_and_says_nothing_otherwise(
         assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), (argv, r)
 
 
-def test_service_unit_starts_reports_ready_and_stops(installed, zookeeper, zk, base, tmp_path):
+@pytest.fixture
+def unit_options():
+    """The unit's ZKLOCKFS_OPTIONS in its tests (test_tls.py adds TLS's)."""
+    return "-o session_timeout=4"
+
+
+def test_service_unit_starts_reports_ready_and_stops(installed, zookeeper, zk, base, tmp_path,
+                                                     unit_options):
     mnt = tempfile.mkdtemp(prefix="zklockfs-unit-")
     sock_path = str(tmp_path / "notify")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(sock_path)
     sock.settimeout(30)
-    argv = unit_command(installed, zookeeper.connect + base, mnt, "-o session_timeout=4")
+    argv = unit_command(installed, zookeeper.connect + base, mnt, unit_options)
     proc = subprocess.Popen(argv, env=dict(os.environ, NOTIFY_SOCKET=sock_path),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

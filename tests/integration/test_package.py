@@ -17,6 +17,7 @@ import subprocess
 import pytest
 
 from harness import wait_until
+from tls import tls_zookeeper
 from readme import clean_copy, processes_mentioning, doc_block
 from test_readme import bash
 
@@ -58,8 +59,14 @@ def in_root(root, script, timeout=300):
                     "DEBIAN_FRONTEND": "noninteractive", "LANG": "C"})
 
 
+@pytest.fixture
+def tls_server():
+    with tls_zookeeper() as (server, pki):
+        yield server, pki
+
+
 def test_the_package_builds_installs_in_a_clean_root_and_mounts(
-        tmp_path, zookeeper, zk, base):
+        tmp_path, zookeeper, zk, base, tls_server):
     build, install = doc_block(BUILD).text.splitlines()
     src = clean_copy(str(tmp_path / "src"))
     res = bash(build, src, timeout=900)
@@ -82,6 +89,17 @@ def test_the_package_builds_installs_in_a_clean_root_and_mounts(
     run(["debootstrap", "--variant=minbase", "bookworm", str(root),
          debian_mirror()], timeout=900)
     os.makedirs(root / "build" / "src")
+    # The package speaks TLS: a mount from fstab over it, with its files
+    # where an operator would keep them (doc/operations.md).
+    tls, pki = tls_server
+    host = pki.issue("packaged", "/O=zklockfs/CN=packaged")
+    os.makedirs(root / "etc" / "zklockfs" / "tls")
+    for name, src_file in (("ca.pem", host.ca), ("host.crt", host.cert),
+                           ("host.key", host.key)):
+        shutil.copy(src_file, root / "etc" / "zklockfs" / "tls" / name)
+    tls_options = ("tls_ca=/etc/zklockfs/tls/ca.pem,"
+                   "tls_cert=/etc/zklockfs/tls/host.crt,"
+                   "tls_key=/etc/zklockfs/tls/host.key")
     shutil.copy(debs[0], root / "build")
     shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
     fuse = os.stat("/dev/fuse").st_rdev
@@ -105,16 +123,24 @@ def test_the_package_builds_installs_in_a_clean_root_and_mounts(
             mount /mnt/fstab
             grep '^state ' /mnt/fstab/.status
             umount /mnt/fstab
+            zklockfs --version | grep -o 'with TLS'
+            mkdir -p /mnt/tls
+            echo '{tls.connect}{base} /mnt/tls fuse.zklockfs noauto,session_timeout=4,{tls_options} 0 0' >>/etc/fstab
+            mount /mnt/tls
+            grep '^state ' /mnt/tls/.status
+            umount /mnt/tls
         """)
-        assert out == "held write\nstate connected\n", out
+        assert out == "held write\nstate connected\nwith TLS\n" \
+            "state connected\n", out
         wait_until(lambda: not processes_mentioning(connect), 15,
                    "the installed daemon exits at umount")
     finally:
         for path in (root / "mnt" / "zklock", root / "mnt" / "fstab",
-                     root / "proc"):
+                     root / "mnt" / "tls", root / "proc"):
             if os.path.ismount(path):
                 subprocess.run(["umount", "-l", str(path)])
     # Never remove a tree something is still mounted in.
     assert not any(os.path.ismount(p) for p in (
-        root / "proc", root / "mnt" / "zklock", root / "mnt" / "fstab"))
+        root / "proc", root / "mnt" / "zklock", root / "mnt" / "fstab",
+        root / "mnt" / "tls"))
     shutil.rmtree(root)

@@ -20,6 +20,9 @@ from harness import (Locker, Mounts, four_letter, kazoo_client, lock_nodes,
                      status, wait_until, zklockfs_binary)
 from tls import needs_tls, tls_zookeeper
 import test_told_first
+from test_operability import installed  # noqa: F401 (a fixture)
+from test_operability import \
+    test_service_unit_starts_reports_ready_and_stops  # noqa: F401 (over TLS)
 from test_torture import test_torture  # noqa: F401 (run over TLS here)
 
 pytestmark = needs_tls
@@ -59,6 +62,13 @@ def mounts(zookeeper, zk, base, host1):
     ms = Mounts(zookeeper.connect + base, host1.mount_options())
     yield ms
     ms.finish(zk, base)
+
+
+@pytest.fixture
+def unit_options(host1):
+    """The systemd unit's ZKLOCKFS_OPTIONS over TLS (its test, imported
+    above, starts the unit's ExecStart with them)."""
+    return "-o session_timeout=4 " + " ".join(host1.mount_options())
 
 
 # Every test of test_told_first.py, as it is, on these fixtures.
