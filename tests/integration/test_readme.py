@@ -47,7 +47,7 @@ needs_plain = pytest.mark.plain
 
 # The files whose doc_block() calls count, besides this one: tests too
 # long to share its module (they build or install things of their own).
-OTHER_README_TESTS = ("test_package.py", "test_metrics.py")
+OTHER_README_TESTS = ("test_package.py", "test_metrics.py", "test_tls.py")
 
 
 def blocks_the_tests_run():

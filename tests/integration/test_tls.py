@@ -18,6 +18,7 @@ from kazoo.exceptions import NoAuthError
 
 from harness import (Locker, Mounts, four_letter, kazoo_client, lock_nodes,
                      status, wait_until, zklockfs_binary)
+from readme import doc_block
 from tls import needs_tls, tls_zookeeper
 import test_told_first
 from test_operability import installed  # noqa: F401 (a fixture)
@@ -228,3 +229,55 @@ def test_with_x509_acls_another_certificate_cannot_delete_a_lock(
         finally:
             ms.finish(own, base)
 
+
+
+# ---- doc/operations.md's "Over TLS", as written -------------------------
+
+SERVER_LINES = "secureClientPort=2281"
+MOUNT_BLOCK = ("zklockfs -o allow_other,x509_acl,tls_ca=/etc/zklockfs/tls/ca.pem,"
+               "tls_cert=/etc/zklockfs/tls/host.crt,tls_key=/etc/zklockfs/tls/host.key \\")
+
+
+def test_the_documents_tls_server_and_mount_work_as_written(pki, tmp_path):
+    """The server lines of the section, with the test's files and port, on
+    a server of the test's; then its mount command, with the test's files,
+    server and mount point: it mounts, a lock's node is the certificate's
+    subject's alone, and nothing is left."""
+    from harness import ZooKeeper
+    server = ZooKeeper(tls=pki)
+    lines = doc_block(SERVER_LINES).text \
+        .replace("2281", str(server.port)) \
+        .replace("/etc/zookeeper/tls/server.pem", server.pem) \
+        .replace("/etc/zookeeper/tls/ca.pem", pki.ca)
+    server._ports = lambda: lines + \
+        f"secureClientPortAddress={server.address}\n"
+    host = pki.issue("documented", "/O=example/CN=host1")
+    mnt = str(tmp_path / "mnt")
+    os.mkdir(mnt)
+    command = doc_block(MOUNT_BLOCK).text \
+        .replace("/etc/zklockfs/tls/ca.pem", host.ca) \
+        .replace("/etc/zklockfs/tls/host.crt", host.cert) \
+        .replace("/etc/zklockfs/tls/host.key", host.key) \
+        .replace("zk1:2281,zk2:2281,zk3:2281/locks", server.connect + "/locks") \
+        .replace("/mnt/zklock", mnt) \
+        .replace("zklockfs -o", zklockfs_binary() + " -o", 1)
+    try:
+        server.start()
+        r = subprocess.run(["bash", "-c", command], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        with kazoo_client(server.connect, tls=host) as own:
+            fd = os.open(os.path.join(mnt, "r", "write"), os.O_RDWR)
+            try:
+                [node] = lock_nodes(own, "/locks")
+                assert [(a.id.scheme, a.id.id) for a in own.get_acls(node)[0]] \
+                    == [("x509", "CN=host1,O=example")]
+            finally:
+                os.close(fd)
+            subprocess.run(["umount", mnt], check=True, timeout=30)
+            wait_until(lambda: not lock_nodes(own, "/locks"), 15,
+                       "the lock node to go")
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
+        server.stop()
