@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <linux/kcmp.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -201,7 +202,9 @@ int lineage_still_runs(struct lineage_proc p)
 /*
  * Classify the signals pending for a waiting thread.
  */
-static int sigpend_field(const char *status, const char *key, uint64_t *out)
+/* A mask line of a status text, in hexadecimal ("\nSigPnd:", and
+ * "\nCapEff:" for whom a process may signal, below). */
+static int status_mask(const char *status, const char *key, uint64_t *out)
 {
 	const char *p = strstr(status, key);
 	char *end;
@@ -220,10 +223,10 @@ int sigpend_parse(const char *status, struct sigpend_masks *m)
 {
 	uint64_t thread, shared;
 
-	if (sigpend_field(status, "\nSigPnd:", &thread) < 0 ||
-	    sigpend_field(status, "\nShdPnd:", &shared) < 0 ||
-	    sigpend_field(status, "\nSigBlk:", &m->blocked) < 0 ||
-	    sigpend_field(status, "\nSigCgt:", &m->caught) < 0)
+	if (status_mask(status, "\nSigPnd:", &thread) < 0 ||
+	    status_mask(status, "\nShdPnd:", &shared) < 0 ||
+	    status_mask(status, "\nSigBlk:", &m->blocked) < 0 ||
+	    status_mask(status, "\nSigCgt:", &m->caught) < 0)
 		return -EINVAL;
 	m->pending = thread | shared;
 	return 0;
@@ -472,4 +475,119 @@ int process_descends_from(pid_t q, pid_t p)
 		q = parent;
 	}
 	return q == p;
+}
+
+/*
+ * Whom a process may signal (see process.h).
+ */
+/* The real and effective uids, the first two numbers of the "\nUid:"
+ * line (saved and filesystem uids follow). */
+static int creds_uids(const char *status, uid_t *ruid, uid_t *euid)
+{
+	const char *p = strstr(status, "\nUid:");
+	unsigned long long v[2];
+	char *end;
+
+	if (!p)
+		return -EINVAL;
+	p += strlen("\nUid:");
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		v[i] = strtoull(p, &end, 10);
+		if (errno || end == p || (*end != '\t' && *end != ' ') ||
+		    v[i] > UINT32_MAX)
+			return -EINVAL;
+		p = end;
+	}
+	*ruid = (uid_t)v[0];
+	*euid = (uid_t)v[1];
+	return 0;
+}
+
+int process_creds_parse(const char *status, struct process_creds *c)
+{
+	uint64_t caps;
+
+	if (creds_uids(status, &c->ruid, &c->euid) < 0 ||
+	    status_mask(status, "\nCapEff:", &caps) < 0)
+		return -EINVAL;
+	c->cap_kill = (caps >> CAP_KILL & 1) != 0;
+	return 0;
+}
+
+/* Is process pid in our user namespace?  0 when it cannot be told (the
+ * namespace's link is shown only to whom may trace pid). */
+static int creds_in_our_userns(pid_t pid)
+{
+	struct stat ours, theirs;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	return stat("/proc/self/ns/user", &ours) == 0 &&
+	       stat(path, &theirs) == 0 && ours.st_dev == theirs.st_dev &&
+	       ours.st_ino == theirs.st_ino;
+}
+
+int process_creds_of(struct lineage_proc p, struct process_creds *c)
+{
+	char buf[4096];
+	ssize_t n;
+
+	/* After a '\n', so that every field starts a line. */
+	n = procfile_read(p.pid, "status", buf + 1, sizeof(buf) - 1);
+	if (n == 0 || n == -ENOENT || n == -ESRCH)
+		return -ESRCH;
+	if (n < 0)
+		return (int)n;
+	buf[0] = '\n';
+	if (process_creds_parse(buf, c) < 0)
+		return -EINVAL;
+	/* CAP_KILL in a namespace of its own reaches only that one's
+	 * processes (root of a container made by a user). */
+	if (c->cap_kill)
+		c->cap_kill = creds_in_our_userns(p.pid);
+	/* Read after the status: the same process still, so it was its. */
+	return lineage_still_runs(p) ? 0 : -ESRCH;
+}
+
+int process_group_members(pid_t pgid, pid_t **out, size_t *n)
+{
+	DIR *proc = opendir("/proc");
+	size_t count = 0, room = 0;
+	pid_t *pids = NULL;
+	struct dirent *d;
+
+	*out = NULL;
+	*n = 0;
+	if (!proc)
+		return -errno;
+	while ((d = readdir(proc))) {
+		unsigned long long group;
+		char buf[1024], *end;
+		long pid = strtol(d->d_name, &end, 10);
+
+		/* Field 5 of its stat: the process's group. */
+		if (pid <= 0 || *end ||
+		    procfile_read((pid_t)pid, "stat", buf, sizeof(buf)) <= 0 ||
+		    procstat_field(buf, 5, &group) < 0 ||
+		    group != (unsigned long long)pgid)
+			continue;
+		if (count == room) {
+			size_t more = room ? 2 * room : 16;
+			pid_t *bigger = realloc(pids, more * sizeof(*pids));
+
+			if (!bigger) {
+				free(pids);
+				closedir(proc);
+				return -ENOMEM;
+			}
+			pids = bigger;
+			room = more;
+		}
+		pids[count++] = (pid_t)pid;
+	}
+	closedir(proc);
+	*out = pids;
+	*n = count;
+	return 0;
 }

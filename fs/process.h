@@ -91,6 +91,36 @@ int process_fd_users(const char *mountpoint, const uint64_t *inos, size_t n,
 int process_descends_from(pid_t q, pid_t p);
 
 /*
+ * Whom a process may signal: what kill(2) looks at of the
+ * sender.  It may signal a process whose real or saved uid is its real or
+ * effective uid, and any process at all with CAP_KILL in the target's
+ * user namespace (or an ancestor of it).  Uids are as this process's user
+ * namespace maps them.
+ */
+struct process_creds {
+	uid_t ruid, euid;
+	int cap_kill; /* CAP_KILL in effect, and in our user namespace */
+};
+
+/* The Uid line (real, effective, saved, filesystem) and the CAP_KILL bit
+ * of the CapEff line of a /proc/<pid>/status text, into c (cap_kill as
+ * the text says: its namespace is not in it).  Returns 0, or -EINVAL if
+ * either line is missing or malformed. */
+int process_creds_parse(const char *status, struct process_creds *c);
+
+/* The credentials of process p now, if it still runs (same start time):
+ * its CAP_KILL counts only if p is in our user namespace (one that we
+ * cannot tell does not count).  Returns 0, -ESRCH if p is gone (or its
+ * pid another's), or -errno of reading /proc.  Any thread. */
+int process_creds_of(struct lineage_proc p, struct process_creds *c);
+
+/* The processes of process group pgid, as /proc shows them now: their
+ * pids into a new array *out (the caller frees it; NULL when none) and
+ * their number into *n.  Returns 0, or -errno (nothing then).  O(the
+ * host's processes).  Any thread. */
+int process_group_members(pid_t pgid, pid_t **out, size_t *n);
+
+/*
  * Does the signal that interrupted a blocked open cancel it?
  *
  * The kernel sends FUSE_INTERRUPT for any signal that wakes the waiting
