@@ -161,25 +161,23 @@ void session_resume_when_connected_locked(struct zkl_session *s,
  * detail: our messages say what matters; -d shows these too. */
 static void session_client_log(const char *message)
 {
-	/* A failed handshake is said once per reason, not at every retry. */
-	static char last_why[256];
 	char why[256];
 	const char *server;
+	int failed = tls_note_failure(why, sizeof(why));
 
-	if (!tls_note_failure(why, sizeof(why))) {
+	if (!failed) {
 		log_msg(LOG_DEBUG, "zookeeper: %s", message);
 		return;
 	}
 	/* "... Socket 127.0.0.1:2281 zk retcode=-15, ...": the server; no
-	 * server if our own files failed. */
+	 * server if our own files failed.  Said once per reason, not at
+	 * every retry. */
 	server = strstr(message, "Socket ");
 	server = server ? server + 7 + (server[7] == '[') : "";
-	log_msg(strcmp(why, last_why) == 0 ? LOG_DEBUG : LOG_ERR,
+	log_msg(failed == 1 ? LOG_ERR : LOG_DEBUG,
 		"TLS to ZooKeeper%s%.*s failed: %s%s",
 		*server ? " server " : "", (int)strcspn(server, " ]"), server,
 		why, tls_advice(why));
-	/* Only the client's I/O thread logs. */
-	snprintf(last_why, sizeof(last_why), "%s", why);
 }
 
 void session_free(struct zkl_session *s)

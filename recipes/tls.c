@@ -102,6 +102,7 @@ int tls_note_failure(char *why, size_t len)
 {
 	const char *first = NULL, *known = NULL;
 	unsigned long e;
+	int again;
 
 	/* The queue holds the cause first, then what it made fail ("bad
 	 * decrypt", then "PEM lib"): say the first that tls_advice knows,
@@ -120,9 +121,10 @@ int tls_note_failure(char *why, size_t len)
 	snprintf(why, len, "%s", known ? known : first);
 	pthread_mutex_lock(&tls_seen.lock);
 	tls_seen.failures++;
+	again = strcmp(tls_seen.why, why) == 0;
 	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);
 	pthread_mutex_unlock(&tls_seen.lock);
-	return 1;
+	return again ? 2 : 1;
 }
 
 #else

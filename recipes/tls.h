@@ -27,7 +27,8 @@ zhandle_t *tls_handle_new(const char *hosts, const char *files,
 /* Called with each of the client's messages, on the thread that logged
  * it: if that thread's last TLS call failed, note why (OpenSSL's reason:
  * "certificate verify failed", "tlsv13 alert certificate required"),
- * clear it, and return 1 with the reason in why[0..len); else 0. */
+ * clear it, and return the reason in why[0..len) and 1, or 2 if it is
+ * the reason the last failure had too; else 0. */
 int tls_note_failure(char *why, size_t len);
 
 /* Handshakes that failed since the start, and the last one's reason. */
