@@ -229,6 +229,9 @@ void lr_to(struct zkl_lockreq *lr, enum lr_phase to)
 	}
 	lr->phase = to;
 	lr->step++;
+	/* Every move is one this session made or was told of: a holders
+	 * text of the resource taken before it is old (holders_changes). */
+	session_changed(lr->s, lr->dir);
 }
 
 /*
@@ -498,6 +501,7 @@ static int lr_send_note_locked(struct lr_set_ctx *ctx)
 {
 	struct zkl_lockreq *lr = ctx->lr;
 
+	session_changed(lr->s, lr->node);
 	return zkerr_errno(zoo_aset(lr->s->zh, lr->node, ctx->note,
 				    (int)ctx->notelen, lr_note_version(lr),
 				    lr_on_set, ctx));
@@ -969,8 +973,9 @@ void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
 
 	/* A second node with our GUID is a create that was retried after a
 	 * lost reply yet had succeeded: it would block the queue. */
-	if (lr_child_path(lr, name, path) == 0)
-		zoo_adelete(lr->s->zh, path, -1, lr_ignore_void, NULL);
+	if (lr_child_path(lr, name, path) == 0 &&
+	    zoo_adelete(lr->s->zh, path, -1, lr_ignore_void, NULL) == ZOK)
+		session_changed(lr->s, path);
 }
 
 /* Delete every node with our GUID but ours: O(n), so only after a lost
@@ -1252,9 +1257,10 @@ void lr_mark(struct zkl_lockreq *lr)
 {
 	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_aset(lr->s->zh, lr->node, lr->data, (int)lr->datalen, 0,
-		     lr_on_marked, lr) == ZOK)
+		     lr_on_marked, lr) == ZOK) {
 		lr->marking = 1;
-	else /* only a dead handle refuses: the node dies too */
+		session_changed(lr->s, lr->node);
+	} else /* only a dead handle refuses: the node dies too */
 		lr_drop_locked(lr, LR_HOLD_CALL);
 }
 
