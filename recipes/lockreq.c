@@ -231,7 +231,15 @@ void lr_to(struct zkl_lockreq *lr, enum lr_phase to)
 	lr->step++;
 	/* Every move is one this session made or was told of: a holders
 	 * text of the resource taken before it is old (holders_changes). */
+	lr_changed_locked(lr);
+}
+
+void lr_changed_locked(struct zkl_lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
 	session_changed(lr->s, lr->dir);
+	for (unsigned i = 0; lr->kind == LR_MULTI && i < lr->nmembers; i++)
+		session_changed(lr->s, lr->members[i]->dir);
 }
 
 /*
@@ -359,8 +367,10 @@ int lockreq_share(struct zkl_lockreq *lr)
 	err = lr->kind != LR_PLAIN || lr->mode == ZKL_MODE_LEASE
 		      ? -EINVAL
 		      : lr_held_err_locked(lr);
-	if (err == 0)
+	if (err == 0) {
 		lr->owners++;
+		lr_changed_locked(lr); /* holders says holds=N */
+	}
 	session_leave(lr->s, &notify);
 	return err;
 }
@@ -402,6 +412,7 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 	if (lr->owners > 1) {
 		/* Another owner holds on: nothing leaves ZooKeeper. */
 		lr->owners--;
+		lr_changed_locked(lr);
 		session_leave(s, &notify);
 		if (gone)
 			gone(arg);
@@ -1545,6 +1556,7 @@ void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
 
 	assert(lr->outcome == LR_HELD && !lr->lost);
 	lr->lost = 1;
+	lr_changed_locked(lr); /* holders says lost */
 	item = lr_lost_report(lr, why);
 	if (item) {
 		notice_init(&item->notice, lr_lost_notice_run);
@@ -1596,6 +1608,7 @@ void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
 	if (b) {
 		assert(lr->outcome == LR_HELD && !lr->lost);
 		lr->lost = 1;
+		lr_changed_locked(lr);
 		b->report = lr_lost_report(lr, why);
 	} else {
 		/* Out of memory: told without waiting for the telling (its
