@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "held.h"
+#include "holdcache.h"
 #include "list.h"
 #include "session.h"
 #include "tree.h"
@@ -73,6 +74,10 @@ struct zkl_fs {
 	 * (CLOCK_MONOTONIC seconds), and the refusals in it so far. */
 	time_t refusal_minute_from;
 	unsigned refusals_this_minute;
+
+	/* The holders texts the opens of a short window share (holdcache.h;
+	 * its own lock, a leaf). */
+	struct holdcache holders;
 };
 
 /* Zero fs, then set up its mutex, condition and empty lists: first thing,

@@ -4,9 +4,11 @@
  * resource's settings (limit, maxhold) and its revoke file, and the reads
  * and release every text file shares.
  *
- * Each open takes a fresh snapshot and keeps it until release, so a
- * reader sees one consistent text however it reads; nothing is cached
- * between opens.  The formats are documented in doc/operations.md and
+ * Each open takes a snapshot and keeps it until release, so a reader
+ * sees one consistent text however it reads.  .status's is the mount's
+ * state at the open; holders' is shared by the opens of a short window,
+ * unless this mount changed the resource or was told of a change
+ * (holdcache.h).  The formats are documented in doc/operations.md and
  * zklockfs(8): keep them in step.
  */
 #include "fs.h"
@@ -252,8 +254,10 @@ static void info_holder_line(FILE *out, const struct holders_node *n,
 	fputc('\n', out);
 }
 
-struct info_holders_ctx {
-	struct snapshot_pending open;
+/* A fetch of a resource's holders: one for every open it answers
+ * (holdcache.h). */
+struct info_fetch {
+	struct zkl_fs *fs;
 	char dir[];
 };
 
@@ -270,14 +274,56 @@ static void info_lease_line(FILE *out, const struct holders_semaphore *sem)
 			sem->held, sem->free);
 }
 
+/* An open's stamp, or a fetch's (holdcache.h): the changes first. */
+static void info_holders_stamp(struct zkl_fs *fs, const char *dir,
+			       struct holdcache_stamp *stamp)
+{
+	struct timespec now;
+
+	stamp->changes = holders_changes(fs->session, dir);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	stamp->ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+static void info_holders_listed(int err, const struct holders_node *nodes,
+				size_t n, const struct holders_semaphore *sem,
+				void *arg);
+
+/* Send f's fetch; its end answers the opens parked on it. */
+static void info_holders_send(struct info_fetch *f);
+
+/* f's fetch ended with err or text (the cache's): answer its opens, and
+ * send the next fetch if opens wait for one. */
+static void info_holders_fetched(struct info_fetch *f, int err, char *text,
+				 size_t len)
+{
+	struct holdcache_stamp now;
+
+	info_holders_stamp(f->fs, f->dir, &now);
+	if (holdcache_fetched(&f->fs->holders, f->dir, err, text, len, &now))
+		info_holders_send(f);
+	else
+		free(f);
+}
+
+static void info_holders_send(struct info_fetch *f)
+{
+	int err = holders_start(f->fs->session, f->dir, info_holders_listed, f);
+
+	/* Not sent: a failure ends the fetch without another (holdcache.h),
+	 * so this goes no deeper. */
+	if (err < 0)
+		info_holders_fetched(f, err, NULL, 0);
+}
+
 static void info_holders_listed(int err, const struct holders_node *nodes,
 				size_t n, const struct holders_semaphore *sem,
 				void *arg)
 {
-	struct info_holders_ctx *ctx = arg;
-	struct zkl_session *s = ctx->open.fs->session;
+	struct info_fetch *f = arg;
+	struct zkl_session *s = f->fs->session;
 	int64_t now_ms = session_server_now_ms(s);
-	unsigned maxhold = session_maxhold(s, ctx->dir);
+	unsigned maxhold = session_maxhold(s, f->dir);
 	size_t asked = 0, overdue = 0;
 	char *text = NULL;
 	size_t len = 0;
@@ -286,11 +332,8 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 	if (err == 0 && !(out = open_memstream(&text, &len)))
 		err = -ENOMEM;
 	if (err < 0) {
-		log_msg(LOG_DEBUG, "holders of %s: %s", ctx->dir,
-			strerror(-err));
-		snapshot_pending_fail(&ctx->open, err);
-		free(ctx);
-		return;
+		log_msg(LOG_DEBUG, "holders of %s: %s", f->dir, strerror(-err));
+		return info_holders_fetched(f, err, NULL, 0);
 	}
 	for (size_t i = 0; i < n; i++) {
 		info_holder_line(out, &nodes[i], now_ms,
@@ -303,33 +346,39 @@ static void info_holders_listed(int err, const struct holders_node *nodes,
 	if (n > 0 && (maxhold > 0 || asked > 0)) /* empty: nobody queued */
 		fprintf(out, "maxhold %u asked %zu overdue %zu\n", maxhold,
 			asked, overdue);
-	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", ctx->dir, n);
+	log_msg(LOG_DEBUG, "holders of %s: %zu lock nodes", f->dir, n);
 	if (info_close(out, &text) != 0)
-		snapshot_pending_fail(&ctx->open, -ENOMEM);
+		info_holders_fetched(f, -ENOMEM, NULL, 0);
 	else
-		snapshot_pending_answer(&ctx->open, text, len);
-	free(ctx);
+		info_holders_fetched(f, 0, text, len);
 }
 
+/* An open of holders: the text a recent fetch took, or the next fetch's
+ * (holdcache.h says which, and why). */
 static void info_holders(struct zkl_fs *fs, fuse_req_t req, fuse_ino_t ino,
 			 struct fuse_file_info *fi,
 			 const struct fuse_entry_param *create_entry)
 {
 	char dir[NAMES_MAX_NODE_PATH + 1];
 	int len = tree_zpath(tree_res_of(&fs->tree, ino), dir, sizeof(dir));
-	struct info_holders_ctx *ctx = malloc(sizeof(*ctx) + (size_t)len + 1);
-	int err;
+	struct info_fetch *f = malloc(sizeof(*f) + (size_t)len + 1);
+	struct snapshot_pending open;
+	struct holdcache_stamp now;
+	int rc;
 
 	assert(len > 0); /* tree_lookup checked its length */
-	if (!ctx)
+	if (!f)
 		return fs_reply_open_err(fs, req, create_entry, ENOMEM);
-	snapshot_pending_init(&ctx->open, fs, req, fi, create_entry);
-	strcpy(ctx->dir, dir);
-	err = holders_start(fs->session, dir, info_holders_listed, ctx);
-	if (err < 0) {
-		free(ctx);
-		fs_reply_open_err(fs, req, create_entry, -err);
-	}
+	f->fs = fs;
+	strcpy(f->dir, dir);
+	snapshot_pending_init(&open, fs, req, fi, create_entry);
+	info_holders_stamp(fs, dir, &now);
+	rc = holdcache_open(&fs->holders, dir, &now, &open);
+	if (rc == 1)
+		return info_holders_send(f);
+	free(f); /* answered, parked on another's fetch, or refused */
+	if (rc < 0)
+		fs_reply_open_err(fs, req, create_entry, -rc);
 }
 
 /* ---- the open file ------------------------------------------------------ */

@@ -319,6 +319,21 @@ int holders_start(struct zkl_session *s, const char *dir, holders_fn cb,
 	return err;
 }
 
+uint64_t holders_changes(struct zkl_session *s, const char *dir)
+{
+	struct holders_query q = { .layout = s->dialect };
+	uint64_t n = 0;
+
+	/* Too long a path: the query fails, and counts nothing. */
+	if (holders_layout(&q, dir) < 0)
+		return session_changes(s, dir);
+	/* A sum of counts that only grow moves when any of them does. */
+	for (size_t d = 0; d < HOLDERS_PARTS; d++)
+		if (q.dirs[d].used)
+			n += session_changes(s, q.dirs[d].path);
+	return n;
+}
+
 /*
  * A gathered holders query becomes its answer (see
  * holders.h): the lock nodes in queue order, then a peer's leases by age

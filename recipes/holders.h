@@ -70,4 +70,16 @@ typedef void (*holders_fn)(int err, const struct holders_node *nodes, size_t n,
 int holders_start(struct zkl_session *s, const char *dir, holders_fn cb,
 		  void *arg);
 
+/* A count that grows whenever this session changes, or is told of a
+ * change to, anything a holders_start(s, dir) reads: one of its lock
+ * requests on the resource moves (queued, granted, let go), a note or a
+ * mark is set, a limit stored, a watch fires, the connection is lost or
+ * back, the hold limits are read again.  Read before holders_start, it
+ * says what the query will see: every change counted before it was read
+ * (the session sends the change's call and the query's listing under its
+ * lock, and ZooKeeper answers one session's requests in order); a change
+ * counted after moves it.  Changes by other clients that this session is
+ * not told of do not count.  Any thread. */
+uint64_t holders_changes(struct zkl_session *s, const char *dir);
+
 #endif

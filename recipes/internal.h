@@ -19,6 +19,9 @@
 #include "strtab.h"
 #include "watchtab.h"
 
+/* The slots of the session's count of changes (struct zkl_session). */
+#define SESSION_CHANGE_SLOTS 1024
+
 struct zkl_session {
 	char *base;
 	char *hosts;
@@ -127,6 +130,17 @@ struct zkl_session {
 	int64_t jeopardy_wall_ms; /* the same, CLOCK_REALTIME, kept after */
 	int jeopardy_pending;     /* lost nodes waiting for the margin */
 	uint64_t jeopardies;
+
+	/* What this session changed, or was told of, counted by path
+	 * (session_changed): a slot per hash, so that the count is a few
+	 * kilobytes however many resources there are, and two paths that
+	 * share a slot only count each other's changes too.  `changes_all`
+	 * counts what every path's count includes: the connection's changes
+	 * of state, and new copies of the hold limits.  Atomic: counted
+	 * where the change is made or heard of, read by anyone
+	 * (holders_changes). */
+	_Atomic uint64_t changes[SESSION_CHANGE_SLOTS];
+	_Atomic uint64_t changes_all;
 };
 
 /*
@@ -203,6 +217,19 @@ struct zkl_lost {
 	size_t len;
 	char data[];
 };
+
+/* Count a change of the znode `path`, or of its children: this session
+ * made it (a create, a delete, a set) or was told of it (a watch fired),
+ * for path and for the directory it is in (session.c).  Counted in the
+ * same hold of s->lock as the call that makes the change, or once it is
+ * answered: a holders fetch reads the count, then sends its listing
+ * under the lock, so either its listing comes after the change or its
+ * count is older than the change's (holders_changes). */
+void session_changed(struct zkl_session *s, const char *path);
+/* A change that concerns every path (s->changes_all). */
+void session_changed_all(struct zkl_session *s);
+/* The count of path's slot, with the changes of every path. */
+uint64_t session_changes(struct zkl_session *s, const char *path);
 
 /* Free what session_open allocated (session.c; session_close's end). */
 void session_free(struct zkl_session *s);

@@ -229,6 +229,17 @@ void lr_to(struct zkl_lockreq *lr, enum lr_phase to)
 	}
 	lr->phase = to;
 	lr->step++;
+	/* Every move is one this session made or was told of: a holders
+	 * text of the resource taken before it is old (holders_changes). */
+	lr_changed_locked(lr);
+}
+
+void lr_changed_locked(struct zkl_lockreq *lr)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	session_changed(lr->s, lr->dir);
+	for (unsigned i = 0; lr->kind == LR_MULTI && i < lr->nmembers; i++)
+		session_changed(lr->s, lr->members[i]->dir);
 }
 
 /*
@@ -356,8 +367,10 @@ int lockreq_share(struct zkl_lockreq *lr)
 	err = lr->kind != LR_PLAIN || lr->mode == ZKL_MODE_LEASE
 		      ? -EINVAL
 		      : lr_held_err_locked(lr);
-	if (err == 0)
+	if (err == 0) {
 		lr->owners++;
+		lr_changed_locked(lr); /* holders says holds=N */
+	}
 	session_leave(lr->s, &notify);
 	return err;
 }
@@ -399,6 +412,7 @@ void lockreq_release_then(struct zkl_lockreq *lr, lockreq_gone_fn gone,
 	if (lr->owners > 1) {
 		/* Another owner holds on: nothing leaves ZooKeeper. */
 		lr->owners--;
+		lr_changed_locked(lr);
 		session_leave(s, &notify);
 		if (gone)
 			gone(arg);
@@ -498,6 +512,7 @@ static int lr_send_note_locked(struct lr_set_ctx *ctx)
 {
 	struct zkl_lockreq *lr = ctx->lr;
 
+	session_changed(lr->s, lr->node);
 	return zkerr_errno(zoo_aset(lr->s->zh, lr->node, ctx->note,
 				    (int)ctx->notelen, lr_note_version(lr),
 				    lr_on_set, ctx));
@@ -969,8 +984,9 @@ void lr_delete_stray(struct zkl_lockreq *lr, const char *name)
 
 	/* A second node with our GUID is a create that was retried after a
 	 * lost reply yet had succeeded: it would block the queue. */
-	if (lr_child_path(lr, name, path) == 0)
-		zoo_adelete(lr->s->zh, path, -1, lr_ignore_void, NULL);
+	if (lr_child_path(lr, name, path) == 0 &&
+	    zoo_adelete(lr->s->zh, path, -1, lr_ignore_void, NULL) == ZOK)
+		session_changed(lr->s, path);
 }
 
 /* Delete every node with our GUID but ours: O(n), so only after a lost
@@ -1252,9 +1268,10 @@ void lr_mark(struct zkl_lockreq *lr)
 {
 	lr_hold(lr, LR_HOLD_CALL);
 	if (zoo_aset(lr->s->zh, lr->node, lr->data, (int)lr->datalen, 0,
-		     lr_on_marked, lr) == ZOK)
+		     lr_on_marked, lr) == ZOK) {
 		lr->marking = 1;
-	else /* only a dead handle refuses: the node dies too */
+		session_changed(lr->s, lr->node);
+	} else /* only a dead handle refuses: the node dies too */
 		lr_drop_locked(lr, LR_HOLD_CALL);
 }
 
@@ -1539,6 +1556,7 @@ void lr_lose_locked(struct zkl_lockreq *lr, const char *why,
 
 	assert(lr->outcome == LR_HELD && !lr->lost);
 	lr->lost = 1;
+	lr_changed_locked(lr); /* holders says lost */
 	item = lr_lost_report(lr, why);
 	if (item) {
 		notice_init(&item->notice, lr_lost_notice_run);
@@ -1590,6 +1608,7 @@ void lr_lose_then_let_go_locked(struct zkl_lockreq *lr, const char *why,
 	if (b) {
 		assert(lr->outcome == LR_HELD && !lr->lost);
 		lr->lost = 1;
+		lr_changed_locked(lr);
 		b->report = lr_lost_report(lr, why);
 	} else {
 		/* Out of memory: told without waiting for the telling (its

@@ -305,6 +305,10 @@ static inline int lr_node_holds(const struct zkl_lockreq *lr)
 
 /* The one place a request's phase changes. */
 void lr_to(struct zkl_lockreq *lr, enum lr_phase to);
+/* What a holders text of lr's resources shows of it changed (its phase,
+ * lost, its owners): counted for each (session_changed; a multi-lock's
+ * members too).  s->lock held. */
+void lr_changed_locked(struct zkl_lockreq *lr);
 
 /* One allocation for a request of `kind` on `dir` (where its node goes)
  * of the resource `res`, its node named for `tag` (NULL: a fresh one):

@@ -670,6 +670,9 @@ static void maxhold_on_loaded(int rc, const char *value, int len,
 		maxhold_table_free(&t);
 		return;
 	}
+	/* Every resource's holders text says its limit. */
+	if ((rc == ZOK && err == 0) || rc == ZNONODE)
+		session_changed_all(s);
 	if (rc == ZOK && err == 0) {
 		maxhold_table_free(&s->maxhold);
 		s->maxhold = t;
@@ -797,6 +800,8 @@ static void lr_maxhold_ask(struct zkl_lockreq *lr)
 	if (path && len >= 0)
 		rc = zoo_aset(lr->s->zh, path, marked, len, -1,
 			      lr_maxhold_ignore_stat, path);
+	if (rc == ZOK)
+		session_changed(lr->s, lr->node);
 	free(marked);
 	if (rc != ZOK)
 		free(path);

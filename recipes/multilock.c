@@ -751,6 +751,8 @@ int multilock_set_data_locked(struct zkl_lockreq *g, const void *data,
 		free(set);
 		return zkerr_errno(rc);
 	}
+	for (unsigned i = 0; i < n; i++)
+		session_changed(g->s, g->members[i]->node);
 	return 0;
 }
 

@@ -97,6 +97,10 @@ static int resource_send_locked(struct resource_op *op)
 	const char *p = op->path;
 	int err;
 
+	/* A create, a removal, a limit: holders of p changes (its limit
+	 * line, or it is gone). */
+	if (op->verb != RES_LIST && op->verb != RES_GET_LIMIT)
+		session_changed(s, p);
 	switch (op->verb) {
 	case RES_LIST:
 		return zoo_aget_children2(s->zh, p, 0, resource_on_listed, op);

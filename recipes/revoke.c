@@ -162,6 +162,8 @@ static void revoke_break_due(struct zkl_member *m, struct zkl_link *notify)
 	watchtab_remove(&s->watches, &b->watch);
 	b->deleting = 1;
 	rc = zoo_adelete(s->zh, b->path, -1, revoke_break_on_deleted, b);
+	if (rc == ZOK)
+		session_changed(s, b->path);
 	if (rc != ZOK) {
 		b->deleting = 0;
 		revoke_break_end_locked(b, rc, notify);
@@ -241,6 +243,7 @@ static int revoke_break_mounts(struct revoke_ctx *c, const char *path,
 		rc = zoo_aset(s->zh, path, marked, (int)(mlen + n->len), -1,
 			      revoke_break_on_marked, NULL);
 		if (rc == ZOK) {
+			session_changed(s, path);
 			if (session_watch_locked(s, path, &b->watch) < 0)
 				log_msg(LOG_WARNING,
 					"break of %s: cannot watch it; it is "
@@ -301,6 +304,8 @@ static void revoke_send(struct revoke_ctx *c, const struct holders_node *n)
 					revoke_on_set, c)
 			     : zoo_adelete(c->s->zh, path, -1,
 					   revoke_on_deleted, c);
+		if (rc == ZOK)
+			session_changed(c->s, path);
 		session_leave(c->s, &notify);
 	}
 	if (rc != ZOK)

@@ -78,12 +78,46 @@ static void session_expired_locked(struct zkl_session *s, int renew,
 	queue_session_expired_locked(s);
 }
 
+/* ---- what changed ------------------------------------------------------- */
+
+static _Atomic uint64_t *session_change_slot(struct zkl_session *s,
+					     const char *path, size_t len)
+{
+	return &s->changes[strtab_hash(path, len) % SESSION_CHANGE_SLOTS];
+}
+
+void session_changed(struct zkl_session *s, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	atomic_fetch_add(session_change_slot(s, path, strlen(path)), 1);
+	if (slash && slash > path)
+		atomic_fetch_add(session_change_slot(s, path,
+						     (size_t)(slash - path)),
+				 1);
+}
+
+void session_changed_all(struct zkl_session *s)
+{
+	atomic_fetch_add(&s->changes_all, 1);
+}
+
+uint64_t session_changes(struct zkl_session *s, const char *path)
+{
+	return atomic_load(session_change_slot(s, path, strlen(path))) +
+	       atomic_load(&s->changes_all);
+}
+
 static void session_on_state(struct zkl_session *s, zhandle_t *zh, int zstate)
 {
 	struct zkl_link notify, lost;
 
 	list_init(&lost);
 	session_enter(s, &notify);
+	/* Lost, back or new: what the session was told before may be all it
+	 * knows, or no longer true (a holders text kept must not outlive
+	 * it: doc/operations.md). */
+	session_changed_all(s);
 	if (zh != s->zh) {
 		/* an expired handle being closed */
 	} else if (zstate == ZOO_CONNECTED_STATE) {

@@ -10,12 +10,12 @@
 
 #define STRTAB_INITIAL_BUCKETS 256
 
-static size_t strtab_hash(const char *s)
+size_t strtab_hash(const char *s, size_t len)
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a */
 
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
 	return (size_t)h;
 }
 
@@ -36,7 +36,8 @@ void strtab_destroy(struct strtab *t)
 
 static struct strtab_item **strtab_slot(const struct strtab *t, const char *key)
 {
-	struct strtab_item **pi = &t->buckets[strtab_hash(key) % t->nbuckets];
+	struct strtab_item **pi =
+		&t->buckets[strtab_hash(key, strlen(key)) % t->nbuckets];
 
 	while (*pi && strcmp((*pi)->key, key) != 0)
 		pi = &(*pi)->next;
@@ -60,7 +61,7 @@ static void strtab_grow(struct strtab *t)
 		struct strtab_item *it = t->buckets[i];
 		while (it) {
 			struct strtab_item *next = it->next;
-			size_t k = strtab_hash(it->key) % n;
+			size_t k = strtab_hash(it->key, strlen(it->key)) % n;
 			it->next = b[k];
 			b[k] = it;
 			it = next;
@@ -77,7 +78,8 @@ void strtab_insert(struct strtab *t, struct strtab_item *item)
 
 	if (t->nitems + 1 > t->nbuckets)
 		strtab_grow(t);
-	head = &t->buckets[strtab_hash(item->key) % t->nbuckets];
+	head = &t->buckets[strtab_hash(item->key, strlen(item->key)) %
+			   t->nbuckets];
 	item->next = *head;
 	*head = item;
 	t->nitems++;

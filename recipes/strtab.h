@@ -41,6 +41,10 @@ void strtab_remove(struct strtab *t, struct strtab_item *item);
 /* Empty the table: returns its items as a chain linked by `next`. */
 struct strtab_item *strtab_detach_all(struct strtab *t);
 
+/* The hash the table files a key of len bytes by (FNV-1a): for a caller
+ * that files something else by a string (session_changed). */
+size_t strtab_hash(const char *s, size_t len);
+
 /* Call fn on every item; fn must not insert or remove. */
 void strtab_each(const struct strtab *t,
 		 void (*fn)(struct strtab_item *item, void *arg), void *arg);

@@ -228,6 +228,7 @@ static void session_node_watcher(zhandle_t *zh, int type, int state,
 	children = (type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT) &&
 		   session_children_key(path, key) == 0;
 	session_enter(s, &notify);
+	session_changed(s, path); /* before anyone is woken */
 	if (type == ZOO_DELETED_EVENT)
 		session_wake_path_locked(s, path,
 					 watchtab_is_stale(&s->watches, path)
@@ -270,6 +271,7 @@ static void session_watch_reply(int rc, const char *value, int len,
 		return;
 	}
 	session_enter(s, &notify);
+	session_changed(s, ctx->path); /* news, as a watch's would be */
 	if (rc != ZOK) {
 		session_wake_path_locked(s, ctx->path,
 					 rc == ZNONODE ? WATCH_VANISHED

@@ -754,6 +754,24 @@ def proc_comm(pid):
         return None
 
 
+# How long a mount's holders may lag a change made by another client that
+# the mount is not told of: the opens of one second share one text
+# (fs/holdcache.h, HOLDCACHE_WINDOW_MS).  Its own changes show at once.
+HOLDERS_WINDOW = 1.0
+
+
+def holders_once(read, pred):
+    """read()'s value (a read of a holders file) once pred(value) holds,
+    or the last one read after HOLDERS_WINDOW and a margin: for what
+    another client changed.  The caller asserts what it expects of it."""
+    deadline = time.monotonic() + HOLDERS_WINDOW + 5
+    while True:
+        value = read()
+        if pred(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
 def holders_fields(mount, res="r"):
     """The first line of res's holders on mount, split: state mode token
     host pid uid cmd age node tool [note]."""

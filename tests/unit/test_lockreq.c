@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fake_zk.h"
+#include "holders.h"
 #include "internal.h"
 #include "lockreq.h"
 
@@ -1105,4 +1106,37 @@ Test(lockreq, after_a_reconnection_the_view_grants_only_after_a_listing)
 	lockreq_release(lr);
 	expect_delete_of_mine();
 	cr_assert_eq(fake_pending(), 0);
+}
+
+/* A holders text of the mount is shared for a while, unless the
+ * session's count of the resource's changes moved (fs/holdcache.h): every
+ * step a reader on this mount could have seen must move it. */
+Test(lockreq, each_step_of_a_request_moves_its_resource_s_change_count)
+{
+	uint64_t elsewhere = holders_changes(s, "/b/elsewhere");
+	uint64_t was = holders_changes(s, "/b/r");
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+
+	cr_assert_gt(holders_changes(s, "/b/r"), was, "queued: not counted");
+	created(2);
+	listed_with(OTHER, my_name);
+	fake_complete_own_watch(my_name);
+	fake_complete_get(ZOK);
+	was = holders_changes(s, "/b/r");
+	fake_fire_watch("/b/r/" OTHER);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_gt(holders_changes(s, "/b/r"), was,
+		     "told of a deletion, and granted: not counted");
+	was = holders_changes(s, "/b/r");
+	noted_calls = 0;
+	cr_assert_eq(lockreq_set_data(lr, "n", 1, on_noted, NULL), 0);
+	cr_assert_gt(holders_changes(s, "/b/r"), was, "a note: not counted");
+	fake_complete_set(ZOK);
+	cr_assert(noted_calls == 1 && noted_err == 0);
+	was = holders_changes(s, "/b/r");
+	lockreq_release(lr);
+	cr_assert_gt(holders_changes(s, "/b/r"), was, "let go: not counted");
+	expect_delete_of_mine();
+	cr_assert_eq(holders_changes(s, "/b/elsewhere"), elsewhere,
+		     "another resource's count moved");
 }
