@@ -391,6 +391,17 @@ static int opts_check_tls(const struct opts *o, char *err, size_t errlen)
 			 "zklockfs Debian package");
 		return -EINVAL;
 	}
+	/* ZooKeeper gives a CREATOR_ALL node to every identity it knows the
+	 * creator by: over TLS, the certificate's subject as well as the
+	 * user.  Said, not left to surprise. */
+	if (!missing && o->auth_file && !o->x509_acl) {
+		snprintf(err, errlen,
+			 "auth_file over TLS: ZooKeeper would give the nodes "
+			 "to the certificate's subject as well as to the user; "
+			 "add -o x509_acl to have both, or leave auth_file out "
+			 "and use x509_acl alone");
+		return -EINVAL;
+	}
 	if (missing) {
 		snprintf(err, errlen,
 			 "%s needs tls_ca, tls_cert and tls_key together "
@@ -904,6 +915,19 @@ int authfile_read(const char *path, char *buf, size_t size, char *err,
 	return 0;
 }
 
+/* Does the PEM file at fd hold an encrypted key ("BEGIN ENCRYPTED PRIVATE
+ * KEY", or the older "Proc-Type: 4,ENCRYPTED")? */
+static int opts_pem_is_encrypted(int fd)
+{
+	char head[4096];
+	ssize_t got = pread(fd, head, sizeof(head) - 1, 0);
+
+	if (got <= 0)
+		return 0;
+	head[got] = '\0';
+	return strstr(head, "ENCRYPTED") != NULL;
+}
+
 /* Append part to the comma-separated list in buf (used bytes so far). */
 static int tlsfiles_add(char *buf, size_t size, size_t *used, const char *part)
 {
@@ -942,6 +966,18 @@ int tlsfiles_read(const struct opts *o, char *buf, size_t size, char *err,
 				    files[i].secret, err, errlen);
 		if (fd < 0)
 			return fd;
+		/* Without its password, OpenSSL would ask for it on the
+		 * terminal, from the client's thread, at each connection. */
+		if (files[i].secret && !o->tls_key_password_file &&
+		    opts_pem_is_encrypted(fd)) {
+			close(fd);
+			snprintf(err, errlen,
+				 "tls_key %s is encrypted: name the file that "
+				 "holds its password with "
+				 "tls_key_password_file=PATH",
+				 files[i].path);
+			return -EINVAL;
+		}
 		close(fd); /* the client reads it, at each connection */
 		if (tlsfiles_add(buf, size, &used, files[i].path) < 0) {
 			snprintf(err, errlen, "%s %s: path too long",

@@ -376,6 +376,11 @@ void session_metrics_answered_locked(struct zkl_session *s,
  * into out. */
 int session_acl_foreign(const struct zkl_session *s,
 			const struct ACL_vector *acl, char *out, size_t size);
+/* -o x509_acl, and ZooKeeper refused CREATOR_ALL (it knows the client by
+ * no identity): say so in err; -EACCES. */
+int session_acl_no_x509(const struct zkl_session *s, const char *path,
+			char *err, size_t errlen);
+
 /* The zkCli command that gives path to the mount's identity alone. */
 void session_acl_fix(const struct zkl_session *s, const char *path, char *out,
 		     size_t size);

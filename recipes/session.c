@@ -197,7 +197,7 @@ static void session_client_log(const char *message)
 {
 	char why[256];
 	const char *server;
-	int failed = tls_note_failure(why, sizeof(why));
+	int failed = tls_note_failure(message, why, sizeof(why));
 
 	if (!failed) {
 		log_msg(LOG_DEBUG, "zookeeper: %s", message);
@@ -567,6 +567,8 @@ static int session_create_sync(struct zkl_session *s, const char *prefix,
 
 	if (rc == ZOK || rc == ZNODEEXISTS)
 		return 0;
+	if (rc == ZINVALIDACL && s->x509_acl)
+		return session_acl_no_x509(s, prefix, err, errlen);
 	snprintf(err, errlen, "cannot create %s: %s", prefix, zerror(rc));
 	return zkerr_errno(rc);
 }

@@ -86,6 +86,18 @@ void session_acl_fix(const struct zkl_session *s, const char *path, char *out,
 		 digest[0] && x509[0] ? "," : "", x509);
 }
 
+int session_acl_no_x509(const struct zkl_session *s, const char *path,
+			char *err, size_t errlen)
+{
+	(void)s;
+	snprintf(err, errlen,
+		 "cannot create %s: ZooKeeper knows this mount by no identity "
+		 "it can give nodes to (-o x509_acl): its servers must ask "
+		 "for the client's certificate (ssl.clientAuth=need)",
+		 path);
+	return -EACCES;
+}
+
 /* What a failed step of the probe means, for the message: `what` the
  * mount could not do, for want of permission `perm` if ZooKeeper says so. */
 static int session_probe_failed(const struct zkl_session *s, int rc,
@@ -108,14 +120,8 @@ static int session_probe_failed(const struct zkl_session *s, int rc,
 				       : "pass the credentials with -o "
 					 "auth_file=PATH, or use another base "
 					 "path");
-	else if (rc == ZINVALIDACL && s->x509_acl && !s->auth)
-		/* CREATOR_ALL with no identity the server authenticated. */
-		snprintf(err, errlen,
-			 "%s: ZooKeeper did not take this mount's certificate "
-			 "as an identity (x509) for its ACLs: its servers "
-			 "need authProvider.x509=org.apache.zookeeper.server."
-			 "auth.X509AuthenticationProvider",
-			 s->base);
+	else if (rc == ZINVALIDACL && s->x509_acl)
+		return session_acl_no_x509(s, s->base, err, errlen);
 	else
 		snprintf(err, errlen, "%s: cannot %s there: %s", s->base, what,
 			 zerror(rc));
@@ -137,7 +143,7 @@ static int session_learn_identity(struct zkl_session *s, const char *probe,
 	for (int32_t i = 0; i < acl.count; i++) {
 		const struct Id *id = &acl.data[i].id;
 		char **slot = strcmp(id->scheme, "digest") == 0 ? &s->identity
-			      : strcmp(id->scheme, "x509") == 0
+			      : strcmp(id->scheme, "x509") == 0 && s->x509_acl
 				      ? &s->x509_identity
 				      : NULL;
 		if (slot && !*slot)

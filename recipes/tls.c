@@ -98,9 +98,9 @@ zhandle_t *tls_handle_new(const char *hosts, const char *files,
 	return zh;
 }
 
-int tls_note_failure(char *why, size_t len)
+int tls_note_failure(const char *message, char *why, size_t len)
 {
-	const char *first = NULL, *known = NULL;
+	const char *first = NULL, *known = NULL, *file;
 	unsigned long e;
 	int again;
 
@@ -118,7 +118,15 @@ int tls_note_failure(char *why, size_t len)
 	}
 	if (!first)
 		return 0;
-	snprintf(why, len, "%s", known ? known : first);
+	/* Our own files fail to load before any server is asked: name the
+	 * option, from the client's message. */
+	file = strstr(message, "Failed to load CA file") ? "tls_ca: "
+	       : strstr(message, "Failed to load client certificate")
+		       ? "tls_cert: "
+	       : strstr(message, "Failed to load client private key")
+		       ? "tls_key: "
+		       : "";
+	snprintf(why, len, "%s%s", file, known ? known : first);
 	pthread_mutex_lock(&tls_seen.lock);
 	tls_seen.failures++;
 	again = strcmp(tls_seen.why, why) == 0;
@@ -141,9 +149,9 @@ zhandle_t *tls_handle_new(const char *hosts, const char *files,
 	return NULL;
 }
 
-int tls_note_failure(char *why, size_t len)
+int tls_note_failure(const char *message, char *why, size_t len)
 {
-	(void)why, (void)len;
+	(void)message, (void)why, (void)len;
 	return 0;
 }
 

@@ -25,11 +25,12 @@ zhandle_t *tls_handle_new(const char *hosts, const char *files,
 			  void *context, log_callback_fn log);
 
 /* Called with each of the client's messages, on the thread that logged
- * it: if that thread's last TLS call failed, note why (OpenSSL's reason:
+ * it: if that thread's last TLS call failed, note why (with the option
+ * whose file failed to load, if the message says) (OpenSSL's reason:
  * "certificate verify failed", "tlsv13 alert certificate required"),
  * clear it, and return the reason in why[0..len) and 1, or 2 if it is
  * the reason the last failure had too; else 0. */
-int tls_note_failure(char *why, size_t len);
+int tls_note_failure(const char *message, char *why, size_t len);
 
 /* Handshakes that failed since the start, and the last one's reason. */
 unsigned tls_failures(char *why, size_t len);

@@ -172,6 +172,39 @@ def test_an_encrypted_key_with_its_password_file(zookeeper, pki, zk, base):
     assert code != 0 and "tls_key_password_file" in err, err
 
 
+def test_an_encrypted_key_without_its_password_file_is_refused_at_once(
+        zookeeper, pki):
+    """Not a passphrase prompt on the daemon's terminal at each connection."""
+    locked = pki.issue("nopass", "/O=zklockfs/CN=nopass", password="s3cret")
+    options = locked.mount_options()
+    options[1] = options[1].replace(
+        f",tls_key_password_file={locked.password_file}", "")
+    code, err, took = start_refused(zookeeper.connect, options)
+    assert code != 0 and "tls_key" in err and "encrypted" in err and \
+        "tls_key_password_file" in err, err
+
+
+def test_a_key_the_client_cannot_load_is_named(zookeeper, pki, tmp_path):
+    junk = pki.issue("junk", "/O=zklockfs/CN=junk")
+    with open(junk.key, "w") as f:
+        f.write("not a key\n")
+    code, err, took = start_refused(zookeeper.connect, junk.mount_options())
+    assert code != 0 and "tls_key: " in err, err
+    assert took < 8, f"took {took:.1f} s to say so"
+
+
+def test_auth_file_over_tls_needs_x509_acl_said(zookeeper, host1, tmp_path):
+    """ZooKeeper gives a node to every identity it knows its creator by:
+    over TLS, the certificate's subject too.  The start says so rather
+    than let a password-less client of that subject delete the locks."""
+    secret = tmp_path / "secret"
+    secret.write_text("alice:pw\n")
+    os.chmod(secret, 0o600)
+    code, err, _ = start_refused(
+        zookeeper.connect, [*host1.mount_options(), "-o", f"auth_file={secret}"])
+    assert code != 0 and "x509_acl" in err and "auth_file" in err, err
+
+
 def test_the_key_must_not_be_readable_by_everyone(zookeeper, pki):
     loose = pki.issue("loose", "/O=zklockfs/CN=loose")
     os.chmod(loose.key, 0o644)
