@@ -21,11 +21,17 @@
 #include <openssl/err.h>
 #endif
 
+/* Reasons said in the log at the error level: servers that fail for
+ * different reasons in turn say each once, not at every retry. */
+#define TLS_SAID 8
+
 /* The client's log hook takes no argument: one record per process. */
 static struct {
 	pthread_mutex_t lock;
 	unsigned failures;
 	char why[256];
+	char said[TLS_SAID][256];
+	size_t nsaid; /* reasons said; the last TLS_SAID kept */
 } tls_seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 unsigned tls_failures(char *why, size_t len)
@@ -116,7 +122,11 @@ int tls_note_failure(const char *message, char *why, size_t len)
 		if (!known && *tls_advice(reason))
 			known = reason;
 	}
-	if (!first)
+	/* A handshake's failure is logged from init_ssl_for_socket (the
+	 * server's refusal of our certificate comes there too); a connection
+	 * that broke later (a server's restart) is no TLS failure, only
+	 * its queue drained. */
+	if (!first || !strstr(message, "init_ssl_for_socket"))
 		return 0;
 	/* Our own files fail to load before any server is asked: name the
 	 * option, from the client's message. */
@@ -129,8 +139,13 @@ int tls_note_failure(const char *message, char *why, size_t len)
 	snprintf(why, len, "%s%s", file, known ? known : first);
 	pthread_mutex_lock(&tls_seen.lock);
 	tls_seen.failures++;
-	again = strcmp(tls_seen.why, why) == 0;
 	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);
+	again = 0;
+	for (size_t i = 0; i < tls_seen.nsaid && i < TLS_SAID && !again; i++)
+		again = strcmp(tls_seen.said[i], why) == 0;
+	if (!again) /* the oldest forgotten when full */
+		snprintf(tls_seen.said[tls_seen.nsaid++ % TLS_SAID],
+			 sizeof(tls_seen.said[0]), "%s", why);
 	pthread_mutex_unlock(&tls_seen.lock);
 	return again ? 2 : 1;
 }

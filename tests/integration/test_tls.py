@@ -314,3 +314,15 @@ def test_the_documents_tls_server_and_mount_work_as_written(pki, tmp_path):
         if os.path.ismount(mnt):
             subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
         server.stop()
+
+
+def test_a_servers_restart_is_not_taken_for_a_refused_handshake(zookeeper, m1):
+    """The connection breaks with OpenSSL's error queue full ("unexpected
+    eof"): not a TLS failure, and not said as one."""
+    holder = Locker(m1.path("r", "write"), "w")
+    holder.granted()
+    holder.close()
+    zookeeper.restart()
+    wait_until(lambda: status(m1)["state"] == "connected", 30,
+               "the mount to connect again after the restart")
+    assert "TLS to ZooKeeper" not in m1.log(), m1.log()
