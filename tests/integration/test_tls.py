@@ -326,3 +326,32 @@ def test_a_servers_restart_is_not_taken_for_a_refused_handshake(zookeeper, m1):
     wait_until(lambda: status(m1)["state"] == "connected", 30,
                "the mount to connect again after the restart")
     assert "TLS to ZooKeeper" not in m1.log(), m1.log()
+
+
+def test_a_hung_server_is_given_up_as_in_clear(zookeeper, pki, host1):
+    """A server that takes connections but never answers (stopped: its
+    kernel still accepts): the handshake is given up, the start fails at
+    connect_timeout instead of hanging, and a good server named beside it
+    is used."""
+    import signal as sig
+    from harness import ZooKeeper
+    hung = ZooKeeper(tls=pki)
+    try:
+        hung.start()
+        hung.proc.send_signal(sig.SIGSTOP)
+        code, err, took = start_refused(
+            hung.connect, ["-o", "connect_timeout=3,session_timeout=4",
+                           *host1.mount_options()], timeout=60)
+        assert code != 0 and "no ZooKeeper server answered" in err, err
+        assert took < 20, f"the start took {took:.1f} s"
+        ms = Mounts(f"{hung.connect},{zookeeper.connect}/hung",
+                    ["-o", "connect_timeout=20", *host1.mount_options()])
+        try:
+            m = ms.new()
+            assert status(m)["server"] == zookeeper.connect
+        finally:
+            ms.stop_all()
+    finally:
+        if hung.proc and hung.proc.poll() is None:
+            hung.proc.send_signal(sig.SIGCONT)
+        hung.stop()
