@@ -100,6 +100,9 @@ static pid_t keeping_child(int go[2], int ready[2])
 
 	cr_assert_geq(child, 0);
 	if (child == 0) {
+		/* Its own copy of the write end closed: a test that failed
+		 * before saying go ends it too, by its end (EOF). */
+		close(go[1]);
 		(void)!write(ready[1], "r", 1);
 		(void)!read(go[0], &c, 1);
 		_exit(0);
@@ -110,28 +113,38 @@ static pid_t keeping_child(int go[2], int ready[2])
 
 Test(lineage, who_has_a_file_open_over_every_process)
 {
-	struct stat st;
+	struct stat st, gone, tmp;
 	uint64_t inos[2];
 	pid_t users[2], hidden[4], child, child2;
 	size_t nhidden;
 	int go[2], ready[2];
-	FILE *f = tmpfile();
+	FILE *f = tmpfile(), *closed = tmpfile();
+	const char *where;
 
-	cr_assert(f);
+	cr_assert(f && closed);
 	cr_assert_eq(pipe(go), 0);
 	cr_assert_eq(pipe(ready), 0);
 	cr_assert_eq(fstat(fileno(f), &st), 0);
+	cr_assert_eq(fstat(fileno(closed), &gone), 0);
+	fclose(closed);
 	inos[0] = st.st_ino;
-	inos[1] = 1; /* nobody's */
+	/* Nobody's: a file gone with its last descriptor, on the same device
+	 * only (inode 1 is the root of /proc and of every FUSE mount, which
+	 * another process may well have open). */
+	inos[1] = gone.st_ino;
+	where = stat("/tmp", &tmp) == 0 && tmp.st_dev == st.st_dev ? "/tmp"
+								   : NULL;
 	/* The caller's own descriptors are not counted: a child's are. */
 	child = keeping_child(go, ready);
-	cr_assert_eq(
-		process_fd_users(NULL, inos, 2, users, hidden, &nhidden, 4), 0);
+	cr_assert_eq(process_fd_users(where, inos, 2, users, hidden, &nhidden,
+				      4),
+		     0);
 	cr_assert_eq(users[0], child, "one process has it: that one");
 	cr_assert_eq(users[1], 0, "none has it");
 	child2 = keeping_child(go, ready);
-	cr_assert_eq(
-		process_fd_users(NULL, inos, 2, users, hidden, &nhidden, 4), 0);
+	cr_assert_eq(process_fd_users(where, inos, 2, users, hidden, &nhidden,
+				      4),
+		     0);
 	cr_assert_eq(users[0], -1, "two processes have it: several");
 	(void)!write(go[1], "gg", 2);
 	waitpid(child, NULL, 0);
