@@ -30,7 +30,6 @@ void fs_context_init(struct zkl_fs *fs)
 	list_init(&fs->unlocks);
 	list_init(&fs->posix_locks);
 	list_init(&fs->snapshots);
-	holdcache_init(&fs->holders);
 }
 
 void fs_context_destroy(struct zkl_fs *fs)
@@ -38,7 +37,6 @@ void fs_context_destroy(struct zkl_fs *fs)
 	/* snapshot_release_all ran, or no snapshot was ever made. */
 	assert(list_empty(&fs->snapshots));
 	free(fs->mountpoint);
-	holdcache_destroy(&fs->holders);
 	pthread_cond_destroy(&fs->signal_poll);
 	pthread_cond_destroy(&fs->grants_done);
 	pthread_cond_destroy(&fs->deadlock_wake);

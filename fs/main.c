@@ -259,6 +259,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zklockfs: out of memory\n");
 		goto out_fuse;
 	}
+	/* Set up beside the tree, as the parts of the context with a module
+	 * of their own are (fs.c knows none of them). */
+	holdcache_init(&fs.holders);
 	if (!o.foreground) {
 		report_fd = main_detach();
 		/* Until the parent returns, the start shows where it was
@@ -379,6 +382,8 @@ out_session:
 	if (fs.session)
 		session_close(fs.session);
 out_tree:
+	/* After the session's end: no fetch is left to answer. */
+	holdcache_destroy(&fs.holders);
 	tree_destroy(&fs.tree);
 out_fuse:
 	fuse_session_destroy(se);

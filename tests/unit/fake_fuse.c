@@ -102,6 +102,7 @@ void fake_mount(uint64_t *dir_ino, uint64_t *write_ino)
 	strcpy(fake_fs.hostname, "h");
 	fake_fs.session = fake_session();
 	cr_assert_eq(tree_init(&fake_fs.tree, "/b"), 0);
+	holdcache_init(&fake_fs.holders);
 	cr_assert_eq(tree_lookup(&fake_fs.tree, FUSE_ROOT_ID, "r", dir_ino), 0);
 	cr_assert_eq(tree_lookup(&fake_fs.tree, *dir_ino, "write", write_ino),
 		     0);
@@ -111,6 +112,7 @@ void fake_mount(uint64_t *dir_ino, uint64_t *write_ino)
 void fake_unmount(void)
 {
 	fake_session_free(fake_fs.session);
+	holdcache_destroy(&fake_fs.holders);
 	tree_destroy(&fake_fs.tree);
 	fs_context_destroy(&fake_fs);
 }
