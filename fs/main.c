@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
@@ -201,7 +202,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	char err[OPTS_MAX_BASE + 512], auth[256];
 	/* "CA,CERT,KEY[,PASSWORD]" (tlsfiles_read) */
-	char tls[3 * PATH_MAX + 256];
+	char tls[3 * PATH_MAX + 1024];
 	struct metrics_file *mf = NULL;
 	int report_fd = -1, rc = 1, opened, polling = 0;
 
@@ -277,6 +278,17 @@ int main(int argc, char **argv)
 	if (gethostname(fs.hostname, sizeof(fs.hostname) - 1) < 0)
 		strcpy(fs.hostname, "?");
 
+	/* A password read below stays in memory for the mount's life (each
+	 * connection needs it): out of core dumps, and out of reach of other
+	 * processes of the daemon's user (ptrace, /proc/PID/mem). */
+	if ((o.auth_file || o.tls_key_password_file) &&
+	    prctl(PR_SET_DUMPABLE, 0) < 0) {
+		fprintf(stderr,
+			"zklockfs: cannot keep the password out of core "
+			"dumps (prctl): %s\n",
+			strerror(errno));
+		goto out_tree;
+	}
 	if (o.auth_file && authfile_read(o.auth_file, auth, sizeof(auth), err,
 					 sizeof(err)) < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
@@ -332,8 +344,8 @@ int main(int argc, char **argv)
 	};
 	opened = session_open(&so, &fs.session, err, sizeof(err));
 	/* The session keeps its own copies. */
-	memset(auth, 0, sizeof(auth));
-	memset(tls, 0, sizeof(tls));
+	explicit_bzero(auth, sizeof(auth));
+	explicit_bzero(tls, sizeof(tls));
 	if (opened < 0) {
 		fprintf(stderr, "zklockfs: %s\n", err);
 		goto out_tree;

@@ -878,16 +878,37 @@ static int opts_open_file(const char *name, const char *path, int secret,
 }
 
 /* Read the first line of the file at fd into buf (NUL-ended, the line
- * end cut), and close fd.  Returns 0 or -errno. */
+ * end cut), and close fd.  Returns 0, -EFBIG if the line does not fit
+ * (a secret cut short would fail later, and more obscurely), or -errno. */
 static int opts_read_line(int fd, char *buf, size_t size)
 {
-	ssize_t got = read(fd, buf, size - 1);
+	ssize_t got = read(fd, buf, size);
 	int rc = got < 0 ? -errno : 0;
+	size_t line = 0;
 
 	close(fd);
-	buf[got < 0 ? 0 : got] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
+	while (line < (size_t)(got < 0 ? 0 : got) && buf[line] != '\n' &&
+	       buf[line] != '\r')
+		line++;
+	if (line == size) { /* no room for its end */
+		explicit_bzero(buf, size);
+		line = 0;
+		rc = -EFBIG;
+	}
+	buf[line] = '\0';
 	return rc;
+}
+
+/* What opts_read_line's error means, for "OPTION FILE: ..." */
+static const char *opts_line_error(int rc, size_t size)
+{
+	static char too_long[64];
+
+	if (rc != -EFBIG)
+		return strerror(-rc);
+	snprintf(too_long, sizeof(too_long),
+		 "its line is longer than %zu bytes", size - 1);
+	return too_long;
 }
 
 /*
@@ -902,14 +923,15 @@ int authfile_read(const char *path, char *buf, size_t size, char *err,
 	if (fd < 0)
 		return fd;
 	if ((rc = opts_read_line(fd, buf, size)) < 0) {
-		snprintf(err, errlen, "auth_file %s: %s", path, strerror(-rc));
+		snprintf(err, errlen, "auth_file %s: %s", path,
+			 opts_line_error(rc, size));
 		return rc;
 	}
 	colon = strchr(buf, ':');
 	if (!colon || colon == buf || !colon[1]) {
 		snprintf(err, errlen,
 			 "auth_file %s: expected one line user:password", path);
-		memset(buf, 0, size);
+		explicit_bzero(buf, size);
 		return -EINVAL;
 	}
 	return 0;
@@ -949,7 +971,7 @@ int tlsfiles_read(const struct opts *o, char *buf, size_t size, char *err,
 	} files[] = { { "tls_ca", o->tls_ca, 0 },
 		      { "tls_cert", o->tls_cert, 0 },
 		      { "tls_key", o->tls_key, 1 } };
-	char password[256];
+	char password[1024]; /* OpenSSL's PEM_BUFSIZE: it takes no more */
 	size_t used = 0;
 	int fd, rc;
 
@@ -1007,11 +1029,12 @@ int tlsfiles_read(const struct opts *o, char *buf, size_t size, char *err,
 				 "the password is too long");
 	} else {
 		snprintf(err, errlen, "tls_key_password_file %s: %s",
-			 o->tls_key_password_file, strerror(-rc));
+			 o->tls_key_password_file,
+			 opts_line_error(rc, sizeof(password)));
 	}
-	memset(password, 0, sizeof(password));
+	explicit_bzero(password, sizeof(password));
 	if (rc < 0)
-		memset(buf, 0, size);
+		explicit_bzero(buf, size);
 	return rc;
 }
 

@@ -12,6 +12,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,23 +196,18 @@ void session_resume_when_connected_locked(struct zkl_session *s,
  * detail: our messages say what matters; -d shows these too. */
 static void session_client_log(const char *message)
 {
-	char why[256];
-	const char *server;
-	int failed = tls_note_failure(message, why, sizeof(why));
+	char why[256], server[TLS_SERVER_LEN];
+	int failed = tls_note_failure(message, why, sizeof(why), server,
+				      sizeof(server));
 
 	if (!failed) {
 		log_msg(LOG_DEBUG, "zookeeper: %s", message);
 		return;
 	}
-	/* "... Socket 127.0.0.1:2281 zk retcode=-15, ...": the server; no
-	 * server if our own files failed.  Said once per reason, not at
-	 * every retry. */
-	server = strstr(message, "Socket ");
-	server = server ? server + 7 + (server[7] == '[') : "";
+	/* Said once per reason, not at every retry. */
 	log_msg(failed == 1 ? LOG_ERR : LOG_DEBUG,
-		"TLS to ZooKeeper%s%.*s failed: %s%s",
-		*server ? " server " : "", (int)strcspn(server, " ]"), server,
-		why, tls_advice(why));
+		"TLS to ZooKeeper%s%s failed: %s%s", *server ? " server " : "",
+		server, why, tls_advice(why));
 }
 
 void session_free(struct zkl_session *s)
@@ -225,10 +221,10 @@ void session_free(struct zkl_session *s)
 	free(s->base);
 	free(s->hosts);
 	if (s->auth)
-		memset(s->auth, 0, strlen(s->auth));
+		explicit_bzero(s->auth, strlen(s->auth));
 	free(s->auth);
 	if (s->tls) /* it may hold the key's password */
-		memset(s->tls, 0, strlen(s->tls));
+		explicit_bzero(s->tls, strlen(s->tls));
 	free(s->tls);
 	free(s->identity);
 	free(s->x509_identity);
@@ -340,22 +336,47 @@ static int session_start_threads(struct zkl_session *s)
 }
 
 /* How many servers a connect string names. */
-static unsigned session_servers_named(const char *hosts)
+/* The addresses the client will try for hosts ("h1:p1,h2:p2"), resolved
+ * as it resolves them: each name may stand for several servers. */
+static unsigned session_addresses_named(const char *hosts)
 {
-	unsigned n = 1;
+	const struct addrinfo hints = { .ai_flags = AI_ADDRCONFIG,
+					.ai_family = AF_UNSPEC,
+					.ai_socktype = SOCK_STREAM,
+					.ai_protocol = IPPROTO_TCP };
+	char name[256];
+	unsigned n = 0;
 
-	for (const char *c = hosts; *c; c++)
-		n += *c == ',';
-	return n;
+	for (const char *h = hosts; *h; h += *h == ',') {
+		size_t len = strcspn(h, ",");
+		char *port;
+		struct addrinfo *found;
+
+		snprintf(name, sizeof(name), "%.*s", (int)len, h);
+		h += len;
+		port = strrchr(name, ':');
+		if (port)
+			*port++ = '\0';
+		if (!port || getaddrinfo(name + strspn(name, " \t"), port,
+					 &hints, &found) != 0) {
+			n++; /* the client would not start: count it once */
+			continue;
+		}
+		for (struct addrinfo *a = found; a; a = a->ai_next)
+			n++;
+		freeaddrinfo(found);
+	}
+	return n ? n : 1;
 }
 
 /* Wait for the first connection, at most timeout_ms: 0, -ETIMEDOUT, or
- * -EPROTO once TLS handshakes have failed as often as there are servers
- * (each refused us, or we it: waiting longer would not help). */
+ * -EPROTO once a TLS connection has failed with every address the hosts
+ * stand for (each refused us, or we it), or our own files failed to load:
+ * waiting longer would not help. */
 static int session_wait_connected(struct zkl_session *s, int timeout_ms)
 {
 	struct timespec deadline = deadline_after_ms(timeout_ms);
-	unsigned servers = session_servers_named(s->hosts);
+	unsigned servers = s->tls ? session_addresses_named(s->hosts) : 0;
 	char why[8];
 	int rc = 0;
 
@@ -370,13 +391,13 @@ static int session_wait_connected(struct zkl_session *s, int timeout_ms)
 					    last ? &deadline : &slice);
 		if (rc == ETIMEDOUT && !last)
 			rc = 0;
-		if (s->tls && tls_failures(why, sizeof(why)) >= servers)
+		if (s->tls && tls_failed_servers(why, sizeof(why)) >= servers)
 			break;
 	}
-	rc = s->state == ZKL_CONN_CONNECTED             ? 0
-	     : s->state == ZKL_CONN_EXPIRED             ? -ECONNREFUSED
-	     : s->tls && tls_failures(why, sizeof(why)) ? -EPROTO
-							: -ETIMEDOUT;
+	rc = s->state == ZKL_CONN_CONNECTED                   ? 0
+	     : s->state == ZKL_CONN_EXPIRED                   ? -ECONNREFUSED
+	     : s->tls && tls_failed_servers(why, sizeof(why)) ? -EPROTO
+							      : -ETIMEDOUT;
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -445,7 +466,7 @@ int session_open(const struct zkl_session_opts *opts, struct zkl_session **out,
 	if (rc == -EPROTO) {
 		char why[256];
 
-		tls_failures(why, sizeof(why));
+		tls_failed_servers(why, sizeof(why));
 		snprintf(err, errlen,
 			 "no ZooKeeper server at %s took a TLS connection: "
 			 "%s%s",

@@ -12,6 +12,7 @@
 #include "tls.h"
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,25 +25,65 @@
 /* Reasons said in the log at the error level: servers that fail for
  * different reasons in turn say each once, not at every retry. */
 #define TLS_SAID 8
+/* Servers told apart: an ensemble's addresses, with room to spare. */
+#define TLS_SERVERS 64
 
 /* The client's log hook takes no argument: one record per process. */
 static struct {
 	pthread_mutex_t lock;
-	unsigned failures;
+	int files_failed; /* a file of ours failed to load */
+	char servers[TLS_SERVERS][TLS_SERVER_LEN]; /* whose handshake failed */
+	size_t nservers;
 	char why[256];
 	char said[TLS_SAID][256];
 	size_t nsaid; /* reasons said; the last TLS_SAID kept */
 } tls_seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-unsigned tls_failures(char *why, size_t len)
+unsigned tls_failed_servers(char *why, size_t len)
 {
 	unsigned n;
 
 	pthread_mutex_lock(&tls_seen.lock);
-	n = tls_seen.failures;
+	n = tls_seen.files_failed ? TLS_FILES_FAILED
+				  : (unsigned)tls_seen.nservers;
 	snprintf(why, len, "%s", tls_seen.why);
 	pthread_mutex_unlock(&tls_seen.lock);
 	return n;
+}
+
+/* The server a client message names ("... Socket 127.0.0.1:2281 zk
+ * retcode=-15 ...", "Socket [::1]:2281"), or "". */
+static void tls_server_of(const char *message, char *server, size_t len)
+{
+	const char *at = strstr(message, "Socket ");
+
+	at = at ? at + strlen("Socket ") : "";
+	snprintf(server, len, "%.*s", (int)strcspn(at, " "), at);
+}
+
+/* Note a failed handshake with server ("" for our own files), and its
+ * reason: 1 if the reason is new, 2 if it was said already.
+ * tls_seen.lock held. */
+static int tls_seen_add_locked(const char *server, const char *why)
+{
+	size_t i;
+
+	if (!*server)
+		tls_seen.files_failed = 1;
+	for (i = 0; i < tls_seen.nservers; i++)
+		if (strcmp(tls_seen.servers[i], server) == 0)
+			break;
+	if (*server && i == tls_seen.nservers && i < TLS_SERVERS)
+		snprintf(tls_seen.servers[tls_seen.nservers++],
+			 sizeof(tls_seen.servers[0]), "%s", server);
+	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);
+	for (i = 0; i < tls_seen.nsaid && i < TLS_SAID; i++)
+		if (strcmp(tls_seen.said[i], why) == 0)
+			return 2;
+	/* the oldest forgotten when full */
+	snprintf(tls_seen.said[tls_seen.nsaid++ % TLS_SAID],
+		 sizeof(tls_seen.said[0]), "%s", why);
+	return 1;
 }
 
 const char *tls_advice(const char *why)
@@ -89,26 +130,73 @@ const char *tls_advice(const char *why)
 
 const int tls_built_in = 1;
 
+/*
+ * The client's log stream, for the messages of TLS handles.
+ *
+ * zookeeper_init_ssl takes no log hook, and its I/O thread may connect
+ * (and fail a handshake) before zoo_set_log_callback could be called on
+ * the handle it returns: such a message would go to stderr, unnoted, and
+ * leave its reason in that thread's OpenSSL queue, to be blamed on the
+ * next server.  A handle without a hook writes to the client's one log
+ * stream (zoo_set_log_stream): this stream hands each line to the hook,
+ * so every message of a TLS handle takes the same way from its first.
+ */
+static struct {
+	pthread_once_t once;
+	FILE *stream;
+	log_callback_fn hook; /* set before the first handle, never changed */
+	char line[8192];      /* the client's messages are at most 4096 */
+	size_t used;          /* written under the stream's own lock */
+} tls_log = { .once = PTHREAD_ONCE_INIT };
+
+static ssize_t tls_log_write(void *cookie, const char *buf, size_t size)
+{
+	(void)cookie;
+	for (size_t i = 0; i < size; i++) {
+		if (buf[i] != '\n') {
+			tls_log.line[tls_log.used++] = buf[i];
+			if (tls_log.used < sizeof(tls_log.line) - 1)
+				continue;
+		}
+		tls_log.line[tls_log.used] = '\0';
+		tls_log.used = 0;
+		tls_log.hook(tls_log.line);
+	}
+	return (ssize_t)size;
+}
+
+static void tls_log_open(void)
+{
+	cookie_io_functions_t io = { .write = tls_log_write };
+
+	tls_log.stream = fopencookie(NULL, "w", io);
+	if (tls_log.stream)
+		zoo_set_log_stream(tls_log.stream);
+}
+
 zhandle_t *tls_handle_new(const char *hosts, const char *files,
 			  watcher_fn watcher, int session_timeout_ms,
 			  void *context, log_callback_fn log)
 {
-	zhandle_t *zh = zookeeper_init_ssl(
-		hosts, files, watcher, session_timeout_ms, NULL, context, 0);
+	zhandle_t *zh;
 
-	/* zookeeper_init_ssl takes no log hook: a message logged before
-	 * this line goes to the client's stream (stderr), and a handshake
-	 * failed that early is noted at its next try. */
-	if (zh)
+	assert(!tls_log.hook || tls_log.hook == log);
+	tls_log.hook = log;
+	pthread_once(&tls_log.once, tls_log_open);
+	zh = zookeeper_init_ssl(hosts, files, watcher, session_timeout_ms, NULL,
+				context, 0);
+	/* Without the stream (no memory), the hook from here on. */
+	if (zh && !tls_log.stream)
 		zoo_set_log_callback(zh, log);
 	return zh;
 }
 
-int tls_note_failure(const char *message, char *why, size_t len)
+int tls_note_failure(const char *message, char *why, size_t len, char *server,
+		     size_t server_len)
 {
 	const char *first = NULL, *known = NULL, *file;
 	unsigned long e;
-	int again;
+	int rc;
 
 	/* The queue holds the cause first, then what it made fail ("bad
 	 * decrypt", then "PEM lib"): say the first that tls_advice knows,
@@ -135,19 +223,17 @@ int tls_note_failure(const char *message, char *why, size_t len)
 		       ? "tls_cert: "
 	       : strstr(message, "Failed to load client private key")
 		       ? "tls_key: "
-		       : "";
+	       : strstr(message, "check_private_key") ? "tls_key: "
+						      : "";
 	snprintf(why, len, "%s%s", file, known ? known : first);
+	if (*file)
+		snprintf(server, server_len, "%s", "");
+	else
+		tls_server_of(message, server, server_len);
 	pthread_mutex_lock(&tls_seen.lock);
-	tls_seen.failures++;
-	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);
-	again = 0;
-	for (size_t i = 0; i < tls_seen.nsaid && i < TLS_SAID && !again; i++)
-		again = strcmp(tls_seen.said[i], why) == 0;
-	if (!again) /* the oldest forgotten when full */
-		snprintf(tls_seen.said[tls_seen.nsaid++ % TLS_SAID],
-			 sizeof(tls_seen.said[0]), "%s", why);
+	rc = tls_seen_add_locked(server, why);
 	pthread_mutex_unlock(&tls_seen.lock);
-	return again ? 2 : 1;
+	return rc;
 }
 
 #else
@@ -164,9 +250,10 @@ zhandle_t *tls_handle_new(const char *hosts, const char *files,
 	return NULL;
 }
 
-int tls_note_failure(const char *message, char *why, size_t len)
+int tls_note_failure(const char *message, char *why, size_t len, char *server,
+		     size_t server_len)
 {
-	(void)message, (void)why, (void)len;
+	(void)message, (void)why, (void)len, (void)server, (void)server_len;
 	return 0;
 }
 

@@ -24,16 +24,27 @@ zhandle_t *tls_handle_new(const char *hosts, const char *files,
 			  watcher_fn watcher, int session_timeout_ms,
 			  void *context, log_callback_fn log);
 
-/* Called with each of the client's messages, on the thread that logged
- * it: if that thread's last TLS call failed, note why (with the option
- * whose file failed to load, if the message says) (OpenSSL's reason:
- * "certificate verify failed", "tlsv13 alert certificate required"),
- * clear it, and return the reason in why[0..len) and 1, or 2 if it is
- * the reason the last failure had too; else 0. */
-int tls_note_failure(const char *message, char *why, size_t len);
+/* Room for a server as the client names it: "[v6 address]:port". */
+#define TLS_SERVER_LEN 64
 
-/* Handshakes that failed since the start, and the last one's reason. */
-unsigned tls_failures(char *why, size_t len);
+/* Called with each of the client's messages, on the thread that logged
+ * it: if the message says a TLS connection failed, note why with the
+ * thread's OpenSSL reason ("certificate verify failed", "tlsv13 alert
+ * certificate required"), prefixed with the option whose file failed to
+ * load if that was it ("tls_key: bad decrypt"); put the reason in
+ * why[0..len), the server in server[0..server_len) ("" for our own
+ * files), and return 1, or 2 if an earlier failure gave the same reason;
+ * else 0.  The thread's OpenSSL queue is emptied either way. */
+int tls_note_failure(const char *message, char *why, size_t len, char *server,
+		     size_t server_len);
+
+/* What tls_failed_servers says once a file of ours failed to load: no
+ * server can take us. */
+#define TLS_FILES_FAILED ((unsigned)-1)
+
+/* How many servers (addresses) have failed a TLS connection since the
+ * start, or TLS_FILES_FAILED; the last failure's reason in why. */
+unsigned tls_failed_servers(char *why, size_t len);
 
 /* What a failure's reason (as tls_note_failure gives it) means for the
  * user, naming the option to look at: "" if nothing more is known. */

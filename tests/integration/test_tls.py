@@ -124,6 +124,9 @@ def test_a_server_the_mount_does_not_trust_stops_the_start(zookeeper, pki,
     assert code != 0
     assert "TLS" in err and "certificate verify failed" in err and \
         "tls_ca" in err, err
+    # Each of the client's messages goes through the mount's log, from
+    # the first (its handle speaks before the mount could give it a hook).
+    assert "ZOO_" not in err, err
     # At once: not the connect timeout's 10 s.
     assert took < 8, f"took {took:.1f} s to say so"
 
@@ -355,3 +358,137 @@ def test_a_hung_server_is_given_up_as_in_clear(zookeeper, pki, host1):
         if hung.proc and hung.proc.poll() is None:
             hung.proc.send_signal(sig.SIGCONT)
         hung.stop()
+
+
+def cpu_seconds(pid):
+    """CPU time a process has used (user and system), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_certificate_broken_at_a_reconnection_is_said_and_retried_calmly(
+        zookeeper, pki, zk, base):
+    """The client reads the files at each connection, so a certificate
+    replaced by a broken one is found at the next: the mount says which
+    file, once, and tries again at the client's pace (the client left the
+    socket open and spun a CPU on it), until the file is good again."""
+    rotated = pki.issue("rotated", "/O=zklockfs/CN=rotated")
+    ms = Mounts(zookeeper.connect + base,
+                ["-o", "session_timeout=20", *rotated.mount_options()])
+    try:
+        m = ms.new()
+        with open(rotated.cert) as f:
+            good = f.read()
+        with open(rotated.cert, "w") as f:
+            f.write("not a certificate\n")
+        zookeeper.restart()
+        wait_until(lambda: "TLS to ZooKeeper failed: tls_cert: " in m.log(),
+                   30, "the mount to say that tls_cert does not load")
+        before = cpu_seconds(m.proc.pid)
+        time.sleep(3)  # a span to measure over, not to wait for anything
+        used = cpu_seconds(m.proc.pid) - before
+        assert used < 1, f"the daemon used {used:.2f} s of CPU in 3 s"
+        with open(rotated.cert, "w") as f:
+            f.write(good)
+        wait_until(lambda: status(m)["state"] == "connected", 30,
+                   "the mount to connect once tls_cert is good again")
+        assert m.log().count("tls_cert") == 1, m.log()
+        holder = Locker(m.path("r", "write"), "w")
+        holder.granted()
+        holder.close()
+    finally:
+        ms.finish(zk, base)
+
+
+class RefusingServer:
+    """A TLS server at address:port with a certificate of a CA the mounts
+    do not trust: every handshake with it fails ("certificate verify
+    failed"), after a third of a second, as across a network (a refusal
+    on loopback is over before the start looks)."""
+
+    def __init__(self, identity, address, port):
+        import socket
+        import ssl
+        import threading
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(identity.cert, identity.key)
+        self.sock = socket.create_server((address, port))
+        self.sock.settimeout(0.2)
+        self.stopping = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(2)
+            time.sleep(0.3)
+            try:
+                self.ctx.wrap_socket(conn, server_side=True).close()
+            except OSError:
+                conn.close()
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_a_name_for_several_servers_is_given_up_only_when_each_refused(
+        zookeeper, host1, zk, base, tmp_path):
+    """One name may stand for several servers (round-robin DNS): the start
+    gives up once each address has refused the handshake, not at the
+    first.  The name is given four refusing servers and the good one, in a
+    hosts file of the daemon's own mount namespace; the client tries them
+    in a random order, so the good one is rarely first."""
+    from harness import Pki
+    other = Pki("another CA", parent=os.environ.get("TMPDIR"))
+    refusing = [RefusingServer(other.issue(f"bad{i}", "/CN=bad",
+                                           ip=f"127.0.0.{i}"),
+                               f"127.0.0.{i}", zookeeper.port)
+                for i in range(2, 6)]
+    hosts = tmp_path / "hosts"
+    try:
+        def start(addresses):
+            hosts.write_text("".join(f"127.0.0.{i} zkmany\n"
+                                     for i in addresses))
+            log = tmp_path / "daemon.log"
+            mp = tmp_path / "mnt"
+            mp.mkdir(exist_ok=True)
+            with open(log, "w") as out:
+                proc = subprocess.Popen(
+                    ["unshare", "--mount", "--propagation", "private", "sh",
+                     "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
+                     str(hosts), zklockfs_binary(), "-f", "-o",
+                     "connect_timeout=20", *host1.mount_options(),
+                     f"zkmany:{zookeeper.port}{base}", str(mp)],
+                    stdout=out, stderr=subprocess.STDOUT)
+            try:
+                wait_until(lambda: proc.poll() is not None
+                           or "mounted " in log.read_text(), 40,
+                           "the start to end")
+                return proc.poll(), log.read_text()
+            finally:
+                proc.terminate()
+                proc.wait(30)
+
+        for attempt in range(3):
+            code, log = start([2, 3, 4, 5, 1])
+            assert code is None and "mounted " in log, \
+                f"attempt {attempt}: refused though 127.0.0.1 was good:\n{log}"
+        # Every address refusing: given up, long before connect_timeout.
+        started = time.monotonic()
+        code, log = start([2, 3, 4, 5])
+        assert code not in (None, 0) and \
+            "certificate verify failed" in log and "ZOO_" not in log, log
+        assert time.monotonic() - started < 15, log
+    finally:
+        for r in refusing:
+            r.stop()
+        other.remove()
+        if zk.exists(base):
+            zk.delete(base, recursive=True)

@@ -3,12 +3,17 @@ ZooKeeper server that speaks only TLS is told before another host is
 granted, by the margin; a cut healed in time keeps the session but not the
 lock.  The same tests, on a server and mounts that speak TLS (tls.py);
 one phase of each (the phases are test_partition.py's business)."""
+import os
+import subprocess
+import tempfile
+import threading
+import time
 import uuid
 
 import pytest
 
 import test_partition
-from harness import Mounts, kazoo_client
+from harness import Locker, Mounts, kazoo_client, wait_until, zklockfs_binary
 from netns import made_hosts
 from test_partition import cut_host  # noqa: F401 (a fixture)
 from tls import needs_tls, tls_zookeeper
@@ -60,3 +65,52 @@ def test_a_cut_healed_before_expiry_keeps_the_session_but_not_the_lock(
         pmounts, pclient, pbase, cut_host):  # noqa: F811
     test_partition.test_a_cut_healed_before_expiry_keeps_the_session_but_not_the_lock(
         pmounts, pclient, pbase, cut_host)
+
+
+def syns_sent(host, port):
+    """Connections of `host`'s network still sending SYNs to `port`."""
+    out = subprocess.run([*host.prefix, "ss", "-Htn", "state", "syn-sent",
+                          "dport", f"= :{port}"],
+                         capture_output=True, text=True, timeout=10).stdout
+    return out.strip()
+
+
+def test_a_server_cut_off_at_the_start_is_given_up_at_connect_timeout(
+        tls_server, pmounts, cut_host):  # noqa: F811
+    """A partition at the start: the server's answers never come (its SYN
+    is dropped, before any handshake).  The start gives up at
+    connect_timeout, naming no TLS failure, instead of waiting; and a cut
+    healed while the start waits lets it through."""
+    server, pki = tls_server
+    cut_host.cut()
+    mp = tempfile.mkdtemp(prefix="zklockfs-mnt-")
+    try:
+        started = time.monotonic()
+        res = subprocess.run(
+            [*cut_host.prefix, zklockfs_binary(), "-f", "-o",
+             "connect_timeout=3", *pmounts.options,
+             server.connect + "/cut-at-start", mp],
+            capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - started
+    finally:
+        os.rmdir(mp)
+    assert res.returncode != 0, res.stderr
+    assert "no ZooKeeper server answered" in res.stderr and \
+        "TLS" not in res.stderr, res.stderr
+    assert took < 15, f"the start took {took:.1f} s"
+
+    # Healed while the start waits: mounted.
+    started = []
+    starter = threading.Thread(target=lambda: started.append(
+        pmounts.new("-o", "connect_timeout=25", prefix=cut_host.prefix)))
+    starter.start()
+    try:
+        wait_until(lambda: syns_sent(cut_host, server.port), 20,
+                   "the cut-off start to send its SYN")
+    finally:
+        cut_host.heal()
+        starter.join(60)
+    assert started, "the start did not mount once the cut healed"
+    holder = Locker(started[0].path("r", "write"), "w")
+    holder.granted()
+    holder.close()

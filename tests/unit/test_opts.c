@@ -1,10 +1,12 @@
 /* Command line parsing. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "opts.h"
 
@@ -424,4 +426,126 @@ Test(opts, the_jeopardy_margin_is_milliseconds_under_a_quarter_of_the_timeout)
 	cr_assert_eq(parse_option(&o, err, "session_timeout=60"), 0, "%s", err);
 	cr_assert_eq(o.jeopardy_margin_ms, 0, "0: the session's default");
 	opts_free(&o);
+}
+
+/* A file of `mode` in a directory of the test's own, holding `text`. */
+static char *secret_file(const char *dir, const char *name, const char *text,
+			 mode_t mode)
+{
+	char *path;
+	FILE *f;
+
+	cr_assert(asprintf(&path, "%s/%s", dir, name) > 0);
+	f = fopen(path, "w");
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(chmod(path, mode), 0);
+	return path;
+}
+
+static char scratch[] = "/tmp/zklockfs-unit-XXXXXX";
+
+static int scratch_remove_one(const char *path, const struct stat *st, int flag,
+			      struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static void scratch_remove(void)
+{
+	nftw(scratch, scratch_remove_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A directory of the test's own, removed when the test's process ends. */
+static char *scratch_dir(void)
+{
+	cr_assert(mkdtemp(scratch), "mkdtemp: %s", strerror(errno));
+	atexit(scratch_remove);
+	return scratch;
+}
+
+Test(opts, tls_files_are_joined_as_the_client_takes_them)
+{
+	char *dir = scratch_dir(), buf[512], err[256];
+	struct opts o = {
+		.tls_ca = secret_file(dir, "ca.pem", "CA\n", 0644),
+		.tls_cert = secret_file(dir, "c.pem", "CERT\n", 0644),
+		.tls_key = secret_file(dir, "k.pem", "KEY\n", 0600),
+	};
+	char *want;
+
+	cr_assert_eq(tlsfiles_read(&o, buf, sizeof(buf), err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert(asprintf(&want, "%s,%s,%s", o.tls_ca, o.tls_cert, o.tls_key) >
+		  0);
+	cr_assert_str_eq(buf, want);
+	o.tls_key_password_file = secret_file(dir, "pw", "s3cret\n", 0600);
+	cr_assert_eq(tlsfiles_read(&o, buf, sizeof(buf), err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert(strstr(buf, ",s3cret") && !strchr(buf, '\n'), "%s", buf);
+}
+
+Test(opts, tls_files_the_client_would_misread_are_refused_by_name)
+{
+	char *dir = scratch_dir(), buf[4096], err[256], *long_password;
+	struct opts o = {
+		.tls_ca = secret_file(dir, "ca.pem", "CA\n", 0644),
+		.tls_cert = secret_file(dir, "c.pem", "CERT\n", 0644),
+		.tls_key = secret_file(dir, "k.pem", "KEY\n", 0644),
+	};
+
+	/* A key every user may read. */
+	cr_assert_eq(tlsfiles_read(&o, buf, sizeof(buf), err, sizeof(err)),
+		     -EPERM);
+	cr_assert(strstr(err, "tls_key") && strstr(err, "chmod o-r"), "%s",
+		  err);
+	/* An encrypted key with no password to open it. */
+	o.tls_key = secret_file(dir, "enc.pem",
+				"-----BEGIN ENCRYPTED PRIVATE KEY-----\n",
+				0600);
+	cr_assert_eq(tlsfiles_read(&o, buf, sizeof(buf), err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "tls_key_password_file"), "%s", err);
+	/* The client splits its one string at commas. */
+	o.tls_ca = secret_file(dir, "a,b.pem", "CA\n", 0644);
+	cr_assert_eq(tlsfiles_read(&o, buf, sizeof(buf), err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "tls_ca") && strstr(err, "comma"), "%s", err);
+	o.tls_ca = secret_file(dir, "ca2.pem", "CA\n", 0644);
+	o.tls_key_password_file = secret_file(dir, "pw", "a,b\n", 0600);
+	cr_assert_eq(tlsfiles_read(&o, buf, sizeof(buf), err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "comma"), "%s", err);
+	o.tls_key_password_file = secret_file(dir, "empty", "\n", 0600);
+	cr_assert_eq(tlsfiles_read(&o, buf, sizeof(buf), err, sizeof(err)),
+		     -EINVAL);
+	cr_assert(strstr(err, "expected one line"), "%s", err);
+	/* A password longer than OpenSSL takes is refused, not cut. */
+	long_password = malloc(1100);
+	memset(long_password, 'p', 1098);
+	strcpy(long_password + 1098, "\n");
+	o.tls_key_password_file = secret_file(dir, "long", long_password, 0600);
+	cr_assert_eq(tlsfiles_read(&o, buf, sizeof(buf), err, sizeof(err)),
+		     -EFBIG);
+	cr_assert(strstr(err, "longer than 1023 bytes"), "%s", err);
+	cr_assert(!strchr(buf, 'p'), "nothing of the password kept: %s", buf);
+	free(long_password);
+}
+
+Test(opts, an_auth_file_line_too_long_is_refused_not_cut)
+{
+	char *dir = scratch_dir(), buf[16], err[256];
+	char *fits = secret_file(dir, "fits", "user:123456789\n", 0600);
+	char *too_long = secret_file(dir, "long", "user:12345678901\n", 0600);
+
+	cr_assert_eq(authfile_read(fits, buf, sizeof(buf), err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_str_eq(buf, "user:123456789");
+	cr_assert_eq(authfile_read(too_long, buf, sizeof(buf), err,
+				   sizeof(err)),
+		     -EFBIG);
+	cr_assert(strstr(err, "auth_file") && strstr(err, "longer than 15"),
+		  "%s", err);
 }
