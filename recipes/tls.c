@@ -51,41 +51,6 @@ unsigned tls_failed_servers(char *why, size_t len)
 	return n;
 }
 
-/* The server a client message names ("... Socket 127.0.0.1:2281 zk
- * retcode=-15 ...", "Socket [::1]:2281"), or "". */
-static void tls_server_of(const char *message, char *server, size_t len)
-{
-	const char *at = strstr(message, "Socket ");
-
-	at = at ? at + strlen("Socket ") : "";
-	snprintf(server, len, "%.*s", (int)strcspn(at, " "), at);
-}
-
-/* Note a failed handshake with server ("" for our own files), and its
- * reason: 1 if the reason is new, 2 if it was said already.
- * tls_seen.lock held. */
-static int tls_seen_add_locked(const char *server, const char *why)
-{
-	size_t i;
-
-	if (!*server)
-		tls_seen.files_failed = 1;
-	for (i = 0; i < tls_seen.nservers; i++)
-		if (strcmp(tls_seen.servers[i], server) == 0)
-			break;
-	if (*server && i == tls_seen.nservers && i < TLS_SERVERS)
-		snprintf(tls_seen.servers[tls_seen.nservers++],
-			 sizeof(tls_seen.servers[0]), "%s", server);
-	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);
-	for (i = 0; i < tls_seen.nsaid && i < TLS_SAID; i++)
-		if (strcmp(tls_seen.said[i], why) == 0)
-			return 2;
-	/* the oldest forgotten when full */
-	snprintf(tls_seen.said[tls_seen.nsaid++ % TLS_SAID],
-		 sizeof(tls_seen.said[0]), "%s", why);
-	return 1;
-}
-
 const char *tls_advice(const char *why)
 {
 	/* OpenSSL's reasons, as ERR_reason_error_string spells them. */
@@ -129,6 +94,41 @@ const char *tls_advice(const char *why)
 #if ZKLOCKFS_TLS
 
 const int tls_built_in = 1;
+
+/* The server a client message names ("... Socket 127.0.0.1:2281 zk
+ * retcode=-15 ...", "Socket [::1]:2281"), or "". */
+static void tls_server_of(const char *message, char *server, size_t len)
+{
+	const char *at = strstr(message, "Socket ");
+
+	at = at ? at + strlen("Socket ") : "";
+	snprintf(server, len, "%.*s", (int)strcspn(at, " "), at);
+}
+
+/* Note a failed handshake with server ("" for our own files), and its
+ * reason: 1 if the reason is new, 2 if it was said already.
+ * tls_seen.lock held. */
+static int tls_seen_add_locked(const char *server, const char *why)
+{
+	size_t i;
+
+	if (!*server)
+		tls_seen.files_failed = 1;
+	for (i = 0; i < tls_seen.nservers; i++)
+		if (strcmp(tls_seen.servers[i], server) == 0)
+			break;
+	if (*server && i == tls_seen.nservers && i < TLS_SERVERS)
+		snprintf(tls_seen.servers[tls_seen.nservers++],
+			 sizeof(tls_seen.servers[0]), "%s", server);
+	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);
+	for (i = 0; i < tls_seen.nsaid && i < TLS_SAID; i++)
+		if (strcmp(tls_seen.said[i], why) == 0)
+			return 2;
+	/* the oldest forgotten when full */
+	snprintf(tls_seen.said[tls_seen.nsaid++ % TLS_SAID],
+		 sizeof(tls_seen.said[0]), "%s", why);
+	return 1;
+}
 
 /*
  * The client's log stream, for the messages of TLS handles.
