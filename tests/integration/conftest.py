@@ -16,7 +16,7 @@ from tcpproxy import TcpProxy  # noqa: E402
 
 # What each build's run of the suite leaves out, by marker (pytest.ini
 # registers them): CI runs the suite three times, and the three keep to
-# about 20 minutes.  The daemon's code on the paths left out
+# about 12 minutes (three files at a time: SHARED below).  The daemon's code on the paths left out
 # runs under the sanitizers in the unit tests (peerlease, names, holders,
 # jeopardy, heartbeat).  "-concurrency" leaves out what lacks the marker.
 LEFT_OUT = {
@@ -25,9 +25,31 @@ LEFT_OUT = {
 }
 
 
+# Run by several workers (pytest-xdist, --dist loadgroup: what
+# contrib/run-tests does), the suite keeps each file on one worker, as its
+# module fixtures expect, and files that share something beyond their own
+# ZooKeeper and mounts together, one after the other: the test hosts'
+# network namespaces and links (netns.py), and the machine itself (dpkg
+# and apt-get, a build of the tree, contrib/run-local).
+SHARED = {
+    "test_partition": "netns", "test_tls_partition": "netns",
+    "test_history": "netns",
+    "test_package": "machine", "test_readme": "machine",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Deselect (not skip) what this build's run leaves out: a skip is for
-    a test that cannot run here, and says why (pytest -rs)."""
+    a test that cannot run here, and says why (pytest -rs).  Group the
+    rest for the workers, if any (SHARED)."""
+    # A worker runs with dist "no" and loadgroup set; the controller
+    # with dist "loadgroup".
+    if getattr(config.option, "loadgroup", False) or \
+            getattr(config.option, "dist", "no") == "loadgroup":
+        for item in items:
+            module = item.module.__name__
+            item.add_marker(pytest.mark.xdist_group(SHARED.get(module, module)))
     sanitizer = os.environ.get("ZKLOCKFS_SANITIZE", "none")
     kept, left = [], []
     for item in items:

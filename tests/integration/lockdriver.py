@@ -11,6 +11,7 @@ One command per line, one answer line per command ("ok [...]" or
   read NAME                answers "ok " + the file's lines joined by '|'
   close NAME
   alarm SECS               the next blocking call is interrupted after SECS
+                           (a decimal: 0.05)
   pid                      answers "ok PID"
   child                    fork: the child answers "ok PID" and takes the
                            commands that follow, with the descriptors; the
@@ -78,7 +79,7 @@ def run(fds, words):
         return "ok"
     if cmd == "alarm":
         signal.signal(signal.SIGALRM, on_alarm)
-        signal.alarm(int(args[0]))
+        signal.setitimer(signal.ITIMER_REAL, float(args[0]))
         return "ok"
     if cmd == "pid":
         return f"ok {os.getpid()}"
@@ -120,8 +121,8 @@ def main():
             answer = run(fds, words)
         except OSError as e:
             answer = "err " + errno.errorcode.get(e.errno, str(e.errno))
-        if words[0] != "alarm":
-            signal.alarm(0)  # an alarm is for the next call only
+        if words[0] != "alarm":  # an alarm is for the next call only
+            signal.setitimer(signal.ITIMER_REAL, 0)
         if answer is not None:
             print(answer, flush=True)
 

@@ -3,8 +3,8 @@ nothing created in ZooKeeper."""
 import errno
 import fcntl
 import os
-import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -263,17 +263,23 @@ ENCODED_NAMES = {
 
 
 def flock_within(fd, seconds, what):
-    """A blocking flock(LOCK_EX) that gives up after `seconds` (SIGALRM
-    cancels the wait) with a message instead of hanging the suite."""
-    def expired(*_):
-        raise TimeoutError(f"{what}: no exclusive flock within {seconds} s")
-    old = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+    """A blocking flock(LOCK_EX), given up after `seconds` with a message
+    instead of hanging the suite.  It waits on a thread of its own: no
+    signal can cancel it, since under pytest-xdist the test may not run on
+    the main thread, the only one Python lets set a handler."""
+    result = []
+
+    def take():
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            result.append("ok")
+        except OSError as e:
+            result.append(e)
+    waiter = threading.Thread(target=take, daemon=True)
+    waiter.start()
+    waiter.join(seconds)
+    assert result, f"{what}: no exclusive flock within {seconds} s"
+    assert result[0] == "ok", f"{what}: {result[0]}"
 
 
 def test_names_zookeeper_refuses_work_for_every_operation(zk, base, m1, m2):

@@ -7,14 +7,13 @@ failed: none leaves a node another host still sees."""
 import errno
 import fcntl
 import os
-import signal
 import struct
 import subprocess
 import time
 
 import pytest
 
-from harness import Locker, lock_nodes, wait_until
+from harness import Driver, Locker, lock_nodes, wait_until
 
 pytestmark = pytest.mark.concurrency
 
@@ -207,26 +206,20 @@ def test_an_interrupted_wait_leaves_nothing_when_eintr_returns(m1, m2):
     than a tenth of a second."""
     holder_fd = os.open(m2.path("r", "lock"), os.O_RDWR)
     other = os.open(m2.path("r", "lock"), os.O_RDWR)
-    a = os.open(m1.path("r", "lock"), os.O_RDWR)
-    old = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(
-        InterruptedError(errno.EINTR, "alarm")))
+    a = Driver()  # the waiter, whose handler makes flock return EINTR
     try:
+        a.ok(f"open a {m1.path('r', 'lock')} rw")
         for _ in range(20):
             fcntl.flock(holder_fd, fcntl.LOCK_EX)
-            signal.setitimer(signal.ITIMER_REAL, 0.05)
-            try:
-                fcntl.flock(a, fcntl.LOCK_EX)
-                raise AssertionError("granted while another mount holds")
-            except InterruptedError:
-                pass
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            a.ok("alarm 0.05")
+            assert a.do("flock a ex") == "err EINTR", \
+                "granted while another mount holds"
             fcntl.flock(holder_fd, fcntl.LOCK_UN)
             try_flock_within(other, 1.5)
             fcntl.flock(other, fcntl.LOCK_UN)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        for fd in (holder_fd, other, a):
+        a.exit()
+        for fd in (holder_fd, other):
             os.close(fd)
 
 
