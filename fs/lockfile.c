@@ -221,8 +221,11 @@ static void lockfile_reply_opened(struct lockfile *lf, fuse_req_t req)
 	int rc;
 
 	lf->fi.fh = (uint64_t)(uintptr_t)lf;
+	/* Seekable, as a file whose content is the text a read serves:
+	 * Python's buffered modes ('a+', 'r+', 'w+') and seek(0) ask for
+	 * lseek, and get the position.  Every read reaches us (direct_io),
+	 * and the offset says where in a pass it is (lockfile_read). */
 	lf->fi.direct_io = 1;
-	lf->fi.nonseekable = 1;
 	lf->fi.keep_cache = 0;
 	/* The lock an open takes belongs to its description and ends at
 	 * RELEASE; no fcntl lock lives on the file while that lock is held
@@ -344,13 +347,15 @@ lockfile_lock_of_locked(struct lockfile *lf, const struct fuse_file_info *fi,
 
 /*
  * The text of a lock file: the fencing token, then key/value lines, built
- * afresh for each pass.  The kernel keeps a file position even on a
- * non-seekable file, so each pass that reads to end of file starts the
- * text over: `cat` twice shows it twice, and shows what holds now.  A
- * pass starts with a read at or before where the last one ended; its
- * later reads serve the text it started with, so that a reader never
- * sees two texts spliced (a revocation seen between two reads of one
- * pass lengthens it).
+ * afresh for each pass.  The file position goes on after each pass, so
+ * each pass that reads to end of file starts the text over: `cat` twice
+ * shows it twice, and shows what holds now.  A pass starts with a read at
+ * or before where the last one ended (after a seek back to the start, for
+ * one); its later reads serve the text it started with, so that a reader
+ * never sees two texts spliced (a revocation seen between two reads of one
+ * pass lengthens it).  The file's content is the text of the pass being
+ * read, from the offset where it started (its size, for stat and
+ * SEEK_END, is 0).
  */
 /* The pass under way has ended: its text goes. */
 static void lockfile_pass_end(struct lockfile *lf)

@@ -1,0 +1,66 @@
+"""One party of a lock library test: take a lock on PATH the way a
+library or a Python file mode does, say so, hold it until stdin closes,
+let it go.
+
+usage: libparty.py HOW PATH [try]
+  HOW: fasteners-read, fasteners-write (InterProcessReaderWriterLock),
+       portalocker-w (portalocker.Lock(mode='w')), or a Python file mode
+       (a+, r+, w+) that the open alone locks with
+  try: one attempt that does not wait (else it waits); not for file modes
+Prints "held" once it holds (for a file mode, then "seek TOKEN-LINE": the
+first line read after seek(0)), or "busy" if `try` found it held; then,
+after stdin closes, "released".
+"""
+import os
+import sys
+
+
+def fasteners_lock(path, write, wait):
+    import fasteners
+    lock = fasteners.InterProcessReaderWriterLock(path)
+    take = lock.acquire_write_lock if write else lock.acquire_read_lock
+    if not take(blocking=wait, timeout=30 if wait else None):
+        return None
+    return lock.release_write_lock if write else lock.release_read_lock
+
+
+def portalocker_lock(path, wait):
+    import portalocker
+    lock = portalocker.Lock(path, mode="w", timeout=30 if wait else 0,
+                            fail_when_locked=not wait)
+    try:
+        lock.acquire()
+    except portalocker.exceptions.BaseLockException:  # AlreadyLocked too
+        return None
+    return lock.release
+
+
+def file_mode(path, mode):
+    """open() in a buffered mode that reads and writes: the open takes the
+    lock (on `write`, `read`, `lease`), and seek(0) must work."""
+    f = open(path, mode)
+    f.seek(0)
+    print("seek", f.readline().strip(), "seekable" if f.seekable() else "",
+          flush=True)
+    return f.close
+
+
+def main():
+    how, path = sys.argv[1], sys.argv[2]
+    wait = "try" not in sys.argv[3:]
+    if how.startswith("fasteners-"):
+        release = fasteners_lock(path, how.endswith("write"), wait)
+    elif how == "portalocker-w":
+        release = portalocker_lock(path, wait)
+    else:
+        release = file_mode(path, how)
+    if release is None:
+        print("busy", flush=True)
+        return
+    print("held", flush=True)
+    sys.stdin.read()
+    release()
+    print("released", flush=True)
+
+
+main()
