@@ -7,6 +7,7 @@
 #include "fs.h"
 #include "log.h"
 #include "names.h"
+#include "process.h"
 #include "resource.h"
 #include "snapshot.h"
 #include "tree.h"
@@ -14,10 +15,13 @@
 #include <assert.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -287,11 +291,45 @@ void entry_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	entry_refuse_name(req, parent, name);
 }
 
+/*
+ * Dot-lock tools (lockfile-create, procmail's lockfile, dotlockfile,
+ * filelock's SoftFileLock) lock by creating a file with O_EXCL or link():
+ * a mount holds no files but its own, so they can only fail, each with
+ * its own words ("cannot create temporary lockfile").  The log says what
+ * works instead, once in a while (a tool retries, and anyone may ask).
+ */
+#define OPS_DOTLOCK_SAY_EVERY_S 10
+
+static void ops_refuse_dotlock(fuse_req_t req, const char *what,
+			       const char *name, int err)
+{
+	static atomic_llong said_at;
+	long long now = (long long)time(NULL), then = atomic_load(&said_at);
+	char comm[32] = "?";
+	pid_t pid = fuse_req_ctx(req)->pid;
+	ssize_t n;
+
+	if (now - then >= OPS_DOTLOCK_SAY_EVERY_S &&
+	    atomic_compare_exchange_strong(&said_at, &then, now)) {
+		n = procfile_read(pid, "comm", comm, sizeof(comm));
+		if (n > 0)
+			comm[strcspn(comm, "\n")] = '\0';
+		log_msg(LOG_NOTICE,
+			"pid %d (%s) tried to %s \"%s\" (%s): a zklockfs mount has "
+			"no files but its lock files, so a dot-lock tool cannot "
+			"lock in it; open RESOURCE/write, or flock RESOURCE/lock "
+			"(doc/locks.md, \"Works with\")",
+			(int)pid, comm, what, name, strerror(err));
+	}
+	fs_reply_err(req, err);
+}
+
 void entry_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		const char *newname)
 {
 	(void)ino;
-	entry_refuse_name(req, newparent, newname);
+	(void)newparent;
+	ops_refuse_dotlock(req, "link a file to", newname, EPERM);
 }
 
 void entry_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -643,8 +681,8 @@ void dir_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	(void)mode;
 	switch (tree_classify(name, dir == &fs->tree.root, &kind)) {
-	case TREE_NAME_INVALID:
-		return fs_reply_err(req, EINVAL);
+	case TREE_NAME_INVALID: /* ".lk123host": a dot-lock tool's */
+		return ops_refuse_dotlock(req, "create", name, EINVAL);
 	case TREE_NAME_ALL:
 		return fs_reply_err(req, EISDIR);
 	case TREE_NAME_RESOURCE:

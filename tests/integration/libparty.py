@@ -4,7 +4,8 @@ let it go.
 
 usage: libparty.py HOW PATH [try]
   HOW: fasteners-read, fasteners-write (InterProcessReaderWriterLock),
-       portalocker-w (portalocker.Lock(mode='w')), or a Python file mode
+       fasteners-lock (InterProcessLock), portalocker-a, portalocker-w
+       (portalocker.Lock(mode='a' or 'w')), or a Python file mode
        (a+, r+, w+) that the open alone locks with
   try: one attempt that does not wait (else it waits); not for file modes
 Prints "held" once it holds (for a file mode, then "seek TOKEN-LINE": the
@@ -17,6 +18,11 @@ import sys
 
 def fasteners_lock(path, write, wait):
     import fasteners
+    if write is None:
+        lock = fasteners.InterProcessLock(path)
+        if not lock.acquire(blocking=wait, timeout=30 if wait else None):
+            return None
+        return lock.release
     lock = fasteners.InterProcessReaderWriterLock(path)
     take = lock.acquire_write_lock if write else lock.acquire_read_lock
     if not take(blocking=wait, timeout=30 if wait else None):
@@ -24,9 +30,9 @@ def fasteners_lock(path, write, wait):
     return lock.release_write_lock if write else lock.release_read_lock
 
 
-def portalocker_lock(path, wait):
+def portalocker_lock(path, mode, wait):
     import portalocker
-    lock = portalocker.Lock(path, mode="w", timeout=30 if wait else 0,
+    lock = portalocker.Lock(path, mode=mode, timeout=30 if wait else 0,
                             fail_when_locked=not wait)
     try:
         lock.acquire()
@@ -49,9 +55,10 @@ def main():
     how, path = sys.argv[1], sys.argv[2]
     wait = "try" not in sys.argv[3:]
     if how.startswith("fasteners-"):
-        release = fasteners_lock(path, how.endswith("write"), wait)
-    elif how == "portalocker-w":
-        release = portalocker_lock(path, wait)
+        release = fasteners_lock(
+            path, {"read": False, "write": True}.get(how[10:]), wait)
+    elif how.startswith("portalocker-"):
+        release = portalocker_lock(path, how[12:], wait)
     else:
         release = file_mode(path, how)
     if release is None:

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from harness import Child, lock_nodes
+from harness import Child, lock_nodes, wait_until
 
 PARTY = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                      "libparty.py")
@@ -121,19 +121,24 @@ def test_fasteners_reader_writer_lock_shares_reads_and_excludes_a_writer(
     assert not lock_nodes(zk, base)
 
 
-def test_portalocker_lock_in_mode_w(zk, base, m1, m2):
+@pytest.mark.parametrize("how", ["portalocker-w", "portalocker-a",
+                                 "fasteners-lock"])
+def test_an_exclusive_library_lock_keeps_the_other_host_out(
+        zk, base, m1, m2, how):
     """portalocker.Lock(path, mode='w') opens 'a', takes the lock, then
     truncates through seek(0) and truncate(0): the seek must work, or the
-    lock stays held behind an exception."""
-    holder = Party("portalocker-w", m1.path("r", "lock"))
+    lock stays held behind an exception.  Its mode 'a', and fasteners'
+    InterProcessLock, lock as they are."""
+    holder = Party(how, m1.path("r", "lock"))
     assert holder.line() == "held"
-    other = Party("portalocker-w", m2.path("r", "lock"), "try")
+    other = Party(how, m2.path("r", "lock"), "try")
     assert other.line() == "busy", "the other host got the lock"
     other.finish()
     holder.release()
-    other = Party("portalocker-w", m2.path("r", "lock"), "try")
+    other = Party(how, m2.path("r", "lock"), "try")
     assert other.line() == "held"
     other.release()
+    assert not lock_nodes(zk, base)
 
 
 def test_seeks_answer_as_on_a_file_whose_content_is_the_text(m1):
@@ -157,3 +162,20 @@ def test_seeks_answer_as_on_a_file_whose_content_is_the_text(m1):
         assert os.pread(fd, 4096, 0) == first
     finally:
         os.close(fd)
+
+
+def test_a_dot_lock_tool_fails_at_once_and_the_log_says_what_works(m1):
+    """lockfile-create (lockfile-progs) locks by creating a temporary file
+    with O_EXCL and linking it: a mount holds no such files, so it fails,
+    at once rather than after retries, and the daemon's log names what
+    works instead.  So does link() itself."""
+    res = subprocess.run(["lockfile-create", "--retry", "0",
+                          m1.path("r", "job")],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode != 0, res
+    wait_until(lambda: "dot-lock tool cannot lock" in m1.log(), 10,
+               "the daemon to log why lockfile-create failed")
+    assert "lockfile-create" in m1.log() and \
+        "open RESOURCE/write, or flock RESOURCE/lock" in m1.log(), m1.log()
+    with pytest.raises(PermissionError):
+        os.link(m1.path("r", "lock"), m1.path("r", ".job.lock"))
