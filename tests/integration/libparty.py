@@ -5,7 +5,8 @@ let it go.
 usage: libparty.py HOW PATH [try]
   HOW: fasteners-read, fasteners-write (InterProcessReaderWriterLock),
        fasteners-lock (InterProcessLock), portalocker-a, portalocker-w
-       (portalocker.Lock(mode='a' or 'w')), or a Python file mode
+       (portalocker.Lock(mode='a' or 'w')), filelock (filelock.FileLock),
+       or a Python file mode
        (a+, r+, w+) that the open alone locks with
   try: one attempt that does not wait (else it waits); not for file modes
 Prints "held" once it holds (for a file mode, then "seek TOKEN-LINE": the
@@ -41,6 +42,16 @@ def portalocker_lock(path, mode, wait):
     return lock.release
 
 
+def filelock_lock(path, wait):
+    import filelock
+    lock = filelock.FileLock(path, timeout=30 if wait else 0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        return None
+    return lock.release
+
+
 def file_mode(path, mode):
     """open() in a buffered mode that reads and writes: the open takes the
     lock (on `write`, `read`, `lease`), and seek(0) must work."""
@@ -59,6 +70,8 @@ def main():
             path, {"read": False, "write": True}.get(how[10:]), wait)
     elif how.startswith("portalocker-"):
         release = portalocker_lock(path, how[12:], wait)
+    elif how == "filelock":
+        release = filelock_lock(path, wait)
     else:
         release = file_mode(path, how)
     if release is None:

@@ -122,13 +122,13 @@ def test_fasteners_reader_writer_lock_shares_reads_and_excludes_a_writer(
 
 
 @pytest.mark.parametrize("how", ["portalocker-w", "portalocker-a",
-                                 "fasteners-lock"])
+                                 "fasteners-lock", "filelock"])
 def test_an_exclusive_library_lock_keeps_the_other_host_out(
         zk, base, m1, m2, how):
     """portalocker.Lock(path, mode='w') opens 'a', takes the lock, then
     truncates through seek(0) and truncate(0): the seek must work, or the
-    lock stays held behind an exception.  Its mode 'a', and fasteners'
-    InterProcessLock, lock as they are."""
+    lock stays held behind an exception.  Its mode 'a', fasteners'
+    InterProcessLock and filelock's FileLock lock as they are."""
     holder = Party(how, m1.path("r", "lock"))
     assert holder.line() == "held"
     other = Party(how, m2.path("r", "lock"), "try")
