@@ -16,13 +16,32 @@ PARTY = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                      "libparty.py")
 
 
+# Perl's flock, as a Perl program takes it: the same words as libparty.py.
+PERL_FLOCK = r"""
+use Fcntl qw(:flock);
+open(my $f, "<", $ARGV[0]) or die "open $ARGV[0]: $!";
+$| = 1;
+if (!flock($f, LOCK_EX | (($ARGV[1] // "") eq "try" ? LOCK_NB : 0))) {
+    print "busy\n";
+    exit 0;
+}
+print "held\n";
+1 while <STDIN>;
+flock($f, LOCK_UN) or die "unlock: $!";
+print "released\n";
+"""
+
+
 class Party(Child):
-    """libparty.py HOW PATH [try], its lines read as they come (by a
-    thread: two lines may come in one read)."""
+    """libparty.py HOW PATH [try] (or perl-flock), its lines read as they
+    come (by a thread: two lines may come in one read)."""
 
     def __init__(self, how, path, *extra):
+        argv = ["perl", "-e", PERL_FLOCK, path, *extra] \
+            if how == "perl-flock" else [sys.executable, PARTY, how, path,
+                                         *extra]
         self.proc = subprocess.Popen(
-            [sys.executable, PARTY, how, path, *extra],
+            argv,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, bufsize=1,
             start_new_session=True)
@@ -40,8 +59,8 @@ class Party(Child):
             got = self.lines.get(timeout=timeout)
         except queue.Empty:
             raise AssertionError(
-                f"no word from {self.proc.args[2:]} within {timeout} s")
-        assert got, (f"{self.proc.args[2:]} ended: "
+                f"no word from {self.proc.args[-2:]} within {timeout} s")
+        assert got, (f"{self.proc.args[-2:]} ended: "
                      f"{self.proc.stderr.read().strip()}")
         return got
 
@@ -122,13 +141,14 @@ def test_fasteners_reader_writer_lock_shares_reads_and_excludes_a_writer(
 
 
 @pytest.mark.parametrize("how", ["portalocker-w", "portalocker-a",
-                                 "fasteners-lock", "filelock"])
+                                 "fasteners-lock", "filelock", "perl-flock"])
 def test_an_exclusive_library_lock_keeps_the_other_host_out(
         zk, base, m1, m2, how):
     """portalocker.Lock(path, mode='w') opens 'a', takes the lock, then
     truncates through seek(0) and truncate(0): the seek must work, or the
     lock stays held behind an exception.  Its mode 'a', fasteners'
-    InterProcessLock and filelock's FileLock lock as they are."""
+    InterProcessLock, filelock's FileLock and Perl's flock lock as they
+    are."""
     holder = Party(how, m1.path("r", "lock"))
     assert holder.line() == "held"
     other = Party(how, m2.path("r", "lock"), "try")
