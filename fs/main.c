@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <syslog.h>
@@ -279,13 +280,16 @@ int main(int argc, char **argv)
 		strcpy(fs.hostname, "?");
 
 	/* A password read below stays in memory for the mount's life (each
-	 * connection needs it): out of core dumps, and out of reach of other
-	 * processes of the daemon's user (ptrace, /proc/PID/mem). */
+	 * connection needs it): out of core dumps (the limit of 0 for crash
+	 * collectors that dump even what is not dumpable, as systemd-coredump
+	 * and apport honour it), and out of reach of the processes of the
+	 * daemon's user that may not ptrace everything (/proc/PID/mem). */
 	if ((o.auth_file || o.tls_key_password_file) &&
-	    prctl(PR_SET_DUMPABLE, 0) < 0) {
+	    (prctl(PR_SET_DUMPABLE, 0) < 0 ||
+	     setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 }) < 0)) {
 		fprintf(stderr,
 			"zklockfs: cannot keep the password out of core "
-			"dumps (prctl): %s\n",
+			"dumps: %s\n",
 			strerror(errno));
 		goto out_tree;
 	}

@@ -1115,7 +1115,7 @@ static void lr_delete_refused(struct zkl_lockreq *lr, int rc)
 void lr_deleted_locked(struct zkl_lockreq *lr, int rc, struct zkl_link *notify)
 {
 	assert(lr->phase == PH_DELETING);
-	if (lr_is_connection_loss(rc)) {
+	if (zkerr_is_connection_loss(rc)) {
 		lr_defer(lr, notify); /* must not leave it behind */
 	} else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED &&
 		   rc != ZCLOSING && rc != ZINVALIDSTATE) {
@@ -1148,11 +1148,6 @@ void lr_defer_for(struct zkl_lockreq *lr, int ms)
 	if (session_resume_at_locked(lr->s, &lr->member,
 				     session_clock_now() + ms))
 		lr_hold(lr, LR_HOLD_RESUME);
-}
-
-int lr_is_connection_loss(int rc)
-{
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
 }
 
 /*
@@ -1245,7 +1240,7 @@ static void lr_on_marked(int rc, const struct Stat *st, const void *data)
 	if (rc == ZOK || rc == ZBADVERSION) {
 		/* ZBADVERSION: a note was stored first; that is a mark too. */
 		lr->marked = 1;
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		if (lr_node_holds(lr) && lr->phase == PH_IDLE)
 			lr_defer(lr, &notify); /* lr_resume marks again */
 	} else if (rc != ZNONODE) {            /* ZNONODE: returned already */
@@ -1758,7 +1753,7 @@ static void lr_heir_on_sent(int rc, const void *data)
 			lr_tell_locked(lr, 0, &notify);
 			lr_watch_own(lr);
 		}
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		/* Done or not?  The heir's name tells, once connected. */
 		lr_to(lr, PH_RECOVERING);
 		if (lr->try_only)
@@ -2003,7 +1998,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 				lr_list(lr, &notify);
 		}
 	} else {
-		if (lr_is_connection_loss(rc)) {
+		if (zkerr_is_connection_loss(rc)) {
 			/* Created or not?  Only a listing can tell. */
 			lr_to(lr, PH_RECOVERING);
 			lr->maybe_stray = 1;
@@ -2067,7 +2062,7 @@ static void lr_on_checked(int rc, const struct Stat *st, const void *data)
 	session_enter(s, &notify);
 	if (!lr_call_current(c)) {
 		/* stale */
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
 	} else if (rc == ZOK && st->ephemeralOwner == s->client_id) {
 		lr->czxid = st->czxid;
@@ -2237,11 +2232,11 @@ static void lr_listed(struct zkl_queue_wait *w, int rc, struct zkl_link *notify)
 	if (lr->phase != PH_LISTING && lr->phase != PH_RECOVERING) {
 		/* stale: the request moved on (cancelled, expired, or its
 		 * create failed and it lined up again) */
-	} else if (lr_is_connection_loss(rc) && lr->try_only &&
+	} else if (zkerr_is_connection_loss(rc) && lr->try_only &&
 		   lr->phase == PH_LISTING && lr->outcome == LR_PENDING) {
 		/* A try is answered now: its node is deleted once connected. */
 		lr_finish_locked(lr, -EAGAIN, notify);
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		lr_defer(lr, notify);
 	} else if (rc == ZOK && lr->phase == PH_LISTING && lr->q->acl_open) {
 		lr_to(lr, PH_IDLE); /* so that the finish deletes our node */

@@ -443,7 +443,6 @@ void lr_defer(struct zkl_lockreq *lr, struct zkl_link *notify);
 /* ... or for ms, then resume once connected (a step ZooKeeper refused, a
  * holder's own watch). */
 void lr_defer_for(struct zkl_lockreq *lr, int ms);
-int lr_is_connection_loss(int rc);
 void lr_finish_locked(struct zkl_lockreq *lr, int err, struct zkl_link *notify);
 /* The abandon of the kinds with a node of their own (plain, member, peer
  * mutex): delete it, or leave that to the step in flight. */

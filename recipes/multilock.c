@@ -530,7 +530,7 @@ static int ml_created_one(struct ml_item *item, int rc, struct zkl_link *notify)
 		} else {
 			lr_to(m, PH_LISTING); /* lists once the token is in */
 		}
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		/* Created or not?  Each member's listing tells, for all. */
 		lr_to(m, PH_RECOVERING);
 		m->maybe_stray = 1;
@@ -776,7 +776,7 @@ static void ml_on_deleted(int rc, const void *data)
 		struct zkl_lockreq *m = d->item[i].lr;
 		if (!lr_call_current(&d->item[i])) {
 			/* stale: the session expired under us */
-		} else if (rc == ZOK || lr_is_connection_loss(rc)) {
+		} else if (rc == ZOK || zkerr_is_connection_loss(rc)) {
 			lr_deleted_locked(m, rc, &notify);
 		} else {
 			/* One was gone (deleted by another client): the

@@ -234,7 +234,7 @@ static void pl_on_deleted(int rc, const void *data)
 
 	session_enter(lr->s, &notify);
 	if (lr_call_current(c)) {
-		if (lr_is_connection_loss(rc))
+		if (zkerr_is_connection_loss(rc))
 			lr_defer(lr, &notify); /* must not leave it behind */
 		else
 			lr_to(lr, PH_GONE);
@@ -426,7 +426,7 @@ static void pl_on_children(int rc, const struct String_vector *sv,
 		pl_delete_strays(lr, sv);
 	if (!lr_call_current(c)) {
 		/* stale */
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
 	} else if (rc != ZOK && !(rc == ZNONODE && pl_kazoo(lr))) {
 		pl_fail(lr, rc == ZNONODE ? -EIO : zkerr_errno(rc), &notify);
@@ -556,7 +556,7 @@ static void pl_on_found(int rc, const struct String_vector *sv,
 	session_enter(lr->s, &notify);
 	if (!lr_call_current(c)) {
 		/* stale */
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
 	} else if (rc != ZOK && rc != ZNONODE) {
 		lr_to(lr, PH_GONE);
@@ -628,7 +628,7 @@ static void pl_on_created(int rc, const char *name, const struct Stat *st,
 		} else {
 			pl_have_node(lr, &notify);
 		}
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		lr_to(lr, PH_RECOVERING); /* created or not: look */
 		lr->maybe_stray = 1;
 		lr_defer(lr, &notify);
@@ -663,7 +663,7 @@ static void pl_on_checked(int rc, const struct Stat *st, const void *data)
 	session_enter(lr->s, &notify);
 	if (!lr_call_current(c)) {
 		/* stale */
-	} else if (lr_is_connection_loss(rc)) {
+	} else if (zkerr_is_connection_loss(rc)) {
 		lr_defer(lr, &notify);
 	} else if (rc == ZOK && st->ephemeralOwner == lr->s->client_id) {
 		lr->czxid = st->czxid;

@@ -336,15 +336,35 @@ static int session_start_threads(struct zkl_session *s)
 }
 
 /* How many servers a connect string names. */
-/* The addresses the client will try for hosts ("h1:p1,h2:p2"), resolved
- * as it resolves them: each name may stand for several servers. */
+/* An address as the client's log names it ("127.0.0.1:2281",
+ * "[::1]:2281"), into buf. */
+static void session_address_name(const struct addrinfo *a, char *buf,
+				 size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	int v6 = a->ai_family == AF_INET6;
+	const void *in =
+		v6 ? (const void *)&((struct sockaddr_in6 *)a->ai_addr)
+				->sin6_addr
+		   : (const void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr;
+	int port = ntohs(v6 ? ((struct sockaddr_in6 *)a->ai_addr)->sin6_port
+			    : ((struct sockaddr_in *)a->ai_addr)->sin_port);
+
+	inet_ntop(a->ai_family, in, ip, sizeof(ip));
+	snprintf(buf, len, v6 ? "[%s]:%d" : "%s:%d", ip, port);
+}
+
+/* How many servers the client will try for hosts ("h1:p1,h2:p2"): the
+ * distinct addresses the names resolve to, resolved as it resolves them
+ * (a name may stand for several; one it cannot resolve it skips).  At
+ * least 1. */
 static unsigned session_addresses_named(const char *hosts)
 {
 	const struct addrinfo hints = { .ai_flags = AI_ADDRCONFIG,
 					.ai_family = AF_UNSPEC,
 					.ai_socktype = SOCK_STREAM,
 					.ai_protocol = IPPROTO_TCP };
-	char name[256];
+	char seen[TLS_SERVERS_MAX][TLS_SERVER_LEN], name[256];
 	unsigned n = 0;
 
 	for (const char *h = hosts; *h; h += *h == ',') {
@@ -355,15 +375,23 @@ static unsigned session_addresses_named(const char *hosts)
 		snprintf(name, sizeof(name), "%.*s", (int)len, h);
 		h += len;
 		port = strrchr(name, ':');
-		if (port)
-			*port++ = '\0';
-		if (!port || getaddrinfo(name + strspn(name, " \t"), port,
-					 &hints, &found) != 0) {
-			n++; /* the client would not start: count it once */
+		if (!port)
 			continue;
+		*port++ = '\0';
+		if (getaddrinfo(name + strspn(name, " \t"), port, &hints,
+				&found) != 0)
+			continue;
+		for (struct addrinfo *a = found; a && n < TLS_SERVERS_MAX;
+		     a = a->ai_next) {
+			unsigned i = 0;
+
+			if (a->ai_family != AF_INET && a->ai_family != AF_INET6)
+				continue;
+			session_address_name(a, seen[n], sizeof(seen[n]));
+			while (i < n && strcmp(seen[i], seen[n]) != 0)
+				i++;
+			n += i == n;
 		}
-		for (struct addrinfo *a = found; a; a = a->ai_next)
-			n++;
 		freeaddrinfo(found);
 	}
 	return n ? n : 1;
@@ -747,8 +775,8 @@ void session_metrics_answered_locked(struct zkl_session *s,
 	assert(op < ZKL_OPS);
 	/* The client's own failures (the connection lost, the handle closed)
 	 * time the connection's end, not the server's answer. */
-	if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
-	    rc == ZCLOSING || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
+	if (zkerr_is_connection_loss(rc) || rc == ZCLOSING ||
+	    rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE)
 		return;
 	histogram_observe(&s->metrics.requests[op], &histogram_request_seconds,
 			  (double)(took > 0 ? took : 0) / 1e6);

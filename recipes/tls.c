@@ -15,6 +15,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,14 +26,13 @@
 /* Reasons said in the log at the error level: servers that fail for
  * different reasons in turn say each once, not at every retry. */
 #define TLS_SAID 8
-/* Servers told apart: an ensemble's addresses, with room to spare. */
-#define TLS_SERVERS 64
 
 /* The client's log hook takes no argument: one record per process. */
 static struct {
 	pthread_mutex_t lock;
 	int files_failed; /* a file of ours failed to load */
-	char servers[TLS_SERVERS][TLS_SERVER_LEN]; /* whose handshake failed */
+	char servers[TLS_SERVERS_MAX]
+		    [TLS_SERVER_LEN]; /* whose handshake failed */
 	size_t nservers;
 	char why[256];
 	char said[TLS_SAID][256];
@@ -105,19 +105,19 @@ static void tls_server_of(const char *message, char *server, size_t len)
 	snprintf(server, len, "%.*s", (int)strcspn(at, " "), at);
 }
 
-/* Note a failed handshake with server ("" for our own files), and its
- * reason: 1 if the reason is new, 2 if it was said already.
- * tls_seen.lock held. */
-static int tls_seen_add_locked(const char *server, const char *why)
+/* Note a failed handshake with server, or a file of ours that failed to
+ * load (`ours`), and its reason: 1 if the reason is new, 2 if it was said
+ * already.  tls_seen.lock held. */
+static int tls_seen_add_locked(const char *server, int ours, const char *why)
 {
 	size_t i;
 
-	if (!*server)
+	if (ours)
 		tls_seen.files_failed = 1;
 	for (i = 0; i < tls_seen.nservers; i++)
 		if (strcmp(tls_seen.servers[i], server) == 0)
 			break;
-	if (*server && i == tls_seen.nservers && i < TLS_SERVERS)
+	if (*server && i == tls_seen.nservers && i < TLS_SERVERS_MAX)
 		snprintf(tls_seen.servers[tls_seen.nservers++],
 			 sizeof(tls_seen.servers[0]), "%s", server);
 	snprintf(tls_seen.why, sizeof(tls_seen.why), "%s", why);
@@ -144,9 +144,10 @@ static int tls_seen_add_locked(const char *server, const char *why)
 static struct {
 	pthread_once_t once;
 	FILE *stream;
-	log_callback_fn hook; /* set before the first handle, never changed */
-	char line[8192];      /* the client's messages are at most 4096 */
-	size_t used;          /* written under the stream's own lock */
+	/* Set by the first handle's maker, never changed: the one hook. */
+	_Atomic(log_callback_fn) hook;
+	char line[8192]; /* the client's messages are at most 4096 */
+	size_t used;     /* written under the stream's own lock */
 } tls_log = { .once = PTHREAD_ONCE_INIT };
 
 static ssize_t tls_log_write(void *cookie, const char *buf, size_t size)
@@ -160,7 +161,7 @@ static ssize_t tls_log_write(void *cookie, const char *buf, size_t size)
 		}
 		tls_log.line[tls_log.used] = '\0';
 		tls_log.used = 0;
-		tls_log.hook(tls_log.line);
+		atomic_load (&tls_log.hook)(tls_log.line);
 	}
 	return (ssize_t)size;
 }
@@ -170,18 +171,24 @@ static void tls_log_open(void)
 	cookie_io_functions_t io = { .write = tls_log_write };
 
 	tls_log.stream = fopencookie(NULL, "w", io);
-	if (tls_log.stream)
-		zoo_set_log_stream(tls_log.stream);
+	if (!tls_log.stream)
+		return;
+	/* Each line written by the thread that logs it, within its
+	 * fprintf: fully buffered, a line could wait for another thread's
+	 * flush and reach the hook there, where its OpenSSL reason is not. */
+	setvbuf(tls_log.stream, NULL, _IOLBF, 0);
+	zoo_set_log_stream(tls_log.stream);
 }
 
 zhandle_t *tls_handle_new(const char *hosts, const char *files,
 			  watcher_fn watcher, int session_timeout_ms,
 			  void *context, log_callback_fn log)
 {
+	log_callback_fn none = NULL;
 	zhandle_t *zh;
 
-	assert(!tls_log.hook || tls_log.hook == log);
-	tls_log.hook = log;
+	atomic_compare_exchange_strong(&tls_log.hook, &none, log);
+	assert(atomic_load(&tls_log.hook) == log);
 	pthread_once(&tls_log.once, tls_log_open);
 	zh = zookeeper_init_ssl(hosts, files, watcher, session_timeout_ms, NULL,
 				context, 0);
@@ -210,11 +217,11 @@ int tls_note_failure(const char *message, char *why, size_t len, char *server,
 		if (!known && *tls_advice(reason))
 			known = reason;
 	}
-	/* A handshake's failure is logged from init_ssl_for_socket (the
-	 * server's refusal of our certificate comes there too); a connection
-	 * that broke later (a server's restart) is no TLS failure, only
-	 * its queue drained. */
-	if (!first || !strstr(message, "init_ssl_for_socket"))
+	/* A handshake's failure is logged from init_ssl_for_socket, as an
+	 * error (the server's refusal of our certificate comes there too); a
+	 * connection that broke later (a server's restart) is no TLS
+	 * failure, only its queue drained. */
+	if (!first || !strstr(message, "ZOO_ERROR@init_ssl_for_socket"))
 		return 0;
 	/* Our own files fail to load before any server is asked: name the
 	 * option, from the client's message. */
@@ -230,8 +237,10 @@ int tls_note_failure(const char *message, char *why, size_t len, char *server,
 		snprintf(server, server_len, "%s", "");
 	else
 		tls_server_of(message, server, server_len);
+	if (!*file && !*server)
+		return 0; /* neither our file nor a server's fault: unknown */
 	pthread_mutex_lock(&tls_seen.lock);
-	rc = tls_seen_add_locked(server, why);
+	rc = tls_seen_add_locked(server, *file != '\0', why);
 	pthread_mutex_unlock(&tls_seen.lock);
 	return rc;
 }

@@ -26,6 +26,8 @@ zhandle_t *tls_handle_new(const char *hosts, const char *files,
 
 /* Room for a server as the client names it: "[v6 address]:port". */
 #define TLS_SERVER_LEN 64
+/* Servers told apart: an ensemble's addresses, with room to spare. */
+#define TLS_SERVERS_MAX 64
 
 /* Called with each of the client's messages, on the thread that logged
  * it: if the message says a TLS connection failed, note why with the

@@ -417,7 +417,7 @@ static void wg_deleted(struct wg_wait *w, struct wg_record *r, int rc)
 		r->created = 0;
 		return;
 	}
-	if (lr_is_connection_loss(rc)) {
+	if (zkerr_is_connection_loss(rc)) {
 		wg_deletes_due(w, 1);
 		session_resume_at_locked(w->s, &w->timer,
 					 session_clock_now() + WG_RETRY_MS);
@@ -457,7 +457,7 @@ static void wg_walk_end(struct wg_wait *w, const char *why)
 static void wg_walk_failed(struct wg_wait *w, int rc)
 {
 	wg_walk_end(w, zerror(rc));
-	if (lr_is_connection_loss(rc) && w->lr && !w->known) {
+	if (zkerr_is_connection_loss(rc) && w->lr && !w->known) {
 		w->resume_walk = 1;
 		session_resume_at_locked(w->s, &w->timer,
 					 session_clock_now() + WG_RETRY_MS);
@@ -1111,7 +1111,7 @@ static void wg_created(struct wg_wait *w, struct wg_record *r, int rc,
 {
 	assert(w->creates_due > 0);
 	w->creates_due--;
-	if (rc == ZOK || lr_is_connection_loss(rc)) {
+	if (rc == ZOK || zkerr_is_connection_loss(rc)) {
 		/* Cut off, it may be there all the same: deleted at the end,
 		 * never taken for this wait's own (its czxid unknown). */
 		r->created = 1;

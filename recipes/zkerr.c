@@ -26,6 +26,7 @@ int zkerr_errno(int zrc)
 		return -ENOTDIR;
 	case ZCONNECTIONLOSS:
 	case ZOPERATIONTIMEOUT:
+	case ZSSLCONNECTIONERROR:
 		return -EAGAIN;
 	case ZSESSIONEXPIRED:
 	case ZINVALIDSTATE:
@@ -36,4 +37,10 @@ int zkerr_errno(int zrc)
 	default:
 		return -EIO;
 	}
+}
+
+int zkerr_is_connection_loss(int zrc)
+{
+	return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT ||
+	       zrc == ZSSLCONNECTIONERROR;
 }

@@ -10,8 +10,8 @@ One command per line, one answer line per command ("ok [...]" or
   getlk NAME wr|rd         F_GETLK: answers "ok unlocked" or "ok wr|rd PID"
   read NAME                answers "ok " + the file's lines joined by '|'
   close NAME
-  alarm SECS               the next blocking call is interrupted after SECS
-                           (a decimal: 0.05)
+  alarm SECS               the next command is interrupted SECS after it
+                           starts (a decimal: 0.05)
   pid                      answers "ok PID"
   child                    fork: the child answers "ok PID" and takes the
                            commands that follow, with the descriptors; the
@@ -36,6 +36,7 @@ from readall import read_all
 
 FLOCK_FMT = "hhqqi4x"  # struct flock on Linux x86-64 / arm64
 OPEN_FLAGS = {"r": os.O_RDONLY, "w": os.O_WRONLY, "rw": os.O_RDWR}
+ALARM = [None]  # seconds asked by "alarm", for the next command
 
 
 def on_alarm(*_):
@@ -79,7 +80,7 @@ def run(fds, words):
         return "ok"
     if cmd == "alarm":
         signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, float(args[0]))
+        ALARM[0] = float(args[0])  # armed as the next command starts
         return "ok"
     if cmd == "pid":
         return f"ok {os.getpid()}"
@@ -117,6 +118,12 @@ def main():
         words = line.split()
         if not words:
             continue
+        # Armed here, not when asked: a timer that ran out while this
+        # process read its next command would be lost (Python retries the
+        # read), and the command would wait for ever.
+        if words[0] != "alarm" and ALARM[0]:
+            signal.setitimer(signal.ITIMER_REAL, ALARM[0])
+            ALARM[0] = None
         try:
             answer = run(fds, words)
         except OSError as e:

@@ -116,19 +116,25 @@ def test_a_server_the_mount_does_not_trust_stops_the_start(zookeeper, pki,
                                                           host1):
     from harness import Pki
     other = Pki("another CA")
+    server = f"127.0.0.1:{zookeeper.port}"
     try:
-        code, err, took = start_refused(
-            zookeeper.connect, host1.trusting(other.ca).mount_options())
+        # The same server twice, or beside a name that does not resolve,
+        # is still every server there is.
+        for connect in (zookeeper.connect, f"{server},{server}",
+                        f"nosuchhost.invalid:{zookeeper.port},{server}"):
+            code, err, took = start_refused(
+                connect, host1.trusting(other.ca).mount_options())
+            assert code != 0
+            assert "TLS" in err and "certificate verify failed" in err and \
+                "tls_ca" in err, err
+            # Each of the client's messages goes through the mount's log,
+            # from the first (its handle speaks before the mount could
+            # give it a hook).
+            assert "ZOO_" not in err, err
+            # At once: not the connect timeout's 10 s.
+            assert took < 8, f"{connect}: took {took:.1f} s to say so"
     finally:
         other.remove()
-    assert code != 0
-    assert "TLS" in err and "certificate verify failed" in err and \
-        "tls_ca" in err, err
-    # Each of the client's messages goes through the mount's log, from
-    # the first (its handle speaks before the mount could give it a hook).
-    assert "ZOO_" not in err, err
-    # At once: not the connect timeout's 10 s.
-    assert took < 8, f"took {took:.1f} s to say so"
 
 
 def test_a_server_that_refuses_the_mounts_certificate_stops_the_start(
@@ -165,6 +171,10 @@ def test_an_encrypted_key_with_its_password_file(zookeeper, pki, zk, base):
     try:
         m = ms.new()
         assert status(m)["state"] == "connected"
+        # The password it keeps goes into no core dump.
+        with open(f"/proc/{m.proc.pid}/limits") as f:
+            core = [line for line in f if line.startswith("Max core")]
+        assert core and core[0].split()[4:6] == ["0", "0"], core
     finally:
         ms.finish(zk, base)
     # The password is never on the command line: a wrong one is named.
@@ -372,7 +382,9 @@ def test_a_certificate_broken_at_a_reconnection_is_said_and_retried_calmly(
     """The client reads the files at each connection, so a certificate
     replaced by a broken one is found at the next: the mount says which
     file, once, and tries again at the client's pace (the client left the
-    socket open and spun a CPU on it), until the file is good again."""
+    socket open and spun a CPU on it), until the file is good again.  An
+    open made meanwhile waits for the connection, as it would for a server
+    that is down, and is granted once it is back (it failed with EIO)."""
     rotated = pki.issue("rotated", "/O=zklockfs/CN=rotated")
     ms = Mounts(zookeeper.connect + base,
                 ["-o", "session_timeout=20", *rotated.mount_options()])
@@ -385,18 +397,21 @@ def test_a_certificate_broken_at_a_reconnection_is_said_and_retried_calmly(
         zookeeper.restart()
         wait_until(lambda: "TLS to ZooKeeper failed: tls_cert: " in m.log(),
                    30, "the mount to say that tls_cert does not load")
+        waiter = Locker(m.path("r", "write"), "w")
         before = cpu_seconds(m.proc.pid)
         time.sleep(3)  # a span to measure over, not to wait for anything
         used = cpu_seconds(m.proc.pid) - before
         assert used < 1, f"the daemon used {used:.2f} s of CPU in 3 s"
+        assert waiter.poll_result() is None, \
+            f"the open ended while the connection was down: " \
+            f"{waiter.poll_result()}"
         with open(rotated.cert, "w") as f:
             f.write(good)
         wait_until(lambda: status(m)["state"] == "connected", 30,
                    "the mount to connect once tls_cert is good again")
+        waiter.granted()
+        waiter.close()
         assert m.log().count("tls_cert") == 1, m.log()
-        holder = Locker(m.path("r", "write"), "w")
-        holder.granted()
-        holder.close()
     finally:
         ms.finish(zk, base)
 

@@ -89,6 +89,13 @@ Test(tls, a_broken_connection_is_no_tls_failure_but_its_queue_is_emptied,
 		     0);
 	cr_assert_eq(ERR_peek_error(), 0);
 	cr_assert_eq(tls_failed_servers(why, sizeof(why)), 0);
+	/* Nor the handshake's own news, with a stale reason queued. */
+	ERR_raise(ERR_LIB_SSL, SSL_R_CERTIFICATE_VERIFY_FAILED);
+	cr_assert_eq(tls_note_failure("ZOO_INFO@init_ssl_for_socket@2750: "
+				      "FIPS mode is OFF ",
+				      why, sizeof(why), server, sizeof(server)),
+		     0);
+	cr_assert_eq(tls_failed_servers(why, sizeof(why)), 0);
 	/* Nor a message with an empty queue. */
 	cr_assert_eq(tls_note_failure("ZOO_ERROR@init_ssl_for_socket@2850: "
 				      "Socket 127.0.0.1:2281 zk retcode=-15",
