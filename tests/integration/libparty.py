@@ -3,6 +3,7 @@ library or a Python file mode does, say so, hold it until stdin closes,
 let it go.
 
 usage: libparty.py HOW PATH [try]
+       libparty.py HOW PATH count N COUNTER
   HOW: fasteners-read, fasteners-write (InterProcessReaderWriterLock),
        fasteners-lock (InterProcessLock), portalocker-a, portalocker-w
        (portalocker.Lock(mode='a' or 'w')), filelock (filelock.FileLock),
@@ -11,10 +12,12 @@ usage: libparty.py HOW PATH [try]
   try: one attempt that does not wait (else it waits); not for file modes
 Prints "held" once it holds (for a file mode, then "seek TOKEN-LINE": the
 first line read after seek(0)), or "busy" if `try` found it held; then,
-after stdin closes, "released".
+after stdin closes, "released".  With `count`, N times: take the lock,
+add one to the number in the local file COUNTER, let go, print "did K".
 """
 import os
 import sys
+import time
 
 
 def fasteners_lock(path, write, wait):
@@ -62,18 +65,38 @@ def file_mode(path, mode):
     return f.close
 
 
+def take(how, path, wait):
+    """Take the lock HOW says: its release, or None if `wait` is false and
+    it is held."""
+    if how.startswith("fasteners-"):
+        return fasteners_lock(
+            path, {"read": False, "write": True}.get(how[10:]), wait)
+    if how.startswith("portalocker-"):
+        return portalocker_lock(path, how[12:], wait)
+    if how == "filelock":
+        return filelock_lock(path, wait)
+    return file_mode(path, how)
+
+
+def count(how, path, n, counter):
+    """The lost-update check: read, add one, write back, under the lock."""
+    for k in range(1, n + 1):
+        release = take(how, path, True)
+        with open(counter, "r+") as f:
+            value = int(f.read() or 0)
+            time.sleep(0.005)  # a window: two holders at once lose one
+            f.seek(0)
+            f.write(f"{value + 1}\n")
+            f.truncate()
+        release()
+        print("did", k, flush=True)
+
+
 def main():
     how, path = sys.argv[1], sys.argv[2]
-    wait = "try" not in sys.argv[3:]
-    if how.startswith("fasteners-"):
-        release = fasteners_lock(
-            path, {"read": False, "write": True}.get(how[10:]), wait)
-    elif how.startswith("portalocker-"):
-        release = portalocker_lock(path, how[12:], wait)
-    elif how == "filelock":
-        release = filelock_lock(path, wait)
-    else:
-        release = file_mode(path, how)
+    if sys.argv[3:4] == ["count"]:
+        return count(how, path, int(sys.argv[4]), sys.argv[5])
+    release = take(how, path, "try" not in sys.argv[3:])
     if release is None:
         print("busy", flush=True)
         return
