@@ -249,18 +249,18 @@ struct waiter {
 	 * nearest first; else none */
 	struct lineage_proc lineage[LINEAGE_MAX];
 	size_t nlineage;
-	struct lockfile *lf; /* the file the request came through, with a
+	struct lockfile *lf;   /* the file the request came through, with a
 			       * reference */
-	uint64_t owner;      /* fcntl: the lock owner */
-	/* fcntl: the ranges its owner is to hold once granted (its ranges
-	 * when it asked, with the call's applied), which then go to its
-	 * lock; else empty */
-	struct rangeset ranges;
+	uint64_t owner;        /* fcntl: the lock owner */
 	int fail_err;          /* the answer (-errno), once the node is gone */
 	int interrupted_early; /* set by the callback inside registration */
 	int in_place;          /* a downgrade: it waits for ZooKeeper, not
 			       * for a holder, so a caught signal waits for
 			       * its answer (the write lock may be gone) */
+	/* fcntl: the ranges its owner is to hold once granted (its ranges
+	 * when it asked, with the call's applied), which then go to its
+	 * lock; else empty */
+	struct rangeset ranges;
 	/* Guarded by fs->lock: */
 	enum waiter_state state;
 	int started;       /* its lock request was started */

@@ -281,7 +281,8 @@ static void waiter_interrupted(fuse_req_t req, void *arg)
  * owner holds now; the kept wait's ranges (its owner's when it first
  * asked, which an upgrade let go of) and the call again's both go to the
  * lock, the call again's over the kept's: never less than either.  Out
- * of memory, the kept wait's alone. */
+ * of memory, the kept wait's alone.  Without fs->lock: kept is ADOPTING,
+ * and its answer, if one comes, waits for waiter_adopt. */
 static void waiter_adopt_ranges(struct waiter *kept, const struct waiter *fresh)
 {
 	struct rangeset both;
