@@ -578,14 +578,12 @@ static void fs_after_refusal(int *expired)
 	fake_tree_settle(fake_fs.session);
 }
 
-/* Two opens of write on one mount: the second waits for the first's
- * close, then holds.  Each open is answered once, never both granted at
- * once, and everything the daemon allocated is freed at unmount. */
-static int fs_run_once(enum fault_kind kind, long n)
+/* The start of a daemon-side run with fault n of kind: a tree with the
+ * resource, the mount, the caller.  Returns the blocks live before the
+ * mount, for fs_end_clean. */
+static long fs_begin(enum fault_kind kind, long n)
 {
-	struct fake_req a = { 0 }, b = { 0 };
 	long before;
-	int hit, refused, expired = 0;
 
 	run_kind = kind_names[kind];
 	run_n = n;
@@ -595,6 +593,40 @@ static int fs_run_once(enum fault_kind kind, long n)
 	before = fault_alloc_live();
 	fake_mount(&fs_dir_ino, &fs_write_ino);
 	fake_ctx.pid = gettid(); /* no signal pending: nothing cancels */
+	return before;
+}
+
+/* The end of a daemon-side run: nothing parked, open, queued or left in
+ * the tree (unless a call was refused), the mount gone, and every block
+ * allocated since `before` freed. */
+static void fs_end_clean(int refused, long before)
+{
+	cr_assert(list_empty(&fake_fs.waiters) && list_empty(&fake_fs.failing),
+		  "%s fault %ld: a parked request was left", run_kind, run_n);
+	cr_assert(list_empty(&fake_fs.posix_locks),
+		  "%s fault %ld: an fcntl lock was left", run_kind, run_n);
+	cr_assert(list_empty(&fake_fs.lockfiles),
+		  "%s fault %ld: an open file was not freed", run_kind, run_n);
+	cr_assert_eq(fake_pending(), 0);
+	if (!refused)
+		cr_assert_eq(fake_tree_ephemerals(), 0,
+			     "%s fault %ld: a node of ours was left behind",
+			     run_kind, run_n);
+	fake_unmount();
+	cr_assert_eq(fault_alloc_live(), before,
+		     "%s fault %ld: %ld blocks leaked", run_kind, run_n,
+		     fault_alloc_live() - before);
+}
+
+/* Two opens of write on one mount: the second waits for the first's
+ * close, then holds.  Each open is answered once, never both granted at
+ * once, and everything the daemon allocated is freed at unmount. */
+static int fs_run_once(enum fault_kind kind, long n)
+{
+	struct fake_req a = { 0 }, b = { 0 };
+	long before = fs_begin(kind, n);
+	int hit, refused, expired = 0;
+
 	arm(kind, n);
 	fs_open(&a);
 	fs_after_refusal(&expired);
@@ -625,35 +657,29 @@ static int fs_run_once(enum fault_kind kind, long n)
 		     run_kind, run_n, b.replies);
 	if (n == 0)
 		cr_assert(!a.err && !b.err, "a clean run failed an open");
-	cr_assert(list_empty(&fake_fs.waiters) && list_empty(&fake_fs.failing),
-		  "%s fault %ld: a parked request was left", run_kind, run_n);
-	cr_assert(list_empty(&fake_fs.lockfiles),
-		  "%s fault %ld: an open file was not freed", run_kind, run_n);
-	cr_assert_eq(fake_pending(), 0);
-	if (!refused)
-		cr_assert_eq(fake_tree_ephemerals(), 0,
-			     "%s fault %ld: a node of ours was left behind",
-			     run_kind, run_n);
-	fake_unmount();
-	cr_assert_eq(fault_alloc_live(), before,
-		     "%s fault %ld: %ld blocks "
-		     "leaked",
-		     run_kind, run_n, fault_alloc_live() - before);
+	fs_end_clean(refused, before);
 	return hit;
 }
 
-Test(faults, parked_opens)
+/* Run a daemon-side scenario with each fault of each kind in turn, then
+ * once without. */
+static void fs_run_all_faults(int (*fs_run)(enum fault_kind kind, long n))
 {
 	for (int k = FAULT_ALLOC; k <= FAULT_REPLY; k++) {
 		long n = 1;
-		while (fs_run_once((enum fault_kind)k, n)) {
+		while (fs_run((enum fault_kind)k, n)) {
 			cr_assert_lt(n, 5000, "%s faults never end",
 				     kind_names[k]);
 			n++;
 		}
 		cr_assert_gt(n, 1, "no %s fault was ever hit", kind_names[k]);
 	}
-	fs_run_once(FAULT_ALLOC, 0);
+	fs_run(FAULT_ALLOC, 0);
+}
+
+Test(faults, parked_opens)
+{
+	fs_run_all_faults(fs_run_once);
 }
 
 /* ---- the daemon's side: fcntl byte ranges ------------------------------- */
@@ -725,20 +751,12 @@ static int fs_ranges_run_once(enum fault_kind kind, long n)
 {
 	struct fake_req open1 = { 0 }, open2 = { 0 }, c[5] = { 0 };
 	struct fuse_file_info fi = { .flags = O_RDWR };
-	long before;
+	long before = fs_begin(kind, n);
 	int hit, refused, expired = 0;
 
-	run_kind = kind_names[kind];
-	run_n = n;
-	fake_tree_reset();
-	fake_tree_add("/b", NULL);
-	fake_tree_add("/b/r", NULL);
-	before = fault_alloc_live();
-	fake_mount(&fs_dir_ino, &fs_write_ino);
 	cr_assert_eq(tree_lookup(&fake_fs.tree, fs_dir_ino, "lock",
 				 &fs_lock_ino),
 		     0);
-	fake_ctx.pid = gettid(); /* no signal pending: nothing cancels */
 	arm(kind, n);
 	lockfile_open((fuse_req_t)&open1, fs_lock_ino, &fi, NULL);
 	lockfile_open((fuse_req_t)&open2, fs_lock_ino, &fi, NULL);
@@ -786,35 +804,11 @@ static int fs_ranges_run_once(enum fault_kind kind, long n)
 		for (int i = 0; i < 5; i++)
 			cr_assert_eq(c[i].err, 0, "a clean run failed call %d",
 				     i);
-	cr_assert(list_empty(&fake_fs.waiters) && list_empty(&fake_fs.failing),
-		  "%s fault %ld: a parked request was left", run_kind, run_n);
-	cr_assert(list_empty(&fake_fs.posix_locks),
-		  "%s fault %ld: an fcntl lock was left", run_kind, run_n);
-	cr_assert(list_empty(&fake_fs.lockfiles),
-		  "%s fault %ld: an open file was not freed", run_kind, run_n);
-	cr_assert_eq(fake_pending(), 0);
-	if (!refused)
-		cr_assert_eq(fake_tree_ephemerals(), 0,
-			     "%s fault %ld: a node of ours was left behind",
-			     run_kind, run_n);
-	fake_unmount();
-	cr_assert_eq(fault_alloc_live(), before,
-		     "%s fault %ld: %ld blocks "
-		     "leaked",
-		     run_kind, run_n, fault_alloc_live() - before);
+	fs_end_clean(refused, before);
 	return hit;
 }
 
 Test(faults, fcntl_ranges)
 {
-	for (int k = FAULT_ALLOC; k <= FAULT_REPLY; k++) {
-		long n = 1;
-		while (fs_ranges_run_once((enum fault_kind)k, n)) {
-			cr_assert_lt(n, 5000, "%s faults never end",
-				     kind_names[k]);
-			n++;
-		}
-		cr_assert_gt(n, 1, "no %s fault was ever hit", kind_names[k]);
-	}
-	fs_ranges_run_once(FAULT_ALLOC, 0);
+	fs_run_all_faults(fs_ranges_run_once);
 }

@@ -277,6 +277,43 @@ static void first_granted_meanwhile(void)
 	replies_at_registration = second.replies;
 }
 
+/* MOUNT/r/lock opened into fi for lock owner 42 (the threads of one
+ * process share it); its inode into *lock_ino. */
+static void open_lock_for_owner(struct fake_req *open_req,
+				struct fuse_file_info *fi, uint64_t *lock_ino)
+{
+	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "lock", lock_ino), 0);
+	fake_ctx.pid = gettid();
+	lockfile_open((fuse_req_t)open_req, *lock_ino, fi, NULL);
+	cr_assert_eq(open_req->replies, 1);
+	fi->fh = (uint64_t)(uintptr_t)the_lockfile();
+	fi->lock_owner = 42;
+}
+
+/* A first fcntl call of fl, blocking, whose node is created as
+ * 0000000001 (its name into first_name): its listing is next. */
+static void setlk_first_created(struct fake_req *first, uint64_t lock_ino,
+				struct fuse_file_info *fi, struct flock *fl)
+{
+	lockfile_setlk((fuse_req_t)first, lock_ino, fi, fl, 1);
+	snprintf(first_name, sizeof(first_name), "%s0000000001",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZOK, "0000000001", 1001);
+}
+
+/* The owner's second call of fl, parked while the first's listing comes
+ * back and grants the first (first_granted_meanwhile). */
+static void setlk_second_as_first_granted(uint64_t lock_ino,
+					  struct fuse_file_info *fi,
+					  struct flock *fl)
+{
+	memset(&second, 0, sizeof(second));
+	registering = &second;
+	while_registering = first_granted_meanwhile;
+	replies_at_registration = -1;
+	lockfile_setlk((fuse_req_t)&second, lock_ino, fi, fl, 1);
+}
+
 Test(waiter, a_grant_while_the_holders_next_request_parks_answers_it_once)
 {
 	struct fake_req open_req = { 0 }, first = { 0 };
@@ -284,21 +321,9 @@ Test(waiter, a_grant_while_the_holders_next_request_parks_answers_it_once)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	uint64_t lock_ino;
 
-	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "lock", &lock_ino), 0);
-	fake_ctx.pid = gettid();
-	lockfile_open((fuse_req_t)&open_req, lock_ino, &fi, NULL);
-	cr_assert_eq(open_req.replies, 1);
-	fi.fh = (uint64_t)(uintptr_t)the_lockfile();
-	fi.lock_owner = 42; /* two threads of one process */
-	lockfile_setlk((fuse_req_t)&first, lock_ino, &fi, &fl, 1);
-	snprintf(first_name, sizeof(first_name), "%s0000000001",
-		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
-	fake_complete_create(ZOK, "0000000001", 1001);
-	memset(&second, 0, sizeof(second));
-	registering = &second;
-	while_registering = first_granted_meanwhile;
-	replies_at_registration = -1;
-	lockfile_setlk((fuse_req_t)&second, lock_ino, &fi, &fl, 1);
+	open_lock_for_owner(&open_req, &fi, &lock_ino);
+	setlk_first_created(&first, lock_ino, &fi, &fl);
+	setlk_second_as_first_granted(lock_ino, &fi, &fl);
 	cr_assert_eq(first.replies, 1);
 	cr_assert_eq(first.err, 0, "the first is granted");
 	cr_assert_eq(replies_at_registration, 0,
@@ -330,21 +355,10 @@ Test(waiter, a_range_answered_from_its_owners_grant_outlives_the_first_range)
 			    .l_len = 10 };
 	uint64_t lock_ino;
 
-	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "lock", &lock_ino), 0);
-	fake_ctx.pid = gettid();
-	lockfile_open((fuse_req_t)&open_req, lock_ino, &fi, NULL);
-	cr_assert_eq(open_req.replies, 1);
-	fi.fh = (uint64_t)(uintptr_t)the_lockfile();
-	fi.lock_owner = 42;
-	lockfile_setlk((fuse_req_t)&first, lock_ino, &fi, &fl, 1);
-	snprintf(first_name, sizeof(first_name), "%s0000000001",
-		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
-	fake_complete_create(ZOK, "0000000001", 1001);
-	memset(&second, 0, sizeof(second));
-	registering = &second;
-	while_registering = first_granted_meanwhile;
+	open_lock_for_owner(&open_req, &fi, &lock_ino);
+	setlk_first_created(&first, lock_ino, &fi, &fl);
 	fl.l_start = 100;
-	lockfile_setlk((fuse_req_t)&second, lock_ino, &fi, &fl, 1);
+	setlk_second_as_first_granted(lock_ino, &fi, &fl);
 	cr_assert_eq(first.err, 0, "the first is granted");
 	cr_assert_eq(second.replies, 1);
 	cr_assert_eq(second.err, 0, "the second is answered from the lock");
@@ -384,15 +398,8 @@ Test(waiter, a_ranges_unlock_keeps_the_write_lock_while_disconnected)
 	struct posixlock *p;
 	uint64_t lock_ino;
 
-	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "lock", &lock_ino), 0);
-	fake_ctx.pid = gettid();
-	lockfile_open((fuse_req_t)&open_req, lock_ino, &fi, NULL);
-	fi.fh = (uint64_t)(uintptr_t)the_lockfile();
-	fi.lock_owner = 42;
-	lockfile_setlk((fuse_req_t)&wr, lock_ino, &fi, &fl, 1);
-	snprintf(first_name, sizeof(first_name), "%s0000000001",
-		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
-	fake_complete_create(ZOK, "0000000001", 1001);
+	open_lock_for_owner(&open_req, &fi, &lock_ino);
+	setlk_first_created(&wr, lock_ino, &fi, &fl);
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(wr.replies, 1);
 	cr_assert_eq(wr.err, 0, "the write range is not granted");
