@@ -319,7 +319,7 @@ def root_is_a_mount_point():
     """Is / a mount point of this mount namespace?  Not in a debootstrap or
     sbuild root, where unshare cannot make a private mount namespace
     (--propagation: "cannot change root filesystem propagation")."""
-    with open("/proc/self/mountinfo") as f:
+    with open("/proc/self/mountinfo", errors="surrogateescape") as f:
         return any(line.split()[4] == "/" for line in f)
 
 
@@ -340,7 +340,9 @@ def zklockfs_binary():
 
 
 def is_mounted(mountpoint):
-    with open("/proc/self/mountinfo") as f:
+    # Another test's mount point may hold any bytes (a worker beside this
+    # one, or another run), not only UTF-8.
+    with open("/proc/self/mountinfo", errors="surrogateescape") as f:
         return any(line.split()[4] == mountpoint for line in f)
 
 
