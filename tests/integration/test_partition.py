@@ -74,6 +74,11 @@ def status(mount):
         return dict(line.split(" ", 1) for line in f.read().splitlines())
 
 
+# How late a loaded machine may run a holder's signal handler after the
+# daemon sent the signal (the handler stamps the time it runs).
+DELIVERY_S = 0.05
+
+
 def stamp(line, what):
     """The CLOCK_MONOTONIC time at the end of a locker's --stamp line."""
     assert " @" in line, f"expected {what}, got {line!r}"
@@ -224,7 +229,10 @@ def test_a_cut_healed_before_expiry_keeps_the_session_but_not_the_lock(
     # other host gets it, seen from that host: not before the holder had
     # the margin to act.
     granted = stamp(waiter.granted(15), "the grant")
-    assert granted - told >= margin, (granted - told, margin)
+    # The margin runs from the daemon's signal; the holder stamps its
+    # handler's run, which a busy machine (three test files at a time) may
+    # start some milliseconds later: that much is the holder's, not ours.
+    assert granted - told >= margin - DELIVERY_S, (granted - told, margin)
     st = status(a)
     assert st["session"] == session and st["expirations"] == "0", st
     wait_until(lambda: status(a)["state"] == "connected", 10,

@@ -206,13 +206,21 @@ def test_the_daemon_keeps_nothing_for_names_the_kernel_forgot(m1):
         wait_until(lambda: int(status(m1)["resources"]) < 10, 30,
                    "the daemon to free the entries the kernel forgot")
 
+    # A leak grows the daemon at every round of 3,000 names; the first
+    # rounds also grow it for threads and malloc arenas that a busy
+    # machine makes libfuse start (three test files run at a time), once.
+    # So: four rounds after a first, and one at least must leave the
+    # daemon within 1 MiB of where it was (a leak of 350 bytes a name
+    # grows every round by more).
     use([f"first-{i}" for i in range(3000)])
-    rss = daemon_rss_kib(m1)
-    use([f"second-{i}" for i in range(3000)])
-    use([f"third-{i}" for i in range(3000)])
-    grown = daemon_rss_kib(m1) - rss
-    assert grown < 2048, \
-        f"6,000 more names used and forgotten grew the daemon by {grown} KiB"
+    grown = []
+    for r in range(4):
+        rss = daemon_rss_kib(m1)
+        use([f"round{r}-{i}" for i in range(3000)])
+        grown.append(daemon_rss_kib(m1) - rss)
+    assert min(grown) < 1024, \
+        f"every round of 3,000 names used and forgotten grew the daemon " \
+        f"(KiB): {grown}"
 
 
 def test_containers_no_makes_persistent_resources(zk, base, mounts):
