@@ -36,19 +36,29 @@ static void load_reasons(void)
 			 NULL);
 }
 
+/* tls_note_failure of `message`, with `reason` queued first if not 0,
+ * as the client's I/O thread would have it: its answer, why and server
+ * in the test's buffers (256 and TLS_SERVER_LEN bytes). */
+static int noted(int lib, int reason, const char *message, char *why,
+		 char *server)
+{
+	if (reason)
+		ERR_raise(lib, reason);
+	return tls_note_failure(message, why, 256, server, TLS_SERVER_LEN);
+}
+
 /* The client's message for a handshake refused by the server at
  * `server`, with OpenSSL's reason in the queue, as its I/O thread logs it. */
 static int refused_by(const char *server, int reason, char *why, char *named)
 {
 	char message[256];
 
-	ERR_raise(ERR_LIB_SSL, reason);
 	snprintf(message, sizeof(message),
 		 "2026-11-29 12:00:00,000:1(0x7f):ZOO_ERROR@init_ssl_for_"
 		 "socket@2850: Socket %s zk retcode=-15, errno=0(Success): "
 		 "error in ssl connect",
 		 server);
-	return tls_note_failure(message, why, 256, named, TLS_SERVER_LEN);
+	return noted(ERR_LIB_SSL, reason, message, why, named);
 }
 
 Test(tls, each_server_counts_once_and_each_reason_is_said_once,
@@ -81,25 +91,26 @@ Test(tls, a_broken_connection_is_no_tls_failure_but_its_queue_is_emptied,
 {
 	char why[256], server[TLS_SERVER_LEN];
 
-	ERR_raise(ERR_LIB_SSL, SSL_R_UNEXPECTED_EOF_WHILE_READING);
-	cr_assert_eq(tls_note_failure("ZOO_ERROR@handle_socket_error_msg@"
-				      "2100: Socket 127.0.0.1:2281 zk "
-				      "retcode=-4: failed while receiving",
-				      why, sizeof(why), server, sizeof(server)),
+	cr_assert_eq(noted(ERR_LIB_SSL, SSL_R_UNEXPECTED_EOF_WHILE_READING,
+			   "ZOO_ERROR@handle_socket_error_msg@2100: Socket "
+			   "127.0.0.1:2281 zk retcode=-4: failed while "
+			   "receiving",
+			   why, server),
 		     0);
 	cr_assert_eq(ERR_peek_error(), 0);
 	cr_assert_eq(tls_failed_servers(why, sizeof(why)), 0);
 	/* Nor the handshake's own news, with a stale reason queued. */
-	ERR_raise(ERR_LIB_SSL, SSL_R_CERTIFICATE_VERIFY_FAILED);
-	cr_assert_eq(tls_note_failure("ZOO_INFO@init_ssl_for_socket@2750: "
-				      "FIPS mode is OFF ",
-				      why, sizeof(why), server, sizeof(server)),
+	cr_assert_eq(noted(ERR_LIB_SSL, SSL_R_CERTIFICATE_VERIFY_FAILED,
+			   "ZOO_INFO@init_ssl_for_socket@2750: FIPS mode is "
+			   "OFF ",
+			   why, server),
 		     0);
 	cr_assert_eq(tls_failed_servers(why, sizeof(why)), 0);
 	/* Nor a message with an empty queue. */
-	cr_assert_eq(tls_note_failure("ZOO_ERROR@init_ssl_for_socket@2850: "
-				      "Socket 127.0.0.1:2281 zk retcode=-15",
-				      why, sizeof(why), server, sizeof(server)),
+	cr_assert_eq(noted(0, 0,
+			   "ZOO_ERROR@init_ssl_for_socket@2850: Socket "
+			   "127.0.0.1:2281 zk retcode=-15",
+			   why, server),
 		     0);
 }
 
@@ -108,12 +119,12 @@ Test(tls, a_file_of_ours_that_fails_to_load_fails_every_server,
 {
 	char why[256], server[TLS_SERVER_LEN];
 
-	ERR_raise(ERR_LIB_PEM, PEM_R_NO_START_LINE);
-	cr_assert_eq(tls_note_failure("ZOO_ERROR@init_ssl_for_socket@2790: "
-				      "Socket 127.0.0.1:2281 zk retcode=-15, "
-				      "errno=22(Invalid argument): Failed "
-				      "to load client private key from k.pem",
-				      why, sizeof(why), server, sizeof(server)),
+	cr_assert_eq(noted(ERR_LIB_PEM, PEM_R_NO_START_LINE,
+			   "ZOO_ERROR@init_ssl_for_socket@2790: Socket "
+			   "127.0.0.1:2281 zk retcode=-15, errno=22(Invalid "
+			   "argument): Failed to load client private key "
+			   "from k.pem",
+			   why, server),
 		     1);
 	cr_assert_str_eq(why, "tls_key: no start line");
 	cr_assert_str_eq(server, "", "our file, not the server's fault");
