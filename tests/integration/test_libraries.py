@@ -53,14 +53,32 @@ print "released\n";
 """
 PERL = {"perl-flock": PERL_FLOCK, "perl-fcntl": PERL_FCNTL}
 
+# Ruby's File#flock, the same words again.
+RUBY_FLOCK = r"""
+f = File.open(ARGV[0], "r")
+$stdout.sync = true
+how = File::LOCK_EX | (ARGV[1] == "try" ? File::LOCK_NB : 0)
+unless f.flock(how)
+  puts "busy"
+  exit 0
+end
+puts "held"
+$stdin.read
+f.flock(File::LOCK_UN) or raise "unlock failed"
+puts "released"
+"""
+
 
 class Party(Child):
-    """libparty.py HOW PATH [try] (or Perl's perl-flock, perl-fcntl), its
+    """libparty.py HOW PATH [try] (or Perl's perl-flock, perl-fcntl, or
+    Ruby's ruby-flock), its
     lines read as they come (by a thread: two lines may come in one
     read)."""
 
     def __init__(self, how, path, *extra):
         argv = ["perl", "-e", PERL[how], path, *extra] if how in PERL \
+            else ["ruby", "-e", RUBY_FLOCK, path, *extra] \
+            if how == "ruby-flock" \
             else [sys.executable, PARTY, how, path, *extra]
         self.proc = subprocess.Popen(
             argv,
@@ -168,14 +186,14 @@ def test_fasteners_reader_writer_lock_shares_reads_and_excludes_a_writer(
 
 @pytest.mark.parametrize("how", ["portalocker-w", "portalocker-a",
                                  "fasteners-lock", "filelock", "perl-flock",
-                                 "perl-fcntl"])
+                                 "perl-fcntl", "ruby-flock"])
 def test_an_exclusive_library_lock_keeps_the_other_host_out(
         zk, base, m1, m2, how):
     """portalocker.Lock(path, mode='w') opens 'a', takes the lock, then
     truncates through seek(0) and truncate(0): the seek must work, or the
     lock stays held behind an exception.  Its mode 'a', fasteners'
-    InterProcessLock, filelock's FileLock and Perl's flock and fcntl lock
-    as they are."""
+    InterProcessLock, filelock's FileLock, Perl's flock and fcntl and
+    Ruby's File#flock lock as they are."""
     holder = Party(how, m1.path("r", "lock"))
     assert holder.line() == "held"
     other = Party(how, m2.path("r", "lock"), "try")
