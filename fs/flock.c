@@ -220,6 +220,22 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 /* ---- fcntl(2) ---------------------------------------------------------- */
 
+/* A byte range is refused, with a log line that says so (at most every
+ * 10 s): EINVAL alone names nothing (Java says "Invalid argument"). */
+static void lockfile_refuse_range(fuse_req_t req, const struct flock *lock)
+{
+	static atomic_llong said_at;
+
+	if (log_due(&said_at, 10))
+		log_msg(LOG_NOTICE,
+			"pid %d asked an fcntl lock of a byte range (start "
+			"%lld, length %lld): zklockfs locks whole files only "
+			"(start 0, length 0), so the call fails with EINVAL",
+			(int)fuse_req_ctx(req)->pid, (long long)lock->l_start,
+			(long long)lock->l_len);
+	fs_reply_err(req, EINVAL);
+}
+
 void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    struct flock *lock, int sleep)
 {
@@ -235,7 +251,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	int held;
 
 	if (!lockfile_whole_file(lock))
-		return fs_reply_err(req, EINVAL);
+		return lockfile_refuse_range(req, lock);
 	if (lock->l_type == F_UNLCK) {
 		u = unlock_begin(req);
 		posix_drop(fs, ino, fi->lock_owner, NULL, u);
@@ -362,7 +378,7 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	int covered, err;
 
 	if (!lockfile_whole_file(lock))
-		return fs_reply_err(req, EINVAL);
+		return lockfile_refuse_range(req, lock);
 	q = malloc(sizeof(*q));
 	if (!q)
 		return fs_reply_err(req, ENOMEM);

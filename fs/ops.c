@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 /*
@@ -304,13 +303,11 @@ static void ops_refuse_dotlock(fuse_req_t req, const char *what,
 			       const char *name, int err)
 {
 	static atomic_llong said_at;
-	long long now = (long long)time(NULL), then = atomic_load(&said_at);
 	char comm[32] = "?";
 	pid_t pid = fuse_req_ctx(req)->pid;
 	ssize_t n;
 
-	if (now - then >= OPS_DOTLOCK_SAY_EVERY_S &&
-	    atomic_compare_exchange_strong(&said_at, &then, now)) {
+	if (log_due(&said_at, OPS_DOTLOCK_SAY_EVERY_S)) {
 		n = procfile_read(pid, "comm", comm, sizeof(comm));
 		if (n > 0)
 			comm[strcspn(comm, "\n")] = '\0';

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 static int log_to = LOG_TO_STDERR;
 static int log_max_level = LOG_INFO;
@@ -42,4 +43,15 @@ void log_msg(int level, const char *fmt, ...)
 			memcpy(line + sizeof(line) - 4, "...", 4);
 		fprintf(stderr, "zklockfs: %s\n", line);
 	}
+}
+
+int log_due(atomic_llong *said_at, int every_s)
+{
+	struct timespec now;
+	long long then = atomic_load(said_at), now_s;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	now_s = (long long)now.tv_sec + 1; /* never 0, which is "not yet" */
+	return (then == 0 || now_s - then >= every_s) &&
+	       atomic_compare_exchange_strong(said_at, &then, now_s);
 }
