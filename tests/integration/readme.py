@@ -73,19 +73,66 @@ def doc_block(first_line):
     return found[0]
 
 
-def clean_copy(dest):
-    """The tree as a fresh clone of it would be, in dest: the files git
-    tracks, as they are in the work tree (so that a change not yet
-    committed is what gets tested), with no build directory."""
+def tree_files_by_git(root=ROOT):
+    """The files of the tree as git sees them: tracked, or new and not
+    ignored, as they are in the work tree (a change not yet committed is
+    what gets tested); relative paths."""
     listed = subprocess.run(
-        ["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others",
+        ["git", "-C", root, "ls-files", "-z", "--cached", "--others",
          "--exclude-standard"], capture_output=True, check=True).stdout
-    for rel in filter(None, listed.decode().split("\0")):
-        src = os.path.join(ROOT, rel)
-        if not os.path.lexists(src):
-            continue  # deleted in the work tree, not yet in git
+    return sorted(rel for rel in listed.decode().split("\0")
+                  if rel and os.path.lexists(os.path.join(root, rel)))
+
+
+def ignore_rules(root=ROOT):
+    """The tree's .gitignore, as (pattern, anchored, directories only):
+    the subset of git's syntax it uses (a leading "/" anchors a pattern to
+    the top, a trailing "/" makes it match directories only, fnmatch's
+    wildcards)."""
+    rules = []
+    with open(os.path.join(root, ".gitignore")) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            assert not line.startswith("!"), f".gitignore: {line}: " \
+                "negation is not understood here"
+            rules.append((line.strip("/"), line.startswith("/"),
+                          line.endswith("/")))
+    return rules
+
+
+def tree_files_by_walk(root=ROOT):
+    """The same files as tree_files_by_git, where there is no git or no
+    .git (a release tarball, a git archive, a source package): every file
+    but .git and what .gitignore ignores (build directories, caches)."""
+    import fnmatch
+    rules = ignore_rules(root)
+
+    def ignored(rel, is_dir):
+        return any((not only_dirs or is_dir) and fnmatch.fnmatch(
+            rel if anchored else os.path.basename(rel), pattern)
+            for pattern, anchored, only_dirs in rules)
+    found = []
+    for d, dirs, files in os.walk(root):
+        here = os.path.relpath(d, root)
+        here = "" if here == "." else here
+        dirs[:] = sorted(n for n in dirs if n != ".git" and not ignored(
+            os.path.join(here, n), True))
+        found += [os.path.join(here, n) for n in files
+                  if not ignored(os.path.join(here, n), False)]
+    return sorted(found)
+
+
+def clean_copy(dest):
+    """The tree as a fresh clone of it would be, in dest, with no build
+    directory: by git where it has one and git is here, else by walking
+    the tree (tree_files_by_walk)."""
+    by_git = shutil.which("git") and os.path.isdir(os.path.join(ROOT, ".git"))
+    for rel in tree_files_by_git() if by_git else tree_files_by_walk():
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
-        shutil.copy2(src, os.path.join(dest, rel), follow_symlinks=False)
+        shutil.copy2(os.path.join(ROOT, rel), os.path.join(dest, rel),
+                     follow_symlinks=False)
     return dest
 
 

@@ -8,6 +8,7 @@ import ast
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -17,8 +18,9 @@ import pytest
 
 from harness import (Locker, free_port, is_mounted, lock_nodes,
                      needs_private_mounts, wait_until, zklockfs_binary)
-from readme import (DEBIAN_PATH, README_ENSEMBLE, README_MOUNT, RunLocal,
-                    clean_copy, doc_block, doc_blocks)
+from readme import (DEBIAN_PATH, README_ENSEMBLE, README_MOUNT, ROOT,
+                    RunLocal, clean_copy, doc_block, doc_blocks,
+                    tree_files_by_git, tree_files_by_walk)
 from test_security import open_as
 
 # Blocks no test can run, by their first line, and why.
@@ -486,6 +488,31 @@ def test_the_trees_map_names_every_source_file():
             if name.endswith((".c", ".h")) and name not in named:
                 missing.append(f"{directory}/{name}")
     assert not missing, f"HACKING.md's tree does not name {missing}"
+
+
+# ---- the tree the tests copy, with git or without ------------------------
+
+def test_the_tree_is_copied_alike_with_or_without_git(tmp_path):
+    """The tests that copy the tree (the README's commands, the package)
+    work from a release tarball or a git archive, which has no .git, and on
+    a machine without git: the files are then found by walking the tree
+    and reading .gitignore, and they are the files git would list."""
+    copy = clean_copy(str(tmp_path / "copy"))
+    assert not os.path.exists(os.path.join(copy, ".git"))
+    # What a build leaves there is not the tree's.
+    for junk in ("build/fs/zklockfs", "build-asan/x", "tests/__pycache__/a.pyc",
+                 "subprojects/packagecache/zookeeper.tar.gz",
+                 "subprojects/apache-zookeeper-3.8.0/README"):
+        os.makedirs(os.path.dirname(os.path.join(copy, junk)), exist_ok=True)
+        open(os.path.join(copy, junk), "w").close()
+    walked = tree_files_by_walk(copy)
+    assert "README.md" in walked and "fs/main.c" in walked, walked[:20]
+    assert not [f for f in walked if f.startswith((
+        "build", "tests/__pycache__", "subprojects/packagecache",
+        "subprojects/apache-"))]
+    if shutil.which("git") and os.path.isdir(os.path.join(ROOT, ".git")):
+        assert walked == tree_files_by_git(), \
+            set(walked) ^ set(tree_files_by_git())
 
 
 # ---- the README's first command, and the sections that use it ------------
