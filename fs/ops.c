@@ -315,7 +315,8 @@ static void ops_refuse_dotlock(fuse_req_t req, const char *what,
 			"pid %d (%s) tried to %s \"%s\" (%s): a zklockfs mount has "
 			"no files but its lock files, so a dot-lock tool cannot "
 			"lock in it; open RESOURCE/write, or flock RESOURCE/lock "
-			"(doc/locks.md, \"Works with\")",
+			"(doc/locks.md, \"Lock libraries and tools that work "
+			"with it\")",
 			(int)pid, comm, what, name, strerror(err));
 	}
 	fs_reply_err(req, err);
