@@ -7,6 +7,7 @@
 #include "lockquery.h"
 #include "reentrant.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,7 +17,7 @@
 #include <syslog.h>
 
 /*
- * flock(2) and whole-file fcntl(2) locks on the lock files
+ * flock(2) and fcntl(2) locks on the lock files
  * (see lockfile.h for who owns what).
  *
  * Upgrading a lock (shared to exclusive) drops it and queues anew, as
@@ -27,6 +28,18 @@
  * request through an open file description that holds a lock (from open
  * or flock) is answered from that lock: granted if it covers the request,
  * EDEADLK if not, since queueing would wait for ourselves.
+ *
+ * An fcntl lock of a byte range locks the whole resource: stronger than
+ * asked, never weaker (doc/locks.md).  What its owner holds is the set
+ * of its ranges (rangeset.h), by POSIX's rules for an owner's own locks,
+ * and the one lock that set needs: a write lock while any range is a
+ * write range, a read lock while all are read ranges, none once the set
+ * is empty.  So a call that leaves the set needing the lock it has (a
+ * second range, an unlock of one of two) changes only the set; one that
+ * changes the lock needed converts it as a whole-file call would (an
+ * unlock that leaves only read ranges downgrades it in place); the last
+ * range's unlock releases it.  A call that fails or waits in vain leaves
+ * the set as it was; an upgrade drops the read lock first, as above.
  */
 /* ---- grants ------------------------------------------------------------ */
 
@@ -62,10 +75,13 @@ static void flock_granted(struct waiter *w, struct zkl_lockreq *lr)
 	fuse_reply_err(w->req, 0);
 }
 
+/* The grant of an fcntl call: its owner holds the ranges it asked for
+ * (w->ranges), with this lock. */
 static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 {
 	struct zkl_fs *fs = w->fs;
 	struct posixlock *p, *fresh = calloc(1, sizeof(*fresh));
+	struct rangeset both = RANGESET_EMPTY;
 	struct zkl_lockreq *old = NULL;
 
 	if (!fresh) {
@@ -79,21 +95,40 @@ static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 		return lock_grant_refused(w, lr);
 	}
 	p = posix_find_locked(fs, w->lf->ino, w->owner);
+	/* Another call of the owner's was granted meanwhile: it holds that
+	 * call's ranges and this one's over them, the later grant's, under
+	 * the stronger lock of the two (so that it holds them all). */
+	if (p && rangeset_overlaid(&p->ranges, &w->ranges, &both) < 0) {
+		pthread_mutex_unlock(&fs->lock);
+		free(fresh);
+		lockreq_release(lr);
+		return fs_reply_err(w->req, ENOLCK);
+	}
 	if (p) {
+		rangeset_free(&p->ranges);
+		rangeset_move(&p->ranges, &both);
 		old = p->lr;
 	} else {
 		p = fresh;
 		fresh = NULL;
 		p->ino = w->lf->ino;
 		p->owner = w->owner;
+		rangeset_move(&p->ranges, &w->ranges);
 		list_add_tail(&fs->posix_locks, &p->link);
 	}
-	p->lr = lr;
-	p->holder = w->nlineage ? w->lineage[0] : (struct lineage_proc){ 0 };
-	p->via = w->lf;
-	memcpy(p->identity, w->identity, w->identity_len);
-	p->identity_len = w->identity_len;
-	p->taker = w->taker;
+	if (old &&
+	    !lockfile_mode_covers((int)lockreq_mode(lr), lockreq_mode(old))) {
+		old = lr; /* the lock held is the stronger: it stays */
+	} else {
+		p->lr = lr;
+		p->holder = w->nlineage ? w->lineage[0]
+					: (struct lineage_proc){ 0 };
+		p->via = w->lf;
+		memcpy(p->identity, w->identity, w->identity_len);
+		p->identity_len = w->identity_len;
+		p->taker = w->taker;
+	}
+	posix_check_locked(fs, p);
 	pthread_mutex_unlock(&fs->lock);
 	free(fresh);
 	if (old)
@@ -123,6 +158,22 @@ static struct zkl_lockreq *posix_holder_lock(const struct waiter *w)
 	return p ? p->lr : NULL;
 }
 
+/* Another call of the owner's was granted while this one waited, with a
+ * lock that covers this one: the owner holds this call's ranges too. */
+static int posix_holder_answered(struct waiter *w)
+{
+	struct posixlock *p = posix_find_locked(w->fs, w->lf->ino, w->owner);
+	struct rangeset both;
+
+	assert(p); /* its lock answered w */
+	if (rangeset_overlaid(&p->ranges, &w->ranges, &both) < 0)
+		return -ENOLCK;
+	rangeset_free(&p->ranges);
+	rangeset_move(&p->ranges, &both);
+	posix_check_locked(w->fs, p);
+	return 0;
+}
+
 static const struct waiter_ops flock_ops = {
 	.what = "flock",
 	.kind = FS_KIND_FLOCK,
@@ -136,6 +187,7 @@ static const struct waiter_ops posix_ops = {
 	.kind = FS_KIND_FCNTL,
 	.granted = posix_granted,
 	.holder_lock_locked = posix_holder_lock,
+	.holder_answered_locked = posix_holder_answered,
 };
 
 /* ---- flock(2) ---------------------------------------------------------- */
@@ -207,33 +259,107 @@ void lockfile_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (!old && how == LOCK_UN)
 		return fs_reply_err(req, 0);
 	if (!old)
-		return waiter_park(req, &flock_ops, lf, mode, flags, 0);
+		return waiter_park(req, &flock_ops, lf, mode, flags, 0, NULL);
 	if (down == DOWNGRADE_IN_PLACE) /* never a try: nobody blocks it */
 		return waiter_park_in_place(req, &flock_ops, lf, mode, 0, 0,
-					    old);
+					    NULL, old);
 	u = unlock_begin(req);
 	unlock_add(u, old);
 	if (how == LOCK_UN)
 		return unlock_reply_when_done(u, req);
-	unlock_park_when_done(u, req, &flock_ops, lf, mode, flags, 0);
+	unlock_park_when_done(u, req, &flock_ops, lf, mode, flags, 0, NULL);
 }
 
 /* ---- fcntl(2) ---------------------------------------------------------- */
 
-/* A byte range is refused, with a log line that says so (at most every
- * 10 s): EINVAL alone names nothing (Java says "Invalid argument"). */
-static void lockfile_refuse_range(fuse_req_t req, const struct flock *lock)
-{
-	static atomic_llong said_at;
+/* What an fcntl call does, decided under fs->lock (setlk_decide_locked). */
+enum setlk_step {
+	SETLK_ANSWERED, /* the answer is known (the table changed, if at all) */
+	SETLK_RELEASE,  /* the owner's last range went: its lock goes */
+	SETLK_QUEUE,    /* a lock to queue (the old one goes first, if any) */
+	SETLK_IN_PLACE, /* a downgrade: a read lock in the write lock's place */
+};
 
-	if (log_due(&said_at, 10))
-		log_msg(LOG_NOTICE,
-			"pid %d asked an fcntl lock of a byte range (start "
-			"%lld, length %lld): zklockfs locks whole files only "
-			"(start 0, length 0), so the call fails with EINVAL",
-			(int)fuse_req_ctx(req)->pid, (long long)lock->l_start,
-			(long long)lock->l_len);
-	fs_reply_err(req, EINVAL);
+/* The call's step for lf's owner `owner`: a lock or unlock of `range`,
+ * a try unless `sleep`.  The ranges the owner is to hold into *after
+ * (unless ANSWERED), the mode of the lock to take into *mode (QUEUE,
+ * IN_PLACE), the answer into *err (ANSWERED), and the owner's entry,
+ * taken off the table, into *gone (RELEASE, IN_PLACE, and QUEUE where
+ * it held a lock): nobody else sees it from now on.  fs->lock held. */
+static enum setlk_step setlk_decide_locked(struct lockfile *lf, uint64_t owner,
+					   const struct lockrange *range,
+					   int sleep, struct rangeset *after,
+					   enum zkl_mode *mode,
+					   struct posixlock **gone, int *err)
+{
+	struct zkl_fs *fs = lf->fs;
+	int unlock = range->type == F_UNLCK, held, lowers;
+	enum downgrade down;
+	struct posixlock *p;
+	short had, want;
+
+	ZKL_ASSERT_HELD(&fs->lock);
+	*err = 0;
+	held = lf->held ? lockreq_held_mode(lf->held) : -ENOLCK;
+	if (!unlock && held >= 0) {
+		/* Through a description that holds a lock: answered from it
+		 * (see the top), whatever the range. */
+		*mode = lockfile_mode(lf->ino,
+				      lockfile_mode_of_type(range->type));
+		*err = lockfile_mode_covers(held, *mode) ? 0 : -EDEADLK;
+		return SETLK_ANSWERED;
+	}
+	p = posix_find_locked(fs, lf->ino, owner);
+	if (rangeset_applied(p ? &p->ranges : NULL, range->start, range->end,
+			     range->type, after) < 0) {
+		*err = -ENOLCK;
+		return SETLK_ANSWERED;
+	}
+	want = rangeset_type(after);
+	if (want == F_UNLCK) {
+		if (p) {
+			list_del(&p->link);
+			*gone = p;
+		}
+		return p ? SETLK_RELEASE : SETLK_ANSWERED;
+	}
+	*mode = lockfile_mode(lf->ino, lockfile_mode_of_type(want));
+	if (!p)
+		return SETLK_QUEUE;
+	had = rangeset_type(&p->ranges);
+	lowers = had == F_WRLCK && want == F_RDLCK;
+	if (!lowers && lockfile_covers(p->lr, *mode)) {
+		/* The lock it has does (or more: a write lock an unlock
+		 * could not downgrade, below). */
+		down = DOWNGRADE_KEEP;
+	} else {
+		down = downgrade_how(p->lr, *mode,
+				     unlock || !sleep ? LOCKREQ_TRY : 0);
+		/* An unlock never waits and never fails: where it cannot
+		 * downgrade at once (the connection is down; a multi-lock,
+		 * whose downgrade queues anew; a lock lost), the lock stays
+		 * as it is, stronger than the ranges need, until their last
+		 * unlock or a later call. */
+		if (unlock && down != DOWNGRADE_IN_PLACE)
+			down = DOWNGRADE_KEEP;
+	}
+	switch (down) {
+	case DOWNGRADE_KEEP:
+		rangeset_free(&p->ranges);
+		rangeset_move(&p->ranges, after);
+		posix_check_locked(fs, p);
+		return SETLK_ANSWERED;
+	case DOWNGRADE_TRY_FAILS:
+		rangeset_free(after);
+		*err = -EAGAIN; /* the lock and the ranges kept */
+		return SETLK_ANSWERED;
+	case DOWNGRADE_IN_PLACE:
+	case DOWNGRADE_OLD_WAY:
+		break;
+	}
+	list_del(&p->link);
+	*gone = p;
+	return down == DOWNGRADE_IN_PLACE ? SETLK_IN_PLACE : SETLK_QUEUE;
 }
 
 void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -241,52 +367,60 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
-	enum zkl_mode mode =
-		lockfile_mode(ino, lockfile_mode_of_type(lock->l_type));
-	enum downgrade down = DOWNGRADE_OLD_WAY;
-	struct zkl_lockreq *from = NULL;
-	struct posixlock *p;
+	struct rangeset after = RANGESET_EMPTY;
+	enum zkl_mode mode = ZKL_MODE_READ;
+	struct posixlock *gone = NULL;
+	struct zkl_lockreq *from;
+	struct lockrange range;
+	enum setlk_step step;
 	struct unlock *u;
-	int err = 1; /* 1: not answered here; else 0 or -errno */
-	int held;
+	int err;
 
-	if (!lockfile_whole_file(lock))
-		return lockfile_refuse_range(req, lock);
-	if (lock->l_type == F_UNLCK) {
-		u = unlock_begin(req);
-		posix_drop(fs, ino, fi->lock_owner, NULL, u);
-		return unlock_reply_when_done(u, req);
-	}
-	pthread_mutex_lock(&fs->lock);
-	held = lf->held ? lockreq_held_mode(lf->held) : -ENOLCK;
-	if (held >= 0) {
-		err = lockfile_mode_covers(held, mode) ? 0 : -EDEADLK;
-	} else {
-		p = posix_find_locked(fs, ino, fi->lock_owner);
-		if (p)
-			down = downgrade_how(p->lr, mode,
-					     sleep ? 0 : LOCKREQ_TRY);
-		if (down == DOWNGRADE_KEEP) {
-			err = 0;
-		} else if (down == DOWNGRADE_TRY_FAILS) {
-			err = -EAGAIN; /* the lock kept */
-		} else if (down == DOWNGRADE_IN_PLACE) {
-			list_del(&p->link);
-			from = p->lr;
-			free(p);
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-	if (err <= 0)
+	(void)ino; /* lf's */
+	err = rangeset_range_of(lock, &range);
+	if (err < 0)
 		return fs_reply_err(req, -err);
-	if (from) /* never a try: nobody can block it */
+	if (range.start != 0 || range.end != RANGESET_EOF)
+		log_msg(LOG_DEBUG,
+			"pid %d: fcntl %s of bytes %" PRId64 " to %" PRId64
+			" on %s: the whole resource's lock",
+			(int)fuse_req_ctx(req)->pid,
+			range.type == F_UNLCK   ? "unlock"
+			: range.type == F_RDLCK ? "read lock"
+						: "write lock",
+			range.start, range.end, lf->zpath);
+	pthread_mutex_lock(&fs->lock);
+	step = setlk_decide_locked(lf, fi->lock_owner, &range, sleep, &after,
+				   &mode, &gone, &err);
+	pthread_mutex_unlock(&fs->lock);
+	switch (step) {
+	case SETLK_ANSWERED:
+		assert(!gone && after.n == 0);
+		return fs_reply_err(req, -err);
+	case SETLK_RELEASE:
+		u = unlock_begin(req);
+		unlock_add(u, gone->lr);
+		posix_free(gone);
+		return unlock_reply_when_done(u, req);
+	case SETLK_IN_PLACE: /* never a try: nobody can block it */
+		from = gone->lr;
+		posix_free(gone);
 		return waiter_park_in_place(req, &posix_ops, lf, mode, 0,
-					    fi->lock_owner, from);
+					    fi->lock_owner, &after, from);
+	case SETLK_QUEUE:
+		break;
+	}
+	assert(range.type != F_UNLCK); /* an unlock never queues */
+	if (!gone)
+		return waiter_park(req, &posix_ops, lf, mode,
+				   sleep ? 0 : LOCKREQ_TRY, fi->lock_owner,
+				   &after);
 	/* A conversion drops the old lock first (see the top). */
 	u = unlock_begin(req);
-	posix_drop(fs, ino, fi->lock_owner, NULL, u);
+	unlock_add(u, gone->lr);
+	posix_free(gone);
 	unlock_park_when_done(u, req, &posix_ops, lf, mode,
-			      sleep ? 0 : LOCKREQ_TRY, fi->lock_owner);
+			      sleep ? 0 : LOCKREQ_TRY, fi->lock_owner, &after);
 }
 
 /*
@@ -356,6 +490,11 @@ static void getlk_answered(int err, const struct lockquery_answer *a, void *arg)
 								  : F_WRLCK;
 			q->lock.l_pid =
 				getlk_local_pid(q->fs, a->data, a->datalen);
+			/* ... over the whole file, whatever range was
+			 * asked about. */
+			q->lock.l_whence = SEEK_SET;
+			q->lock.l_start = 0;
+			q->lock.l_len = 0;
 		}
 		fuse_reply_lock(q->req, &q->lock);
 	}
@@ -377,8 +516,8 @@ void lockfile_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct posixlock *p;
 	int covered, err;
 
-	if (!lockfile_whole_file(lock))
-		return lockfile_refuse_range(req, lock);
+	/* Of a range as of the whole file: any lock locks the whole
+	 * resource. */
 	q = malloc(sizeof(*q));
 	if (!q)
 		return fs_reply_err(req, ENOMEM);

@@ -139,6 +139,25 @@ struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
 	return NULL;
 }
 
+void posix_check_locked(struct zkl_fs *fs, const struct posixlock *p)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	assert(p->ranges.n > 0 && rangeset_valid(&p->ranges));
+	/* Never weaker than asked: the lock holds every range. */
+	assert(lockfile_mode_covers(
+		(int)lockreq_mode(p->lr),
+		lockfile_mode(p->ino, lockfile_mode_of_type(
+					      rangeset_type(&p->ranges)))));
+	(void)fs;
+	(void)p;
+}
+
+void posix_free(struct posixlock *p)
+{
+	rangeset_free(&p->ranges);
+	free(p);
+}
+
 void posix_take(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 		const struct lockfile *via, struct zkl_link *taken)
 {
@@ -322,7 +341,7 @@ void lockfile_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		    kind == TREE_WRITE  ? ZKL_MODE_WRITE
 		    : kind == TREE_READ ? ZKL_MODE_READ
 					: ZKL_MODE_LEASE,
-		    (fi->flags & O_NONBLOCK) ? LOCKREQ_TRY : 0, 0);
+		    (fi->flags & O_NONBLOCK) ? LOCKREQ_TRY : 0, 0, NULL);
 }
 
 /* The lock that read() and write() through lf speak of: the open file's

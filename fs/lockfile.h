@@ -8,9 +8,11 @@
  *   open file description   the lock taken by open(write|read|lease) or by
  *                           flock(); flock converts or drops it; the last
  *                           close (RELEASE) drops it.            (flock(2))
- *   (process, file)         a whole-file fcntl lock; F_UNLCK, any close
- *                           of that file by the process (FLUSH) and exit
- *                           drop it.                              (POSIX)
+ *   (process, file)         an fcntl lock: one lock of the resource for
+ *                           all the byte ranges the process holds on
+ *                           the file (rangeset.h); an F_UNLCK of its last
+ *                           range, any close of that file by the process
+ *                           (FLUSH) and exit drop it.              (POSIX)
  * All of them queue on the one resource znode, so all exclude each other.
  */
 #ifndef ZKL_LOCKFILE_H
@@ -25,6 +27,7 @@
 #include "process.h"
 #include "lockreq.h"
 #include "names.h"
+#include "rangeset.h"
 
 enum lockfile_state {
 	LF_OPENING, /* OPEN not yet answered */
@@ -75,12 +78,18 @@ struct lockfile {
 	int takes_lock; /* the open waits for a lock (decided once) */
 };
 
-/* A whole-file fcntl lock held by a process. */
+/* The fcntl lock of a lock owner on a file. */
 struct posixlock {
 	struct zkl_link link; /* in fs->posix_locks */
 	fuse_ino_t ino;
-	uint64_t owner;       /* the kernel's lock owner: the process */
+	uint64_t owner;       /* the kernel's lock owner: the process (an open
+			       * file description, for OFD locks) */
 	struct lockfile *via; /* taken through this open file */
+	/* The ranges the owner holds, never empty, and the lock of the
+	 * whole resource that holds them all: its mode always covers their
+	 * strongest (posix_check_locked), and may be stronger (a write lock
+	 * kept where an unlock could not downgrade it at once). */
+	struct rangeset ranges;
 	struct zkl_lockreq *lr;
 	struct lineage_proc holder; /* who took it (-o reentrant; else none) */
 	size_t identity_len;
@@ -99,6 +108,12 @@ static inline struct lockfile *lockfile_of(const struct fuse_file_info *fi)
 /* The fcntl lock of (ino, owner), or NULL.  fs->lock held. */
 struct posixlock *posix_find_locked(struct zkl_fs *fs, fuse_ino_t ino,
 				    uint64_t owner);
+
+/* Assert what struct posixlock promises of p.  fs->lock held. */
+void posix_check_locked(struct zkl_fs *fs, const struct posixlock *p);
+
+/* Free p, off the table, and its ranges (not its lock). */
+void posix_free(struct posixlock *p);
 
 /* Move the fcntl locks of (ino, owner), or if `via` is set, those taken
  * through that open file, out of the table onto the list `taken`.  Takes
@@ -123,13 +138,6 @@ int lockfile_covers(struct zkl_lockreq *lr, enum zkl_mode mode);
  * (LOCK_EX / F_WRLCK: write, LOCK_SH / F_RDLCK: read): on a lease file
  * every lock is a lease, whichever was asked. */
 enum zkl_mode lockfile_mode(fuse_ino_t ino, enum zkl_mode asked);
-
-/* fcntl: only whole-file locks, which the kernel hands over as start 0,
- * length 0 (to the end, whatever the end becomes). */
-static inline int lockfile_whole_file(const struct flock *lock)
-{
-	return lock->l_start == 0 && lock->l_len == 0;
-}
 
 /* fcntl's lock type as a mode (F_WRLCK write, else read). */
 static inline enum zkl_mode lockfile_mode_of_type(short type)
@@ -188,6 +196,11 @@ struct waiter_ops {
 	 * conversion: take that lock from the holder, for the caller to
 	 * release.  NULL (fcntl): EDEADLK. */
 	struct zkl_lockreq *(*holder_drop_locked)(const struct waiter *w);
+	/* The holder's lock answers w (it covers w's mode), and nothing
+	 * else will: fcntl adds w's ranges to its owner's.  Returns 0, or
+	 * -errno to answer instead.  fs->lock held.  NULL: nothing to
+	 * record. */
+	int (*holder_answered_locked)(struct waiter *w);
 };
 
 /*
@@ -244,6 +257,10 @@ struct waiter {
 	int in_place;          /* a downgrade: it waits for ZooKeeper, not
 			       * for a holder, so a caught signal waits for
 			       * its answer (the write lock may be gone) */
+	/* fcntl: the ranges its owner is to hold once granted (its ranges
+	 * when it asked, with the call's applied), which then go to its
+	 * lock; else empty */
+	struct rangeset ranges;
 	/* Guarded by fs->lock: */
 	enum waiter_state state;
 	int started;       /* its lock request was started */
@@ -266,10 +283,12 @@ struct waiter {
 };
 
 /* Queue a lock request for `mode` on lf's resource for req, with
- * LOCKREQ_* flags, and answer req now (error) or later.  Any thread. */
+ * LOCKREQ_* flags, and answer req now (error) or later.  fcntl passes
+ * its owner and the ranges it is to hold (moved into the request: empty
+ * after); the others 0 and NULL.  Any thread. */
 void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		 struct lockfile *lf, enum zkl_mode mode, unsigned flags,
-		 uint64_t owner);
+		 uint64_t owner, struct rangeset *ranges);
 
 /* waiter_park for a downgrade: `from`, the write lock the holder had
  * (taken from it by the caller, who passes its reference), is replaced
@@ -278,7 +297,7 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			  struct lockfile *lf, enum zkl_mode mode,
 			  unsigned flags, uint64_t owner,
-			  struct zkl_lockreq *from);
+			  struct rangeset *ranges, struct zkl_lockreq *from);
 
 /* At unmount (fs->stopping set, workers gone): fail every parked request
  * whose grant has not begun; the others fail in their grant. */
@@ -305,7 +324,6 @@ struct unlock *unlock_begin(fuse_req_t req);
 void unlock_add(struct unlock *u, struct zkl_lockreq *lr);
 /* Reply 0 to req once every release is gone. */
 void unlock_reply_when_done(struct unlock *u, fuse_req_t req);
-/* Then waiter_park(req, ops, lf, mode, flags, owner); EIO at unmount. */
 /* For the signal poller: the unlocks past their deadline (a second:
  * ZooKeeper's answer may be late, not the caller's), claimed, each with a
  * reference; fs->lock held.  unlock_answer_late answers each, without the
@@ -313,9 +331,12 @@ void unlock_reply_when_done(struct unlock *u, fuse_req_t req);
 size_t unlock_take_late_locked(struct zkl_fs *fs, struct unlock **late,
 			       size_t max);
 void unlock_answer_late(struct unlock *u);
+/* Then waiter_park(req, ops, lf, mode, flags, owner, ranges); EIO at
+ * unmount. */
 void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 			   const struct waiter_ops *ops, struct lockfile *lf,
-			   enum zkl_mode mode, unsigned flags, uint64_t owner);
+			   enum zkl_mode mode, unsigned flags, uint64_t owner,
+			   struct rangeset *ranges);
 
 /* A close (FLUSH) of lf by thread tid (waiter.c): the waits kept for
  * a restart (waiter.h) by its process on lf, or by a thread gone, move to

@@ -277,6 +277,22 @@ static void waiter_interrupted(fuse_req_t req, void *arg)
 	waiter_signalled(w);
 }
 
+/* fcntl: the call again asks what the kept wait asked, from what its
+ * owner holds now; the kept wait's ranges (its owner's when it first
+ * asked, which an upgrade let go of) and the call again's both go to the
+ * lock, the call again's over the kept's: never less than either.  Out
+ * of memory, the kept wait's alone.  Without fs->lock: kept is ADOPTING,
+ * and its answer, if one comes, waits for waiter_adopt. */
+static void waiter_adopt_ranges(struct waiter *kept, const struct waiter *fresh)
+{
+	struct rangeset both;
+
+	if (rangeset_overlaid(&kept->ranges, &fresh->ranges, &both) < 0)
+		return;
+	rangeset_free(&kept->ranges);
+	rangeset_move(&kept->ranges, &both);
+}
+
 /* The call again of a kept wait (waiter.h): `kept` answers the new call
  * `fresh` (a stand-in never started, freed here), from the place it kept,
  * or at once with the answer that came meanwhile. */
@@ -284,9 +300,10 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 {
 	struct zkl_fs *fs = kept->fs;
 	struct zkl_lockreq *dropped = NULL;
-	int answered, answer, holder = 0;
+	int answered, answer, holder = 0, holder_answer = 0;
 
 	atomic_fetch_add(&kept->refs, 1); /* ours, while here */
+	waiter_adopt_ranges(kept, fresh);
 	kept->req = fresh->req;
 	lockfile_get(fresh->lf);
 	lockfile_put(kept->lf);
@@ -315,6 +332,8 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 		holder = 0; /* its answer is on its way: it decides */
 	waiter_move_locked(kept, !answered && holder == 0 ? WAITER_PARKED
 							  : WAITER_OFF);
+	if (holder != 0)
+		holder_answer = waiter_holder_answered_locked(kept, holder);
 	pthread_mutex_unlock(&fs->lock);
 	if (dropped)
 		lockreq_release(dropped); /* a conversion's old lock */
@@ -323,7 +342,7 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	if (answered)
 		waiter_done(kept->lr, answer, kept);
 	else if (holder != 0)
-		waiter_fail(kept, holder < 0 ? holder : 0);
+		waiter_fail(kept, holder_answer);
 	else if (kept->interrupted_early ||
 		 sigpend_thread_classify(kept->tid) != SIGPEND_WAIT)
 		waiter_signalled(kept); /* a signal no callback saw */
@@ -332,17 +351,19 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 
 void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		 struct lockfile *lf, enum zkl_mode mode, unsigned flags,
-		 uint64_t owner)
+		 uint64_t owner, struct rangeset *ranges)
 {
-	waiter_park_in_place(req, ops, lf, mode, flags, owner, NULL);
+	waiter_park_in_place(req, ops, lf, mode, flags, owner, ranges, NULL);
 }
 
 /* A waiter for req on lf, with two references (the caller's and its
- * request's), its asker's identity and, under -o reentrant, its
- * lineage.  NULL when out of memory. */
+ * request's), its asker's identity, its ranges (moved from *ranges, if
+ * given) and, under -o reentrant, its lineage.  NULL when out of memory
+ * (*ranges left to the caller). */
 static struct waiter *waiter_new(fuse_req_t req, const struct waiter_ops *ops,
 				 struct lockfile *lf, enum zkl_mode mode,
-				 unsigned flags, uint64_t owner, int in_place)
+				 unsigned flags, uint64_t owner,
+				 struct rangeset *ranges, int in_place)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -358,6 +379,8 @@ static struct waiter *waiter_new(fuse_req_t req, const struct waiter_ops *ops,
 	w->tid = ctx->pid;
 	w->lf = lf;
 	w->owner = owner;
+	if (ranges)
+		rangeset_move(&w->ranges, ranges);
 	w->flags = flags;
 	w->in_place = in_place;
 	w->kept_answer = WAITER_NO_ANSWER;
@@ -386,7 +409,7 @@ static void waiter_start(struct waiter *w, struct zkl_lockreq *from)
 {
 	struct zkl_fs *fs = w->fs;
 	struct zkl_lockreq *dropped = NULL;
-	int err = -ECANCELED, answer = 0;
+	int err = -ECANCELED, answer = 0, answered = 0;
 
 	/* Before the request can be answered, so that an interrupt that
 	 * comes later finds the callback; one that came first runs it right
@@ -405,8 +428,10 @@ static void waiter_start(struct waiter *w, struct zkl_lockreq *from)
 	pthread_mutex_lock(&fs->lock);
 	if (w->state == WAITER_PARKED) {
 		answer = waiter_holder_answer_locked(w, &dropped);
-		if (answer != 0) {
+		answered = answer != 0;
+		if (answered) {
 			waiter_move_locked(w, WAITER_OFF);
+			answer = waiter_holder_answered_locked(w, answer);
 		} else if (from) {
 			err = lockreq_start_in_place(w->lr, from);
 			from = NULL;
@@ -420,9 +445,9 @@ static void waiter_start(struct waiter *w, struct zkl_lockreq *from)
 		lockreq_release(dropped); /* a conversion's old lock */
 	if (from)
 		lockreq_release(from); /* the downgrade did not start */
-	if (answer != 0) {
+	if (answered) {
 		fuse_req_interrupt_func(w->req, NULL, NULL);
-		waiter_fail(w, answer < 0 ? answer : 0);
+		waiter_fail(w, answer);
 	} else if (err < 0 && err != -ECANCELED) {
 		/* Nothing was sent, and start has decided the outcome: no
 		 * cancel can win now. */
@@ -434,16 +459,18 @@ static void waiter_start(struct waiter *w, struct zkl_lockreq *from)
 void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			  struct lockfile *lf, enum zkl_mode mode,
 			  unsigned flags, uint64_t owner,
-			  struct zkl_lockreq *from)
+			  struct rangeset *ranges, struct zkl_lockreq *from)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
-	struct waiter *w =
-		waiter_new(req, ops, lf, mode, flags, owner, from != NULL);
+	struct waiter *w = waiter_new(req, ops, lf, mode, flags, owner, ranges,
+				      from != NULL);
 	int64_t asked = trace_now();
 	struct waiter *kept;
 	int err;
 
 	if (!w) {
+		if (ranges)
+			rangeset_free(ranges);
 		if (from)
 			lockreq_release(from);
 		/* A stand-in, so the answer goes the usual way. */
@@ -544,6 +571,7 @@ void waiter_put(struct waiter *w)
 		return;
 	assert(!w->lr); /* adopted by the grant, or released by the failure */
 	lockfile_put(w->lf);
+	rangeset_free(&w->ranges);
 	free(w);
 }
 
@@ -898,9 +926,23 @@ int waiter_holder_answer_locked(const struct waiter *w,
 	return 0;
 }
 
+int waiter_holder_answered_locked(struct waiter *w, int answer)
+{
+	ZKL_ASSERT_HELD(&w->fs->lock);
+	assert(answer != 0);
+	if (answer < 0)
+		return answer;
+	/* Granted from the holder's lock: as good as a grant of its own,
+	 * so what it asked is the holder's now, before anyone else (another
+	 * thread's unlock of the owner) can look. */
+	return w->ops->holder_answered_locked
+		       ? w->ops->holder_answered_locked(w)
+		       : 0;
+}
+
 /* The first started waiter of w's holder that its lock answers, unlisted
- * and its request cancelled (answer in *answer); NULL if none.  A
- * conversion's old lock into *dropped.  fs->lock held. */
+ * and its request cancelled (its answer, 0 or -errno, in *answer); NULL
+ * if none.  A conversion's old lock into *dropped.  fs->lock held. */
 static struct waiter *waiter_next_of_holder_locked(struct waiter *w,
 						   int *answer,
 						   struct zkl_lockreq **dropped)
@@ -920,6 +962,7 @@ static struct waiter *waiter_next_of_holder_locked(struct waiter *w,
 			return NULL; /* the holder holds nothing now */
 		if (*answer != 0 && lockreq_cancel(o->lr) == 0) {
 			waiter_move_locked(o, WAITER_OFF);
+			*answer = waiter_holder_answered_locked(o, *answer);
 			return o;
 		}
 	}
@@ -950,8 +993,7 @@ void waiter_answer_same_holder(struct waiter *w)
 		log_msg(LOG_DEBUG,
 			"pid %d's %s answered from its holder's lock",
 			(int)o->tid, o->ops->what);
-		waiter_fail(o,
-			    answer < 0 ? answer : 0); /* its node goes first */
+		waiter_fail(o, answer); /* its node goes first */
 	}
 }
 
@@ -1084,6 +1126,7 @@ struct unlock {
 	enum zkl_mode mode;
 	unsigned flags;
 	uint64_t owner;
+	struct rangeset ranges; /* fcntl's, for the lock to queue */
 };
 
 struct unlock *unlock_begin(fuse_req_t req)
@@ -1114,7 +1157,7 @@ static void unlock_answer(struct unlock *u)
 		fs_reply_err(u->req, EIO);
 	else
 		waiter_park(u->req, u->park_ops, lf, u->mode, u->flags,
-			    u->owner);
+			    u->owner, &u->ranges);
 	lockfile_put(lf);
 }
 
@@ -1142,6 +1185,7 @@ static void unlock_put(struct unlock *u)
 	pthread_mutex_unlock(&fs->lock);
 	if (mine)
 		unlock_answer(u);
+	rangeset_free(&u->ranges); /* the lock's, not queued */
 	free(u);
 }
 
@@ -1223,10 +1267,13 @@ void unlock_reply_when_done(struct unlock *u, fuse_req_t req)
 
 void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 			   const struct waiter_ops *ops, struct lockfile *lf,
-			   enum zkl_mode mode, unsigned flags, uint64_t owner)
+			   enum zkl_mode mode, unsigned flags, uint64_t owner,
+			   struct rangeset *ranges)
 {
 	if (!u)
-		return waiter_park(req, ops, lf, mode, flags, owner);
+		return waiter_park(req, ops, lf, mode, flags, owner, ranges);
+	if (ranges)
+		rangeset_move(&u->ranges, ranges);
 	u->park_ops = ops;
 	u->lf = lf;
 	lockfile_get(lf);
@@ -1253,6 +1300,6 @@ void posix_drop(struct zkl_fs *fs, fuse_ino_t ino, uint64_t owner,
 			unlock_add(u, p->lr);
 		else
 			lockreq_release(p->lr);
-		free(p);
+		posix_free(p);
 	}
 }

@@ -57,6 +57,12 @@ int waiter_cancel(struct waiter *w);
  * dropped).  fs->lock held. */
 int waiter_holder_answer_locked(const struct waiter *w,
 				struct zkl_lockreq **dropped);
+/* w is answered from its holder's lock: `answer`, what
+ * waiter_holder_answer_locked said (1 or -EDEADLK), is final (w is off
+ * every list, its request given up).  Returns the answer to give, 0 or
+ * -errno, having recorded a grant with the holder's (waiter_ops'
+ * holder_answered_locked).  fs->lock held. */
+int waiter_holder_answered_locked(struct waiter *w, int answer);
 /* w's grant gave its holder a lock: answer the other started requests of
  * that holder from it. */
 void waiter_answer_same_holder(struct waiter *w);

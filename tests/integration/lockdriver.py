@@ -6,8 +6,13 @@ One command per line, one answer line per command ("ok [...]" or
   flock NAME ex|sh|un [nb] flock(2) on NAME
   lockf NAME wr|rd|un [nb] whole-file fcntl lock (F_SETLKW, or F_SETLK with nb)
   ofd NAME wr|rd|un        whole-file open file description lock (F_OFD_SETLKW)
-  range NAME               fcntl lock of one byte: expected to be refused
-  getlk NAME wr|rd         F_GETLK: answers "ok unlocked" or "ok wr|rd PID"
+  range NAME wr|rd|un START LEN [nb]
+                           fcntl lock (F_SETLKW, or F_SETLK with nb) of LEN
+                           bytes from START (LEN 0: to the end of the file)
+  getlk NAME wr|rd [START LEN]
+                           F_GETLK (of the whole file, or of that range):
+                           answers "ok unlocked" or "ok wr|rd PID", and
+                           after a range the lock's " START LEN"
   read NAME                answers "ok " + the file's lines joined by '|'
   close NAME
   alarm SECS               the next command is interrupted SECS after it
@@ -63,16 +68,21 @@ def run(fds, words):
                     struct.pack(FLOCK_FMT, kind, os.SEEK_SET, 0, 0, 0))
         return "ok"
     if cmd == "range":
-        fcntl.lockf(fds[args[0]], fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        kind = {"wr": fcntl.F_WRLCK, "rd": fcntl.F_RDLCK, "un": fcntl.F_UNLCK}[args[1]]
+        fcntl.fcntl(fds[args[0]], fcntl.F_SETLK if "nb" in args else fcntl.F_SETLKW,
+                    struct.pack(FLOCK_FMT, kind, os.SEEK_SET, int(args[2]),
+                                int(args[3]), 0))
         return "ok"
     if cmd == "getlk":
         kind = fcntl.F_WRLCK if args[1] == "wr" else fcntl.F_RDLCK
-        query = struct.pack(FLOCK_FMT, kind, os.SEEK_SET, 0, 0, 0)
-        typ, _, _, _, pid = struct.unpack(
+        start, length = (int(args[2]), int(args[3])) if len(args) > 2 else (0, 0)
+        query = struct.pack(FLOCK_FMT, kind, os.SEEK_SET, start, length, 0)
+        typ, _, start, length, pid = struct.unpack(
             FLOCK_FMT, fcntl.fcntl(fds[args[0]], fcntl.F_GETLK, query))
         if typ == fcntl.F_UNLCK:
             return "ok unlocked"
-        return f"ok {'wr' if typ == fcntl.F_WRLCK else 'rd'} {pid}"
+        where = f" {start} {length}" if len(args) > 2 else ""
+        return f"ok {'wr' if typ == fcntl.F_WRLCK else 'rd'} {pid}{where}"
     if cmd == "read":
         return "ok " + read_all(fds[args[0]]).rstrip("\n").replace("\n", "|")
     if cmd == "close":

@@ -4,16 +4,18 @@ host): doc/locks.md, "Works with".  Each party is a process of its own
 (libparty.py)."""
 import os
 import queue
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 
 import pytest
 
 from harness import Child, lock_nodes, wait_until
 
-PARTY = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                     "libparty.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+PARTY = os.path.join(HERE, "libparty.py")
 
 
 # Perl's flock, as a Perl program takes it: the same words as libparty.py.
@@ -71,15 +73,16 @@ puts "released"
 
 class Party(Child):
     """libparty.py HOW PATH [try] (or Perl's perl-flock, perl-fcntl, or
-    Ruby's ruby-flock), its
-    lines read as they come (by a thread: two lines may come in one
-    read)."""
+    Ruby's ruby-flock, or the argv of another program that speaks its
+    protocol), its lines read as they come (by a thread: two lines may
+    come in one read)."""
 
-    def __init__(self, how, path, *extra):
-        argv = ["perl", "-e", PERL[how], path, *extra] if how in PERL \
-            else ["ruby", "-e", RUBY_FLOCK, path, *extra] \
-            if how == "ruby-flock" \
-            else [sys.executable, PARTY, how, path, *extra]
+    def __init__(self, how, path, *extra, argv=None):
+        if argv is None:
+            argv = ["perl", "-e", PERL[how], path, *extra] if how in PERL \
+                else ["ruby", "-e", RUBY_FLOCK, path, *extra] \
+                if how == "ruby-flock" \
+                else [sys.executable, PARTY, how, path, *extra]
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -114,6 +117,16 @@ class Party(Child):
         """A party that said "busy": it has ended."""
         assert self.proc.wait(15) == 0, self.proc.stderr.read()
         Child.alive.discard(self)
+
+    def silent_for(self, seconds):
+        """Negative check: no line within `seconds` (a party that
+        waits)."""
+        try:
+            got = self.lines.get(timeout=seconds)
+        except queue.Empty:
+            return True
+        self.lines.put(got)
+        return False
 
 
 def refused_nonblocking(path, flags=os.O_RDWR):
@@ -291,3 +304,49 @@ def test_no_lost_update_across_hosts_and_a_killed_holder(zk, base, m1, m2,
         f"{how}: the counter says {total}, the workers did {done}"
     wait_until(lambda: not lock_nodes(zk, base), 15,
                "the killed holder's lock node to go")
+
+
+@pytest.fixture(scope="module")
+def filechannel_java():
+    """FileChannelLocks.java compiled once for the module: a function
+    (how, path) -> its Party.  Skipped, saying why, without a JDK."""
+    if not shutil.which("javac"):
+        pytest.skip("no javac: run contrib/install-deps --tests")
+    classes = tempfile.mkdtemp(prefix="zklockfs-filechannel-")
+    try:
+        subprocess.run(["javac", "-d", classes,
+                        os.path.join(HERE, "FileChannelLocks.java")],
+                       check=True)
+        yield lambda how, path: Party(how, path, argv=[
+            "java", "-cp", classes, "FileChannelLocks", path, how])
+    finally:
+        shutil.rmtree(classes, ignore_errors=True)
+
+
+def test_java_filechannel_locks_the_whole_file_a_try_and_a_range(
+        zk, base, m1, m2, filechannel_java):
+    """Java's FileChannel on `lock`: lock(0, 10, false) (a byte range)
+    holds the whole resource, so the other host's tryLock() and
+    tryLock(0, 10, false) find it taken and its lock() (the whole file)
+    waits; once let go, that lock() holds, and keeps a range out."""
+    java = filechannel_java
+    holder = java("range", m1.path("r", "lock"))
+    assert holder.line() == "held", "lock(0, 10, false) failed"
+    for how in ("trylock", "tryrange"):
+        other = java(how, m2.path("r", "lock"))
+        assert other.line() == "busy", f"{how} got a range held elsewhere"
+        other.finish()
+    waiter = java("lock", m2.path("r", "lock"))
+    wait_until(lambda: len(lock_nodes(zk, base)) == 2, 30,
+               "lock()'s node to queue behind the range")
+    assert waiter.silent_for(0.5), "lock() got a range held elsewhere"
+    holder.release()
+    assert waiter.line() == "held"
+    other = java("tryrange", m1.path("r", "lock"))
+    assert other.line() == "busy", "tryLock(0, 10) got a lock() held elsewhere"
+    other.finish()
+    waiter.release()
+    other = java("trylock", m1.path("r", "lock"))
+    assert other.line() == "held"
+    other.release()
+    assert not lock_nodes(zk, base)

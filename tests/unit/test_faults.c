@@ -578,14 +578,12 @@ static void fs_after_refusal(int *expired)
 	fake_tree_settle(fake_fs.session);
 }
 
-/* Two opens of write on one mount: the second waits for the first's
- * close, then holds.  Each open is answered once, never both granted at
- * once, and everything the daemon allocated is freed at unmount. */
-static int fs_run_once(enum fault_kind kind, long n)
+/* The start of a daemon-side run with fault n of kind: a tree with the
+ * resource, the mount, the caller.  Returns the blocks live before the
+ * mount, for fs_end_clean. */
+static long fs_begin(enum fault_kind kind, long n)
 {
-	struct fake_req a = { 0 }, b = { 0 };
 	long before;
-	int hit, refused, expired = 0;
 
 	run_kind = kind_names[kind];
 	run_n = n;
@@ -595,6 +593,40 @@ static int fs_run_once(enum fault_kind kind, long n)
 	before = fault_alloc_live();
 	fake_mount(&fs_dir_ino, &fs_write_ino);
 	fake_ctx.pid = gettid(); /* no signal pending: nothing cancels */
+	return before;
+}
+
+/* The end of a daemon-side run: nothing parked, open, queued or left in
+ * the tree (unless a call was refused), the mount gone, and every block
+ * allocated since `before` freed. */
+static void fs_end_clean(int refused, long before)
+{
+	cr_assert(list_empty(&fake_fs.waiters) && list_empty(&fake_fs.failing),
+		  "%s fault %ld: a parked request was left", run_kind, run_n);
+	cr_assert(list_empty(&fake_fs.posix_locks),
+		  "%s fault %ld: an fcntl lock was left", run_kind, run_n);
+	cr_assert(list_empty(&fake_fs.lockfiles),
+		  "%s fault %ld: an open file was not freed", run_kind, run_n);
+	cr_assert_eq(fake_pending(), 0);
+	if (!refused)
+		cr_assert_eq(fake_tree_ephemerals(), 0,
+			     "%s fault %ld: a node of ours was left behind",
+			     run_kind, run_n);
+	fake_unmount();
+	cr_assert_eq(fault_alloc_live(), before,
+		     "%s fault %ld: %ld blocks leaked", run_kind, run_n,
+		     fault_alloc_live() - before);
+}
+
+/* Two opens of write on one mount: the second waits for the first's
+ * close, then holds.  Each open is answered once, never both granted at
+ * once, and everything the daemon allocated is freed at unmount. */
+static int fs_run_once(enum fault_kind kind, long n)
+{
+	struct fake_req a = { 0 }, b = { 0 };
+	long before = fs_begin(kind, n);
+	int hit, refused, expired = 0;
+
 	arm(kind, n);
 	fs_open(&a);
 	fs_after_refusal(&expired);
@@ -625,33 +657,158 @@ static int fs_run_once(enum fault_kind kind, long n)
 		     run_kind, run_n, b.replies);
 	if (n == 0)
 		cr_assert(!a.err && !b.err, "a clean run failed an open");
-	cr_assert(list_empty(&fake_fs.waiters) && list_empty(&fake_fs.failing),
-		  "%s fault %ld: a parked request was left", run_kind, run_n);
-	cr_assert(list_empty(&fake_fs.lockfiles),
-		  "%s fault %ld: an open file was not freed", run_kind, run_n);
-	cr_assert_eq(fake_pending(), 0);
-	if (!refused)
-		cr_assert_eq(fake_tree_ephemerals(), 0,
-			     "%s fault %ld: a node of ours was left behind",
-			     run_kind, run_n);
-	fake_unmount();
-	cr_assert_eq(fault_alloc_live(), before,
-		     "%s fault %ld: %ld blocks "
-		     "leaked",
-		     run_kind, run_n, fault_alloc_live() - before);
+	fs_end_clean(refused, before);
 	return hit;
 }
 
-Test(faults, parked_opens)
+/* Run a daemon-side scenario with each fault of each kind in turn, then
+ * once without. */
+static void fs_run_all_faults(int (*fs_run)(enum fault_kind kind, long n))
 {
 	for (int k = FAULT_ALLOC; k <= FAULT_REPLY; k++) {
 		long n = 1;
-		while (fs_run_once((enum fault_kind)k, n)) {
+		while (fs_run((enum fault_kind)k, n)) {
 			cr_assert_lt(n, 5000, "%s faults never end",
 				     kind_names[k]);
 			n++;
 		}
 		cr_assert_gt(n, 1, "no %s fault was ever hit", kind_names[k]);
 	}
-	fs_run_once(FAULT_ALLOC, 0);
+	fs_run(FAULT_ALLOC, 0);
+}
+
+Test(faults, parked_opens)
+{
+	fs_run_all_faults(fs_run_once);
+}
+
+/* ---- the daemon's side: fcntl byte ranges ------------------------------- */
+
+static uint64_t fs_lock_ino;
+
+/* An fcntl call of `owner` through the file r opened (if it was), of
+ * type over start/len, blocking or not; ZooKeeper answers what it sent.
+ * A call not made is marked answered. */
+static void fs_setlk(struct fake_req *call, const struct fake_req *opened,
+		     uint64_t owner, short type, off_t start, off_t len,
+		     int sleep)
+{
+	struct fuse_file_info fi = { .fh = opened->fh, .lock_owner = owner };
+	struct flock fl = { .l_type = type,
+			    .l_whence = SEEK_SET,
+			    .l_start = start,
+			    .l_len = len };
+
+	if (!opened->fh) {
+		call->replies = 1;
+		return;
+	}
+	lockfile_setlk((fuse_req_t)call, fs_lock_ino, &fi, &fl, sleep);
+	fake_tree_settle(fake_fs.session);
+}
+
+/* The owner's close of the file it opened: FLUSH (its POSIX locks go),
+ * then RELEASE. */
+static void fs_close_owner(struct fake_req *opened, uint64_t owner)
+{
+	struct fake_req flush = { 0 }, release = { 0 };
+	struct fuse_file_info fi = { .fh = opened->fh, .lock_owner = owner };
+
+	if (!opened->fh)
+		return;
+	lockfile_flush((fuse_req_t)&flush, fs_lock_ino, &fi);
+	fake_tree_settle(fake_fs.session);
+	lockfile_release((fuse_req_t)&release, fs_lock_ino, &fi);
+	opened->fh = 0;
+	fake_tree_settle(fake_fs.session);
+	cr_assert(flush.replies == 1 && release.replies == 1,
+		  "%s fault %ld: a close answered %d and %d times", run_kind,
+		  run_n, flush.replies, release.replies);
+}
+
+/* How many fcntl owners hold their lock now. */
+static int fs_posix_holders(void)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&fake_fs.lock);
+	for (struct zkl_link *l = fake_fs.posix_locks.next;
+	     l != &fake_fs.posix_locks; l = l->next) {
+		struct posixlock *p =
+			ZKL_CONTAINER_OF(l, struct posixlock, link);
+		n += lockreq_holds(p->lr) == 1;
+	}
+	pthread_mutex_unlock(&fake_fs.lock);
+	return n;
+}
+
+/* Owner 1 locks bytes 0-9 to write and 100-109 to read; owner 2 waits
+ * to write bytes 50-59; owner 1 lets go of its write range (a downgrade
+ * in place: owner 2 still waits), then of its read range (a release:
+ * owner 2 holds).  Every call is answered once, the two never hold at
+ * once, and everything is freed at unmount. */
+static int fs_ranges_run_once(enum fault_kind kind, long n)
+{
+	struct fake_req open1 = { 0 }, open2 = { 0 }, c[5] = { 0 };
+	struct fuse_file_info fi = { .flags = O_RDWR };
+	long before = fs_begin(kind, n);
+	int hit, refused, expired = 0;
+
+	cr_assert_eq(tree_lookup(&fake_fs.tree, fs_dir_ino, "lock",
+				 &fs_lock_ino),
+		     0);
+	arm(kind, n);
+	lockfile_open((fuse_req_t)&open1, fs_lock_ino, &fi, NULL);
+	lockfile_open((fuse_req_t)&open2, fs_lock_ino, &fi, NULL);
+	fs_setlk(&c[0], &open1, 1, F_WRLCK, 0, 10, 1);
+	fs_after_refusal(&expired);
+	fs_setlk(&c[1], &open1, 1, F_RDLCK, 100, 10, 0);
+	fs_after_refusal(&expired);
+	fs_setlk(&c[2], &open2, 2, F_WRLCK, 50, 10, 1);
+	fs_after_refusal(&expired);
+	cr_assert_leq(fs_posix_holders(), 1, "%s fault %ld: two owners hold",
+		      run_kind, run_n);
+	fs_setlk(&c[3], &open1, 1, F_UNLCK, 0, 10, 0);
+	fs_after_refusal(&expired);
+	cr_assert_leq(fs_posix_holders(), 1,
+		      "%s fault %ld: a writer got in at a downgrade", run_kind,
+		      run_n);
+	if (n == 0)
+		cr_assert_eq(c[2].replies, 0,
+			     "the writer got in beside a "
+			     "read range");
+	fs_setlk(&c[4], &open1, 1, F_UNLCK, 100, 10, 0);
+	fs_after_refusal(&expired);
+	cr_assert_leq(fs_posix_holders(), 1, "%s fault %ld: two owners hold",
+		      run_kind, run_n);
+	if (n == 0)
+		cr_assert(c[2].replies == 1 && c[2].err == 0,
+			  "the writer did not get the released resource");
+	fs_close_owner(&open1, 1);
+	fs_after_refusal(&expired);
+	fs_close_owner(&open2, 2);
+	fs_after_refusal(&expired);
+	/* Whatever waits for a time (a delete that could not be sent, a
+	 * watch set again) comes now. */
+	for (int i = 0; i < 100 && fake_run_due(fake_fs.session) > 0; i++)
+		fake_tree_settle(fake_fs.session);
+	refused = kind == FAULT_CALL && fake_call_failed();
+	hit = disarm(kind);
+	fake_tree_settle(fake_fs.session);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(c[i].replies, 1,
+			     "%s fault %ld: call %d answered "
+			     "%d times",
+			     run_kind, run_n, i, c[i].replies);
+	if (n == 0)
+		for (int i = 0; i < 5; i++)
+			cr_assert_eq(c[i].err, 0, "a clean run failed call %d",
+				     i);
+	fs_end_clean(refused, before);
+	return hit;
+}
+
+Test(faults, fcntl_ranges)
+{
+	fs_run_all_faults(fs_ranges_run_once);
 }

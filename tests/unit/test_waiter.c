@@ -5,6 +5,8 @@
  * request's lock held), an interrupt while waiting, and a signal that must
  * not cancel.  Each request gets exactly one reply, never from inside
  * libfuse's registration, and a failure only once its node is deleted.
+ * And an fcntl owner's byte ranges where two calls meet or the connection
+ * is down.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -275,6 +277,43 @@ static void first_granted_meanwhile(void)
 	replies_at_registration = second.replies;
 }
 
+/* MOUNT/r/lock opened into fi for lock owner 42 (the threads of one
+ * process share it); its inode into *lock_ino. */
+static void open_lock_for_owner(struct fake_req *open_req,
+				struct fuse_file_info *fi, uint64_t *lock_ino)
+{
+	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "lock", lock_ino), 0);
+	fake_ctx.pid = gettid();
+	lockfile_open((fuse_req_t)open_req, *lock_ino, fi, NULL);
+	cr_assert_eq(open_req->replies, 1);
+	fi->fh = (uint64_t)(uintptr_t)the_lockfile();
+	fi->lock_owner = 42;
+}
+
+/* A first fcntl call of fl, blocking, whose node is created as
+ * 0000000001 (its name into first_name): its listing is next. */
+static void setlk_first_created(struct fake_req *first, uint64_t lock_ino,
+				struct fuse_file_info *fi, struct flock *fl)
+{
+	lockfile_setlk((fuse_req_t)first, lock_ino, fi, fl, 1);
+	snprintf(first_name, sizeof(first_name), "%s0000000001",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZOK, "0000000001", 1001);
+}
+
+/* The owner's second call of fl, parked while the first's listing comes
+ * back and grants the first (first_granted_meanwhile). */
+static void setlk_second_as_first_granted(uint64_t lock_ino,
+					  struct fuse_file_info *fi,
+					  struct flock *fl)
+{
+	memset(&second, 0, sizeof(second));
+	registering = &second;
+	while_registering = first_granted_meanwhile;
+	replies_at_registration = -1;
+	lockfile_setlk((fuse_req_t)&second, lock_ino, fi, fl, 1);
+}
+
 Test(waiter, a_grant_while_the_holders_next_request_parks_answers_it_once)
 {
 	struct fake_req open_req = { 0 }, first = { 0 };
@@ -282,21 +321,9 @@ Test(waiter, a_grant_while_the_holders_next_request_parks_answers_it_once)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	uint64_t lock_ino;
 
-	cr_assert_eq(tree_lookup(&fake_fs.tree, dir_ino, "lock", &lock_ino), 0);
-	fake_ctx.pid = gettid();
-	lockfile_open((fuse_req_t)&open_req, lock_ino, &fi, NULL);
-	cr_assert_eq(open_req.replies, 1);
-	fi.fh = (uint64_t)(uintptr_t)the_lockfile();
-	fi.lock_owner = 42; /* two threads of one process */
-	lockfile_setlk((fuse_req_t)&first, lock_ino, &fi, &fl, 1);
-	snprintf(first_name, sizeof(first_name), "%s0000000001",
-		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
-	fake_complete_create(ZOK, "0000000001", 1001);
-	memset(&second, 0, sizeof(second));
-	registering = &second;
-	while_registering = first_granted_meanwhile;
-	replies_at_registration = -1;
-	lockfile_setlk((fuse_req_t)&second, lock_ino, &fi, &fl, 1);
+	open_lock_for_owner(&open_req, &fi, &lock_ino);
+	setlk_first_created(&first, lock_ino, &fi, &fl);
+	setlk_second_as_first_granted(lock_ino, &fi, &fl);
 	cr_assert_eq(first.replies, 1);
 	cr_assert_eq(first.err, 0, "the first is granted");
 	cr_assert_eq(replies_at_registration, 0,
@@ -310,5 +337,99 @@ Test(waiter, a_grant_while_the_holders_next_request_parks_answers_it_once)
 	/* The process exits: its lock goes with the file's release. */
 	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
 	fake_complete_void(FAKE_DELETE, ZOK);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+/* ---- byte ranges: two calls of one owner ------------------------------- */
+
+/* Two threads of one process lock two ranges at once: the second is
+ * answered from the lock the first was granted, and holds its range:
+ * the first range's unlock keeps the lock, the second's releases it. */
+Test(waiter, a_range_answered_from_its_owners_grant_outlives_the_first_range)
+{
+	struct fake_req open_req = { 0 }, first = { 0 }, un = { 0 };
+	struct fuse_file_info fi = { .flags = O_RDWR };
+	struct flock fl = { .l_type = F_WRLCK,
+			    .l_whence = SEEK_SET,
+			    .l_start = 0,
+			    .l_len = 10 };
+	uint64_t lock_ino;
+
+	open_lock_for_owner(&open_req, &fi, &lock_ino);
+	setlk_first_created(&first, lock_ino, &fi, &fl);
+	fl.l_start = 100;
+	setlk_second_as_first_granted(lock_ino, &fi, &fl);
+	cr_assert_eq(first.err, 0, "the first is granted");
+	cr_assert_eq(second.replies, 1);
+	cr_assert_eq(second.err, 0, "the second is answered from the lock");
+	fake_complete_own_watch(first_name);
+	cr_assert_eq(fake_pending(), 0, "the second queued a node");
+	fl.l_type = F_UNLCK;
+	fl.l_start = 0;
+	lockfile_setlk((fuse_req_t)&un, lock_ino, &fi, &fl, 0);
+	cr_assert_eq(un.replies, 1);
+	cr_assert_eq(un.err, 0);
+	cr_assert_eq(fake_pending(), 0,
+		     "the first range's unlock let the lock go: the second's "
+		     "range was not recorded");
+	fl.l_start = 100;
+	memset(&un, 0, sizeof(un));
+	lockfile_setlk((fuse_req_t)&un, lock_ino, &fi, &fl, 0);
+	cr_assert_eq(un.replies, 0, "answered before its node was deleted");
+	fake_expect_delete_of(first_name);
+	cr_assert_eq(un.replies, 1);
+	cr_assert_eq(un.err, 0);
+	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+/* An unlock never waits and never fails: one that would downgrade while
+ * the connection is down answers at once and keeps the write lock,
+ * stronger than the read range left needs, until that range goes. */
+Test(waiter, a_ranges_unlock_keeps_the_write_lock_while_disconnected)
+{
+	struct fake_req open_req = { 0 }, wr = { 0 }, rd = { 0 }, un = { 0 };
+	struct fuse_file_info fi = { .flags = O_RDWR };
+	struct flock fl = { .l_type = F_WRLCK,
+			    .l_whence = SEEK_SET,
+			    .l_start = 100,
+			    .l_len = 10 };
+	const char *names[1] = { first_name };
+	struct posixlock *p;
+	uint64_t lock_ino;
+
+	open_lock_for_owner(&open_req, &fi, &lock_ino);
+	setlk_first_created(&wr, lock_ino, &fi, &fl);
+	fake_complete_children(ZOK, names, 1);
+	cr_assert_eq(wr.replies, 1);
+	cr_assert_eq(wr.err, 0, "the write range is not granted");
+	fake_complete_own_watch(first_name);
+	fl.l_type = F_RDLCK;
+	fl.l_start = 0;
+	lockfile_setlk((fuse_req_t)&rd, lock_ino, &fi, &fl, 0);
+	cr_assert_eq(rd.replies, 1);
+	cr_assert_eq(rd.err, 0, "a read range under the write lock");
+	cr_assert_eq(fake_pending(), 0, "a range under the lock asked ZK");
+	fake_set_state(fake_fs.session, ZKL_CONN_CONNECTING);
+	fl.l_type = F_UNLCK;
+	fl.l_start = 100;
+	lockfile_setlk((fuse_req_t)&un, lock_ino, &fi, &fl, 0);
+	cr_assert_eq(un.replies, 1, "the unlock waited for the connection");
+	cr_assert_eq(un.err, 0);
+	cr_assert_eq(fake_pending(), 0);
+	pthread_mutex_lock(&fake_fs.lock);
+	p = posix_find_locked(&fake_fs, lock_ino, 42);
+	cr_assert(p && lockreq_held_mode(p->lr) == ZKL_MODE_WRITE,
+		  "the write lock was not kept");
+	cr_assert_eq(rangeset_type(&p->ranges), F_RDLCK);
+	pthread_mutex_unlock(&fake_fs.lock);
+	fake_set_state(fake_fs.session, ZKL_CONN_CONNECTED);
+	fl.l_start = 0;
+	memset(&un, 0, sizeof(un));
+	lockfile_setlk((fuse_req_t)&un, lock_ino, &fi, &fl, 0);
+	fake_expect_delete_of(first_name); /* the write lock, kept till now */
+	cr_assert_eq(un.replies, 1);
+	cr_assert_eq(un.err, 0);
+	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
 	cr_assert_eq(fake_pending(), 0);
 }
