@@ -261,6 +261,8 @@ struct waiter {
 	 * when it asked, with the call's applied), which then go to its
 	 * lock; else empty */
 	struct rangeset ranges;
+	int adopt_err; /* a call again's ranges not recorded (waiter_adopt):
+			* its answer, -ENOLCK, whatever comes; else 0 */
 	/* Guarded by fs->lock: */
 	enum waiter_state state;
 	int started;       /* its lock request was started */

@@ -165,6 +165,10 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	/* Unlisted first: an interrupt from now on finds nothing to do. */
 	if (w->state == WAITER_PARKED)
 		waiter_move_locked(w, WAITER_OFF);
+	/* A grant whose call again's ranges could not be recorded
+	 * (waiter_adopt_ranges) is given back: it fails the call. */
+	if (err == 0 && w->adopt_err)
+		err = w->adopt_err;
 	/* A grant either fails here, or is counted until it has handed its
 	 * lock to a lock file, where the unmount finds it: none slips
 	 * between the unmount's two steps (lockfile_shutdown_all). */
@@ -281,16 +285,20 @@ static void waiter_interrupted(fuse_req_t req, void *arg)
  * owner holds now; the kept wait's ranges (its owner's when it first
  * asked, which an upgrade let go of) and the call again's both go to the
  * lock, the call again's over the kept's: never less than either.  Out
- * of memory, the kept wait's alone.  Without fs->lock: kept is ADOPTING,
- * and its answer, if one comes, waits for waiter_adopt. */
-static void waiter_adopt_ranges(struct waiter *kept, const struct waiter *fresh)
+ * of memory, the call fails (ENOLCK, as fcntl(2) says for a lock table
+ * that is full): a grant with the kept wait's ranges alone would hold
+ * less than the call again asked for.  Returns 0 or -ENOLCK.  Without
+ * fs->lock: kept is ADOPTING, and its answer, if one comes, waits for
+ * waiter_adopt. */
+static int waiter_adopt_ranges(struct waiter *kept, const struct waiter *fresh)
 {
 	struct rangeset both;
 
 	if (rangeset_overlaid(&kept->ranges, &fresh->ranges, &both) < 0)
-		return;
+		return -ENOLCK;
 	rangeset_free(&kept->ranges);
 	rangeset_move(&kept->ranges, &both);
+	return 0;
 }
 
 /* The call again of a kept wait (waiter.h): `kept` answers the new call
@@ -303,7 +311,7 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	int answered, answer, holder = 0, holder_answer = 0;
 
 	atomic_fetch_add(&kept->refs, 1); /* ours, while here */
-	waiter_adopt_ranges(kept, fresh);
+	kept->adopt_err = waiter_adopt_ranges(kept, fresh);
 	kept->req = fresh->req;
 	lockfile_get(fresh->lf);
 	lockfile_put(kept->lf);
@@ -328,6 +336,10 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	if (!answered && holder == 0 &&
 	    waiter_would_deadlock_locked(kept, lockreq_mode(kept->lr)))
 		holder = -EDEADLK;
+	/* The call again's ranges not recorded: it fails, not waits for a
+	 * grant it would have to give back (waiter_done). */
+	if (!answered && kept->adopt_err)
+		holder = kept->adopt_err;
 	if (holder != 0 && lockreq_cancel(kept->lr) != 0)
 		holder = 0; /* its answer is on its way: it decides */
 	waiter_move_locked(kept, !answered && holder == 0 ? WAITER_PARKED
