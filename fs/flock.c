@@ -338,8 +338,12 @@ static enum setlk_step setlk_decide_locked(struct lockfile *lf, uint64_t owner,
 		/* An unlock never waits and never fails: where it cannot
 		 * downgrade at once (the connection is down; a multi-lock,
 		 * whose downgrade queues anew; a lock lost), the lock stays
-		 * as it is, stronger than the ranges need, until their last
-		 * unlock or a later call. */
+		 * as it is, stronger than the ranges need, until the last
+		 * range goes.  No later call downgrades it: `lowers` looks
+		 * at the ranges, which need a read lock already, so that a
+		 * read range's call never waits for ZooKeeper or fails for
+		 * a lock it holds; only the unlock of a write range taken
+		 * again does. */
 		if (unlock && down != DOWNGRADE_IN_PLACE)
 			down = DOWNGRADE_KEEP;
 	}
