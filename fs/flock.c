@@ -32,14 +32,13 @@
  * An fcntl lock of a byte range locks the whole resource: stronger than
  * asked, never weaker (doc/locks.md).  What its owner holds is the set
  * of its ranges (rangeset.h), by POSIX's rules for an owner's own locks,
- * and the one lock that set needs: a write lock while any range is a
- * write range, a read lock while all are read ranges, none once the set
- * is empty.  So a call that leaves the set needing the lock it has (a
- * second range, an unlock of one of two) changes only the set; one that
- * changes the lock needed converts it as a whole-file call would (an
- * unlock that leaves only read ranges downgrades it in place); the last
- * range's unlock releases it.  A call that fails or waits in vain leaves
- * the set as it was; an upgrade drops the read lock first, as above.
+ * and one lock that covers them: a write lock while any range is a
+ * write range, a read lock or a write lock while all are read ranges,
+ * none once the set is empty.  A call of part of the file changes only
+ * the set (setlk_decide_locked says why), or fails; one of the whole
+ * file converts the lock as flock does; the last range's unlock
+ * releases it.  A call that fails or waits in vain leaves the set as it
+ * was; an upgrade drops the read lock first, as above.
  */
 /* ---- grants ------------------------------------------------------------ */
 
@@ -75,8 +74,27 @@ static void flock_granted(struct waiter *w, struct zkl_lockreq *lr)
 	fuse_reply_err(w->req, 0);
 }
 
-/* The grant of an fcntl call: its owner holds the ranges it asked for
- * (w->ranges), with this lock. */
+/* The ranges owner w->owner holds once w's call is done: its range laid
+ * over what the owner holds now (p, or NULL), into *out.  Returns 0 or
+ * -ENOLCK (out of memory: fcntl(2)'s answer for a full lock table).
+ * fs->lock held, so that nothing the owner's other calls did meanwhile
+ * is undone. */
+static int posix_ranges_with_locked(const struct waiter *w,
+				    const struct posixlock *p,
+				    struct rangeset *out)
+{
+	const struct lockrange *r = &w->range;
+
+	assert(r->type == F_RDLCK || r->type == F_WRLCK);
+	return rangeset_applied(p ? &p->ranges : NULL, r->start, r->end,
+				r->type, out) < 0
+		       ? -ENOLCK
+		       : 0;
+}
+
+/* The grant of an fcntl call: its owner holds its range (w->range) over
+ * what it holds, with this lock or the one it had, whichever is the
+ * stronger. */
 static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 {
 	struct zkl_fs *fs = w->fs;
@@ -94,11 +112,11 @@ static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 		free(fresh);
 		return lock_grant_refused(w, lr);
 	}
+	/* Another call of the owner's may have been granted meanwhile, or
+	 * changed its ranges: this call's range goes over them, under the
+	 * stronger lock of the two (so that it holds them all). */
 	p = posix_find_locked(fs, w->lf->ino, w->owner);
-	/* Another call of the owner's was granted meanwhile: it holds that
-	 * call's ranges and this one's over them, the later grant's, under
-	 * the stronger lock of the two (so that it holds them all). */
-	if (p && rangeset_overlaid(&p->ranges, &w->ranges, &both) < 0) {
+	if (posix_ranges_with_locked(w, p, &both) < 0) {
 		pthread_mutex_unlock(&fs->lock);
 		free(fresh);
 		lockreq_release(lr);
@@ -106,16 +124,15 @@ static void posix_granted(struct waiter *w, struct zkl_lockreq *lr)
 	}
 	if (p) {
 		rangeset_free(&p->ranges);
-		rangeset_move(&p->ranges, &both);
 		old = p->lr;
 	} else {
 		p = fresh;
 		fresh = NULL;
 		p->ino = w->lf->ino;
 		p->owner = w->owner;
-		rangeset_move(&p->ranges, &w->ranges);
 		list_add_tail(&fs->posix_locks, &p->link);
 	}
+	rangeset_move(&p->ranges, &both);
 	if (old &&
 	    !lockfile_mode_covers((int)lockreq_mode(lr), lockreq_mode(old))) {
 		old = lr; /* the lock held is the stronger: it stays */
@@ -159,14 +176,14 @@ static struct zkl_lockreq *posix_holder_lock(const struct waiter *w)
 }
 
 /* Another call of the owner's was granted while this one waited, with a
- * lock that covers this one: the owner holds this call's ranges too. */
+ * lock that covers this one: the owner holds this call's range too. */
 static int posix_holder_answered(struct waiter *w)
 {
 	struct posixlock *p = posix_find_locked(w->fs, w->lf->ino, w->owner);
 	struct rangeset both;
 
 	assert(p); /* its lock answered w */
-	if (rangeset_overlaid(&p->ranges, &w->ranges, &both) < 0)
+	if (posix_ranges_with_locked(w, p, &both) < 0)
 		return -ENOLCK;
 	rangeset_free(&p->ranges);
 	rangeset_move(&p->ranges, &both);
@@ -280,28 +297,62 @@ enum setlk_step {
 	SETLK_IN_PLACE, /* a downgrade: a read lock in the write lock's place */
 };
 
+static int range_is_whole_file(const struct lockrange *range)
+{
+	return range->start == 0 && range->end == RANGESET_EOF;
+}
+
+/* A write range asked over read ranges: refused, and said (at most every
+ * 10 s), since EDEADLK alone does not say what to do instead. */
+static void setlk_say_no_partial_upgrade(fuse_req_t req,
+					 const struct lockfile *lf,
+					 const struct lockrange *range)
+{
+	static atomic_llong said_at;
+
+	if (log_due(&said_at, 10))
+		log_msg(LOG_NOTICE,
+			"pid %d asked an fcntl write lock of bytes %" PRId64
+			" to %" PRId64 " of %s while its lock of the file is "
+			"a read lock: zklockfs turns a read lock into a write "
+			"lock only for the whole file (start 0, length 0), so "
+			"the call fails with EDEADLK (it would wait for its "
+			"own read lock)",
+			(int)fuse_req_ctx(req)->pid, range->start, range->end,
+			lf->zpath);
+}
+
 /* The call's step for lf's owner `owner`: a lock or unlock of `range`,
- * a try unless `sleep`.  The ranges the owner is to hold into *after
- * (unless ANSWERED), the mode of the lock to take into *mode (QUEUE,
+ * a try unless `sleep`.  The mode of the lock to take into *mode (QUEUE,
  * IN_PLACE), the answer into *err (ANSWERED), and the owner's entry,
  * taken off the table, into *gone (RELEASE, IN_PLACE, and QUEUE where
- * it held a lock): nobody else sees it from now on.  fs->lock held. */
-static enum setlk_step setlk_decide_locked(struct lockfile *lf, uint64_t owner,
+ * it held a lock): nobody else sees it from now on.  fs->lock held.
+ *
+ * Only a call of the whole file changes the owner's lock in place of
+ * another (converts it): its ranges after it are that one range,
+ * whatever the owner held, so that the conversion's grant depends on
+ * nothing another call of the owner can change meanwhile (a thread's
+ * unlock, another's range).  A range's call never converts: it is
+ * answered from the lock held (which a read lock cannot do for a write
+ * range: EDEADLK), and an unlock keeps the lock it leaves (a write lock
+ * where only read ranges stay), stronger than needed, never weaker. */
+static enum setlk_step setlk_decide_locked(fuse_req_t req, struct lockfile *lf,
+					   uint64_t owner,
 					   const struct lockrange *range,
-					   int sleep, struct rangeset *after,
-					   enum zkl_mode *mode,
+					   int sleep, enum zkl_mode *mode,
 					   struct posixlock **gone, int *err)
 {
 	struct zkl_fs *fs = lf->fs;
-	int unlock = range->type == F_UNLCK, held, lowers;
+	struct rangeset after = RANGESET_EMPTY;
 	enum downgrade down;
 	struct posixlock *p;
-	short had, want;
+	short want;
+	int held;
 
 	ZKL_ASSERT_HELD(&fs->lock);
 	*err = 0;
 	held = lf->held ? lockreq_held_mode(lf->held) : -ENOLCK;
-	if (!unlock && held >= 0) {
+	if (range->type != F_UNLCK && held >= 0) {
 		/* Through a description that holds a lock: answered from it
 		 * (see the top), whatever the range. */
 		*mode = lockfile_mode(lf->ino,
@@ -310,57 +361,54 @@ static enum setlk_step setlk_decide_locked(struct lockfile *lf, uint64_t owner,
 		return SETLK_ANSWERED;
 	}
 	p = posix_find_locked(fs, lf->ino, owner);
-	if (rangeset_applied(p ? &p->ranges : NULL, range->start, range->end,
-			     range->type, after) < 0) {
+	if (!p) {
+		*mode = lockfile_mode(lf->ino,
+				      lockfile_mode_of_type(range->type));
+		return range->type == F_UNLCK ? SETLK_ANSWERED : SETLK_QUEUE;
+	}
+	if (rangeset_applied(&p->ranges, range->start, range->end, range->type,
+			     &after) < 0) {
 		*err = -ENOLCK;
 		return SETLK_ANSWERED;
 	}
-	want = rangeset_type(after);
+	want = rangeset_type(&after);
 	if (want == F_UNLCK) {
-		if (p) {
-			list_del(&p->link);
-			*gone = p;
-		}
-		return p ? SETLK_RELEASE : SETLK_ANSWERED;
+		list_del(&p->link);
+		*gone = p;
+		return SETLK_RELEASE;
 	}
 	*mode = lockfile_mode(lf->ino, lockfile_mode_of_type(want));
-	if (!p)
-		return SETLK_QUEUE;
-	had = rangeset_type(&p->ranges);
-	lowers = had == F_WRLCK && want == F_RDLCK;
-	if (!lowers && lockfile_covers(p->lr, *mode)) {
-		/* The lock it has does (or more: a write lock an unlock
-		 * could not downgrade, below). */
+	held = lockreq_held_mode(p->lr);
+	if (range->type == F_UNLCK) {
+		down = DOWNGRADE_KEEP; /* the lock it has covers what stays */
+	} else if (range_is_whole_file(range) || held < 0) {
+		/* As flock converts (a lock lost is queued anew). */
+		down = downgrade_how(p->lr, *mode, sleep ? 0 : LOCKREQ_TRY);
+	} else if (lockfile_mode_covers(held, *mode)) {
 		down = DOWNGRADE_KEEP;
 	} else {
-		down = downgrade_how(p->lr, *mode,
-				     unlock || !sleep ? LOCKREQ_TRY : 0);
-		/* An unlock never waits and never fails: where it cannot
-		 * downgrade at once (the connection is down; a multi-lock,
-		 * whose downgrade queues anew; a lock lost), the lock stays
-		 * as it is, stronger than the ranges need, until the last
-		 * range goes.  No later call downgrades it: `lowers` looks
-		 * at the ranges, which need a read lock already, so that a
-		 * read range's call never waits for ZooKeeper or fails for
-		 * a lock it holds; only the unlock of a write range taken
-		 * again does. */
-		if (unlock && down != DOWNGRADE_IN_PLACE)
-			down = DOWNGRADE_KEEP;
+		rangeset_free(&after);
+		setlk_say_no_partial_upgrade(req, lf, range);
+		*err = -EDEADLK; /* the read lock and its ranges kept */
+		return SETLK_ANSWERED;
 	}
 	switch (down) {
 	case DOWNGRADE_KEEP:
 		rangeset_free(&p->ranges);
-		rangeset_move(&p->ranges, after);
+		rangeset_move(&p->ranges, &after);
 		posix_check_locked(fs, p);
 		return SETLK_ANSWERED;
 	case DOWNGRADE_TRY_FAILS:
-		rangeset_free(after);
+		rangeset_free(&after);
 		*err = -EAGAIN; /* the lock and the ranges kept */
 		return SETLK_ANSWERED;
 	case DOWNGRADE_IN_PLACE:
 	case DOWNGRADE_OLD_WAY:
 		break;
 	}
+	/* The owner is to hold the call's range alone (whole file, or a
+	 * lock lost, which took the owner's ranges with it). */
+	rangeset_free(&after);
 	list_del(&p->link);
 	*gone = p;
 	return down == DOWNGRADE_IN_PLACE ? SETLK_IN_PLACE : SETLK_QUEUE;
@@ -371,7 +419,6 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	struct lockfile *lf = lockfile_of(fi);
 	struct zkl_fs *fs = lf->fs;
-	struct rangeset after = RANGESET_EMPTY;
 	enum zkl_mode mode = ZKL_MODE_READ;
 	struct posixlock *gone = NULL;
 	struct zkl_lockreq *from;
@@ -384,7 +431,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	err = rangeset_range_of(lock, &range);
 	if (err < 0)
 		return fs_reply_err(req, -err);
-	if (range.start != 0 || range.end != RANGESET_EOF)
+	if (!range_is_whole_file(&range))
 		log_msg(LOG_DEBUG,
 			"pid %d: fcntl %s of bytes %" PRId64 " to %" PRId64
 			" on %s: the whole resource's lock",
@@ -394,12 +441,12 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 						: "write lock",
 			range.start, range.end, lf->zpath);
 	pthread_mutex_lock(&fs->lock);
-	step = setlk_decide_locked(lf, fi->lock_owner, &range, sleep, &after,
+	step = setlk_decide_locked(req, lf, fi->lock_owner, &range, sleep,
 				   &mode, &gone, &err);
 	pthread_mutex_unlock(&fs->lock);
 	switch (step) {
 	case SETLK_ANSWERED:
-		assert(!gone && after.n == 0);
+		assert(!gone);
 		return fs_reply_err(req, -err);
 	case SETLK_RELEASE:
 		u = unlock_begin(req);
@@ -410,7 +457,7 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		from = gone->lr;
 		posix_free(gone);
 		return waiter_park_in_place(req, &posix_ops, lf, mode, 0,
-					    fi->lock_owner, &after, from);
+					    fi->lock_owner, &range, from);
 	case SETLK_QUEUE:
 		break;
 	}
@@ -418,13 +465,13 @@ void lockfile_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	if (!gone)
 		return waiter_park(req, &posix_ops, lf, mode,
 				   sleep ? 0 : LOCKREQ_TRY, fi->lock_owner,
-				   &after);
+				   &range);
 	/* A conversion drops the old lock first (see the top). */
 	u = unlock_begin(req);
 	unlock_add(u, gone->lr);
 	posix_free(gone);
 	unlock_park_when_done(u, req, &posix_ops, lf, mode,
-			      sleep ? 0 : LOCKREQ_TRY, fi->lock_owner, &after);
+			      sleep ? 0 : LOCKREQ_TRY, fi->lock_owner, &range);
 }
 
 /*

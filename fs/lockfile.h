@@ -88,7 +88,8 @@ struct posixlock {
 	/* The ranges the owner holds, never empty, and the lock of the
 	 * whole resource that holds them all: its mode always covers their
 	 * strongest (posix_check_locked), and may be stronger (a write lock
-	 * kept where an unlock could not downgrade it at once). */
+	 * kept after the unlock of the last write range: only a call of
+	 * the whole file converts it, flock.c). */
 	struct rangeset ranges;
 	struct zkl_lockreq *lr;
 	struct lineage_proc holder; /* who took it (-o reentrant; else none) */
@@ -257,12 +258,11 @@ struct waiter {
 	int in_place;          /* a downgrade: it waits for ZooKeeper, not
 			       * for a holder, so a caught signal waits for
 			       * its answer (the write lock may be gone) */
-	/* fcntl: the ranges its owner is to hold once granted (its ranges
-	 * when it asked, with the call's applied), which then go to its
-	 * lock; else empty */
-	struct rangeset ranges;
-	int adopt_err; /* a call again's ranges not recorded (waiter_adopt):
-			* its answer, -ENOLCK, whatever comes; else 0 */
+	/* fcntl: the call's own range, laid over what its owner holds when
+	 * it is granted (never a copy of the owner's set taken when it
+	 * asked: the owner's other calls may change that set meanwhile);
+	 * flock: unused */
+	struct lockrange range;
 	/* Guarded by fs->lock: */
 	enum waiter_state state;
 	int started;       /* its lock request was started */
@@ -286,11 +286,10 @@ struct waiter {
 
 /* Queue a lock request for `mode` on lf's resource for req, with
  * LOCKREQ_* flags, and answer req now (error) or later.  fcntl passes
- * its owner and the ranges it is to hold (moved into the request: empty
- * after); the others 0 and NULL.  Any thread. */
+ * its owner and the call's range; the others 0 and NULL.  Any thread. */
 void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		 struct lockfile *lf, enum zkl_mode mode, unsigned flags,
-		 uint64_t owner, struct rangeset *ranges);
+		 uint64_t owner, const struct lockrange *range);
 
 /* waiter_park for a downgrade: `from`, the write lock the holder had
  * (taken from it by the caller, who passes its reference), is replaced
@@ -299,7 +298,8 @@ void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			  struct lockfile *lf, enum zkl_mode mode,
 			  unsigned flags, uint64_t owner,
-			  struct rangeset *ranges, struct zkl_lockreq *from);
+			  const struct lockrange *range,
+			  struct zkl_lockreq *from);
 
 /* At unmount (fs->stopping set, workers gone): fail every parked request
  * whose grant has not begun; the others fail in their grant. */
@@ -333,12 +333,12 @@ void unlock_reply_when_done(struct unlock *u, fuse_req_t req);
 size_t unlock_take_late_locked(struct zkl_fs *fs, struct unlock **late,
 			       size_t max);
 void unlock_answer_late(struct unlock *u);
-/* Then waiter_park(req, ops, lf, mode, flags, owner, ranges); EIO at
+/* Then waiter_park(req, ops, lf, mode, flags, owner, range); EIO at
  * unmount. */
 void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 			   const struct waiter_ops *ops, struct lockfile *lf,
 			   enum zkl_mode mode, unsigned flags, uint64_t owner,
-			   struct rangeset *ranges);
+			   const struct lockrange *range);
 
 /* A close (FLUSH) of lf by thread tid (waiter.c): the waits kept for
  * a restart (waiter.h) by its process on lf, or by a thread gone, move to

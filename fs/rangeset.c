@@ -101,38 +101,6 @@ int rangeset_applied(const struct rangeset *set, int64_t start, int64_t end,
 	return 0;
 }
 
-/* A copy of set into *out.  Returns 0 or -ENOMEM (*out empty). */
-static int rangeset_copy(const struct rangeset *set, struct rangeset *out)
-{
-	*out = RANGESET_EMPTY;
-	if (!set || set->n == 0)
-		return 0;
-	out->r = malloc(set->n * sizeof(*out->r));
-	if (!out->r)
-		return -ENOMEM;
-	memcpy(out->r, set->r, set->n * sizeof(*out->r));
-	out->n = set->n;
-	return 0;
-}
-
-int rangeset_overlaid(const struct rangeset *under, const struct rangeset *over,
-		      struct rangeset *out)
-{
-	struct rangeset acc, next;
-	int err = rangeset_copy(under, &acc);
-
-	for (size_t i = 0; err == 0 && over && i < over->n; i++) {
-		err = rangeset_applied(&acc, over->r[i].start, over->r[i].end,
-				       over->r[i].type, &next);
-		rangeset_free(&acc);
-		acc = next;
-	}
-	if (err < 0)
-		rangeset_free(&acc);
-	*out = acc;
-	return err;
-}
-
 short rangeset_type(const struct rangeset *set)
 {
 	short type = F_UNLCK;

@@ -51,12 +51,6 @@ int rangeset_range_of(const struct flock *lock, struct lockrange *out);
 int rangeset_applied(const struct rangeset *set, int64_t start, int64_t end,
 		     short type, struct rangeset *out);
 
-/* `under` with every range of `over` laid over it (over wins where both
- * have bytes), as a new set in *out: two calls of one owner granted one
- * after the other.  Returns 0 or -ENOMEM (*out empty). */
-int rangeset_overlaid(const struct rangeset *under, const struct rangeset *over,
-		      struct rangeset *out);
-
 /* The lock the set needs: F_WRLCK if any range is a write lock, else
  * F_RDLCK if it has a range, else F_UNLCK (empty). */
 short rangeset_type(const struct rangeset *set);

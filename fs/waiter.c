@@ -165,10 +165,6 @@ static void waiter_done(struct zkl_lockreq *lr, int err, void *arg)
 	/* Unlisted first: an interrupt from now on finds nothing to do. */
 	if (w->state == WAITER_PARKED)
 		waiter_move_locked(w, WAITER_OFF);
-	/* A grant whose call again's ranges could not be recorded
-	 * (waiter_adopt_ranges) is given back: it fails the call. */
-	if (err == 0 && w->adopt_err)
-		err = w->adopt_err;
 	/* A grant either fails here, or is counted until it has handed its
 	 * lock to a lock file, where the unmount finds it: none slips
 	 * between the unmount's two steps (lockfile_shutdown_all). */
@@ -281,26 +277,6 @@ static void waiter_interrupted(fuse_req_t req, void *arg)
 	waiter_signalled(w);
 }
 
-/* fcntl: the call again asks what the kept wait asked, from what its
- * owner holds now; the kept wait's ranges (its owner's when it first
- * asked, which an upgrade let go of) and the call again's both go to the
- * lock, the call again's over the kept's: never less than either.  Out
- * of memory, the call fails (ENOLCK, as fcntl(2) says for a lock table
- * that is full): a grant with the kept wait's ranges alone would hold
- * less than the call again asked for.  Returns 0 or -ENOLCK.  Without
- * fs->lock: kept is ADOPTING, and its answer, if one comes, waits for
- * waiter_adopt. */
-static int waiter_adopt_ranges(struct waiter *kept, const struct waiter *fresh)
-{
-	struct rangeset both;
-
-	if (rangeset_overlaid(&kept->ranges, &fresh->ranges, &both) < 0)
-		return -ENOLCK;
-	rangeset_free(&kept->ranges);
-	rangeset_move(&kept->ranges, &both);
-	return 0;
-}
-
 /* The call again of a kept wait (waiter.h): `kept` answers the new call
  * `fresh` (a stand-in never started, freed here), from the place it kept,
  * or at once with the answer that came meanwhile. */
@@ -311,7 +287,9 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	int answered, answer, holder = 0, holder_answer = 0;
 
 	atomic_fetch_add(&kept->refs, 1); /* ours, while here */
-	kept->adopt_err = waiter_adopt_ranges(kept, fresh);
+	/* The call again's range, not the one the interrupted call asked:
+	 * that call failed (EINTR), and holds nothing. */
+	kept->range = fresh->range;
 	kept->req = fresh->req;
 	lockfile_get(fresh->lf);
 	lockfile_put(kept->lf);
@@ -336,10 +314,6 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 	if (!answered && holder == 0 &&
 	    waiter_would_deadlock_locked(kept, lockreq_mode(kept->lr)))
 		holder = -EDEADLK;
-	/* The call again's ranges not recorded: it fails, not waits for a
-	 * grant it would have to give back (waiter_done). */
-	if (!answered && kept->adopt_err)
-		holder = kept->adopt_err;
 	if (holder != 0 && lockreq_cancel(kept->lr) != 0)
 		holder = 0; /* its answer is on its way: it decides */
 	waiter_move_locked(kept, !answered && holder == 0 ? WAITER_PARKED
@@ -363,19 +337,18 @@ static void waiter_adopt(struct waiter *kept, struct waiter *fresh)
 
 void waiter_park(fuse_req_t req, const struct waiter_ops *ops,
 		 struct lockfile *lf, enum zkl_mode mode, unsigned flags,
-		 uint64_t owner, struct rangeset *ranges)
+		 uint64_t owner, const struct lockrange *range)
 {
-	waiter_park_in_place(req, ops, lf, mode, flags, owner, ranges, NULL);
+	waiter_park_in_place(req, ops, lf, mode, flags, owner, range, NULL);
 }
 
 /* A waiter for req on lf, with two references (the caller's and its
- * request's), its asker's identity, its ranges (moved from *ranges, if
- * given) and, under -o reentrant, its lineage.  NULL when out of memory
- * (*ranges left to the caller). */
+ * request's), its asker's identity, its range (fcntl) and, under
+ * -o reentrant, its lineage.  NULL when out of memory. */
 static struct waiter *waiter_new(fuse_req_t req, const struct waiter_ops *ops,
 				 struct lockfile *lf, enum zkl_mode mode,
 				 unsigned flags, uint64_t owner,
-				 struct rangeset *ranges, int in_place)
+				 const struct lockrange *range, int in_place)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -391,8 +364,8 @@ static struct waiter *waiter_new(fuse_req_t req, const struct waiter_ops *ops,
 	w->tid = ctx->pid;
 	w->lf = lf;
 	w->owner = owner;
-	if (ranges)
-		rangeset_move(&w->ranges, ranges);
+	if (range)
+		w->range = *range;
 	w->flags = flags;
 	w->in_place = in_place;
 	w->kept_answer = WAITER_NO_ANSWER;
@@ -471,18 +444,17 @@ static void waiter_start(struct waiter *w, struct zkl_lockreq *from)
 void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			  struct lockfile *lf, enum zkl_mode mode,
 			  unsigned flags, uint64_t owner,
-			  struct rangeset *ranges, struct zkl_lockreq *from)
+			  const struct lockrange *range,
+			  struct zkl_lockreq *from)
 {
 	struct zkl_fs *fs = fuse_req_userdata(req);
-	struct waiter *w = waiter_new(req, ops, lf, mode, flags, owner, ranges,
+	struct waiter *w = waiter_new(req, ops, lf, mode, flags, owner, range,
 				      from != NULL);
 	int64_t asked = trace_now();
 	struct waiter *kept;
 	int err;
 
 	if (!w) {
-		if (ranges)
-			rangeset_free(ranges);
 		if (from)
 			lockreq_release(from);
 		/* A stand-in, so the answer goes the usual way. */
@@ -583,7 +555,6 @@ void waiter_put(struct waiter *w)
 		return;
 	assert(!w->lr); /* adopted by the grant, or released by the failure */
 	lockfile_put(w->lf);
-	rangeset_free(&w->ranges);
 	free(w);
 }
 
@@ -1138,7 +1109,7 @@ struct unlock {
 	enum zkl_mode mode;
 	unsigned flags;
 	uint64_t owner;
-	struct rangeset ranges; /* fcntl's, for the lock to queue */
+	struct lockrange range; /* fcntl's, for the lock to queue */
 };
 
 struct unlock *unlock_begin(fuse_req_t req)
@@ -1169,7 +1140,7 @@ static void unlock_answer(struct unlock *u)
 		fs_reply_err(u->req, EIO);
 	else
 		waiter_park(u->req, u->park_ops, lf, u->mode, u->flags,
-			    u->owner, &u->ranges);
+			    u->owner, &u->range);
 	lockfile_put(lf);
 }
 
@@ -1197,7 +1168,6 @@ static void unlock_put(struct unlock *u)
 	pthread_mutex_unlock(&fs->lock);
 	if (mine)
 		unlock_answer(u);
-	rangeset_free(&u->ranges); /* the lock's, not queued */
 	free(u);
 }
 
@@ -1280,12 +1250,12 @@ void unlock_reply_when_done(struct unlock *u, fuse_req_t req)
 void unlock_park_when_done(struct unlock *u, fuse_req_t req,
 			   const struct waiter_ops *ops, struct lockfile *lf,
 			   enum zkl_mode mode, unsigned flags, uint64_t owner,
-			   struct rangeset *ranges)
+			   const struct lockrange *range)
 {
 	if (!u)
-		return waiter_park(req, ops, lf, mode, flags, owner, ranges);
-	if (ranges)
-		rangeset_move(&u->ranges, ranges);
+		return waiter_park(req, ops, lf, mode, flags, owner, range);
+	if (range)
+		u->range = *range;
 	u->park_ops = ops;
 	u->lf = lf;
 	lockfile_get(lf);

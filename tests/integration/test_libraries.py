@@ -318,7 +318,8 @@ def filechannel_java():
                         os.path.join(HERE, "FileChannelLocks.java")],
                        check=True)
         yield lambda how, path: Party(how, path, argv=[
-            "java", "-cp", classes, "FileChannelLocks", path, how])
+            "java", "-XX:-UsePerfData", "-cp", classes, "FileChannelLocks",
+            path, how])
     finally:
         shutil.rmtree(classes, ignore_errors=True)
 

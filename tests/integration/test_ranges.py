@@ -1,12 +1,14 @@
 """Byte-range fcntl locks (doc/locks.md, "Byte ranges"): a range locks the
 whole resource, on every host; an owner's own ranges follow POSIX's rules
-(an unlock of part of them keeps the rest, a write range let go beside a
-read range is a downgrade), and its ZooKeeper lock goes with its last
+(an unlock of part of them keeps the rest; only a call of the whole
+file changes the owner's lock), and its ZooKeeper lock goes with its last
 range.  The owner is a lock driver on one mount, the other host another
 driver, flock(1) or an opener on the second mount."""
+import errno
+
 import pytest
 
-from harness import Locker, lock_nodes, released
+from harness import Locker, lock_nodes, released, wait_until
 from test_core import still_waiting
 from test_flock import driver_on, flock_cmd, no_answer_yet, queued
 
@@ -88,40 +90,45 @@ def test_unlocking_part_of_a_range_keeps_the_rest_locked(zk, base, m1, m2):
     a.exit()
 
 
-def test_a_write_range_let_go_beside_a_read_range_is_a_downgrade(
+def test_a_write_range_let_go_beside_a_read_range_keeps_the_write_lock(
         zk, base, m1, m2):
-    """An owner holds bytes 0-9 to read and 100-109 to write: the resource
-    is write-locked.  Letting go of the write range keeps it read-locked,
-    in place (the fencing token stays): the other host's reader gets in,
-    its writer does not, until the read range goes too."""
+    """An owner holds bytes 100-109 to write and 0-9 to read: the resource
+    is write-locked.  Letting go of the write range changes nothing in
+    ZooKeeper (an unlock never converts): the other host's reader stays
+    out.  A read lock of the whole file then downgrades it in place (the
+    fencing token stays): the reader gets in, the writer does not, until
+    the owner lets go."""
     a = driver_on(m1.path("r", "lock"))
-    a.ok("range f rd 0 10")
     a.ok("range f wr 100 10")
+    a.ok("range f rd 0 10")  # under the write lock
     token = a.ok("read f").split("|")[0]
     assert token.isdigit(), token
     kept_out(m2, "a write range was held", nb_range="rd 1000 1")
     a.ok("range f un 100 10")
+    kept_out(m2, "the write lock was kept over a read range",
+             nb_range="rd 1000 1")
+    a.ok("range f rd 0 0")  # the whole file: a downgrade
     assert a.ok("read f").split("|")[0] == token, \
         "the downgrade did not keep the write lock's token"
     b = driver_on(m2.path("r", "lock"))
     b.ok("range f rd 1000 1 nb")  # the reader gets in
-    kept_out(m2, "a read range was held")  # the writer does not
+    kept_out(m2, "a read lock was held")  # the writer does not
     b.ok("range f un 1000 1")
-    kept_out(m2, "a read range was still held")
-    a.ok("range f un 0 10")
-    free_for(m2, "the read range was let go")
+    kept_out(m2, "a read lock was still held")
+    a.ok("range f un 0 0")
+    free_for(m2, "the whole file was let go")
     a.exit()
     b.exit()
 
 
-def test_a_writer_queued_behind_does_not_get_in_at_a_ranges_downgrade(
+def test_a_writer_queued_behind_does_not_get_in_when_a_write_range_goes(
         zk, base, m1, m2):
     """A writer that waits on the other host while the owner holds a read
-    and a write range: letting go of the write range leaves the owner
-    reading, and the writer waiting; it gets in with the last range."""
+    and a write range: letting go of the write range leaves the owner its
+    read range, and the writer waiting; it gets in with the last range."""
     a = driver_on(m1.path("r", "lock"))
-    a.ok("range f rd 0 10")
     a.ok("range f wr 100 10")
+    a.ok("range f rd 0 10")  # under the write lock
     w = Locker(m2.path("r", "write"))
     queued(zk, base, 2, "the writer to queue")
     a.ok("range f un 100 10")
@@ -151,17 +158,60 @@ def test_a_range_wait_is_granted_when_the_other_host_lets_go(zk, base, m1,
     a.exit()
 
 
-def test_a_failed_try_upgrade_of_ranges_leaves_no_lock(zk, base, m1, m2):
-    """A write range over an owner's read range is an upgrade: as
-    doc/locks.md's table says for fcntl, the read lock is dropped first,
-    and a try that then finds another reader fails and leaves nothing."""
+def test_a_write_range_over_a_read_lock_fails_and_keeps_it(zk, base, m1,
+                                                          m2):
+    """A write range over the owner's read range would wait for its own
+    read lock: EDEADLK, said in the log, and the read lock stays (the
+    other host's reader shares it, its writer stays out)."""
+    a = driver_on(m1.path("r", "lock"))
+    a.ok("range f rd 0 10")
+    assert a.do("range f wr 100 10") == \
+        f"err {errno.errorcode[errno.EDEADLK]}"
+    wait_until(lambda: "zklockfs turns a read lock into a write lock only "
+               "for the whole file" in m1.log(), 10,
+               "the daemon to log the refused upgrade")
+    kept_out(m2, "the read range was kept")
+    b = driver_on(m2.path("r", "lock"))
+    b.ok("range f rd 1000 1 nb")
+    b.ok("range f un 1000 1")
+    a.ok("range f un 0 10")
+    free_for(m2, "the read range was let go")
+    a.exit()
+    b.exit()
+
+
+def test_a_failed_try_upgrade_of_the_whole_file_leaves_no_lock(zk, base, m1,
+                                                               m2):
+    """A write lock of the whole file over the owner's read range is an
+    upgrade: as doc/locks.md's table says for fcntl, the read lock is
+    dropped first, and a try that then finds another reader fails and
+    leaves nothing."""
     a = driver_on(m1.path("r", "lock"))
     a.ok("range f rd 0 10")
     b = driver_on(m2.path("r", "lock"))
     b.ok("range f rd 0 10 nb")  # readers share
-    assert a.do("range f wr 100 10 nb") == "err EAGAIN"
+    assert a.do("range f wr 0 0 nb") == "err EAGAIN"
     b.ok("range f un 0 10")
     free_for(m2, "a failed upgrade left no lock, and the reader let go")
+    a.exit()
+    b.exit()
+
+
+def test_an_upgrade_of_the_whole_file_holds_it_to_write(zk, base, m1, m2):
+    """A blocking write lock of the whole file over the owner's read
+    range: once the other host's reader lets go, the owner holds the
+    whole file to write, and one unlock of it lets go of everything."""
+    a = driver_on(m1.path("r", "lock"))
+    a.ok("range f rd 0 10")
+    b = driver_on(m2.path("r", "lock"))
+    b.ok("range f rd 0 10 nb")
+    a.send("range f wr 0 0")
+    assert no_answer_yet(a, 0.5), "an upgrade got in beside a reader"
+    b.ok("range f un 0 10")
+    assert a.answer() == "ok"
+    kept_out(m2, "the upgrade was granted", nb_range="rd 1000 1")
+    a.ok("range f un 0 0")
+    free_for(m2, "the whole file was let go")
     a.exit()
     b.exit()
 

@@ -158,26 +158,6 @@ Test(rangeset, the_set_before_a_call_is_left_as_it_was)
 	rangeset_free(&s);
 }
 
-Test(rangeset, a_later_grant_is_laid_over_the_ranges_held)
-{
-	struct rangeset held = RANGESET_EMPTY, asked = RANGESET_EMPTY, both;
-
-	apply(&held, 0, 9, F_RDLCK);
-	apply(&held, 20, 29, F_WRLCK);
-	apply(&asked, 5, 24, F_RDLCK);
-	cr_assert_eq(rangeset_overlaid(&held, &asked, &both), 0);
-	EXPECT(&both, { 0, 24, F_RDLCK }, { 25, 29, F_WRLCK });
-	rangeset_free(&both);
-	cr_assert_eq(rangeset_overlaid(NULL, &asked, &both), 0);
-	EXPECT(&both, { 5, 24, F_RDLCK });
-	rangeset_free(&both);
-	cr_assert_eq(rangeset_overlaid(&held, NULL, &both), 0);
-	EXPECT(&both, { 0, 9, F_RDLCK }, { 20, 29, F_WRLCK });
-	rangeset_free(&both);
-	rangeset_free(&held);
-	rangeset_free(&asked);
-}
-
 /* ---- struct flock as libfuse gives it ---------------------------------- */
 
 static int range_of(short type, int64_t start, int64_t len, struct lockrange *r)

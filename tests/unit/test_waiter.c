@@ -5,8 +5,8 @@
  * request's lock held), an interrupt while waiting, and a signal that must
  * not cancel.  Each request gets exactly one reply, never from inside
  * libfuse's registration, and a failure only once its node is deleted.
- * And an fcntl owner's byte ranges where two calls meet or the connection
- * is down.
+ * And an fcntl owner's byte ranges: two calls that meet, and the calls
+ * that never convert its lock.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -383,57 +383,6 @@ Test(waiter, a_range_answered_from_its_owners_grant_outlives_the_first_range)
 	cr_assert_eq(fake_pending(), 0);
 }
 
-/* An unlock never waits and never fails: one that would downgrade while
- * the connection is down answers at once and keeps the write lock,
- * stronger than the read range left needs, until that range goes. */
-Test(waiter, a_ranges_unlock_keeps_the_write_lock_while_disconnected)
-{
-	struct fake_req open_req = { 0 }, wr = { 0 }, rd = { 0 }, un = { 0 };
-	struct fuse_file_info fi = { .flags = O_RDWR };
-	struct flock fl = { .l_type = F_WRLCK,
-			    .l_whence = SEEK_SET,
-			    .l_start = 100,
-			    .l_len = 10 };
-	const char *names[1] = { first_name };
-	struct posixlock *p;
-	uint64_t lock_ino;
-
-	open_lock_for_owner(&open_req, &fi, &lock_ino);
-	setlk_first_created(&wr, lock_ino, &fi, &fl);
-	fake_complete_children(ZOK, names, 1);
-	cr_assert_eq(wr.replies, 1);
-	cr_assert_eq(wr.err, 0, "the write range is not granted");
-	fake_complete_own_watch(first_name);
-	fl.l_type = F_RDLCK;
-	fl.l_start = 0;
-	lockfile_setlk((fuse_req_t)&rd, lock_ino, &fi, &fl, 0);
-	cr_assert_eq(rd.replies, 1);
-	cr_assert_eq(rd.err, 0, "a read range under the write lock");
-	cr_assert_eq(fake_pending(), 0, "a range under the lock asked ZK");
-	fake_set_state(fake_fs.session, ZKL_CONN_CONNECTING);
-	fl.l_type = F_UNLCK;
-	fl.l_start = 100;
-	lockfile_setlk((fuse_req_t)&un, lock_ino, &fi, &fl, 0);
-	cr_assert_eq(un.replies, 1, "the unlock waited for the connection");
-	cr_assert_eq(un.err, 0);
-	cr_assert_eq(fake_pending(), 0);
-	pthread_mutex_lock(&fake_fs.lock);
-	p = posix_find_locked(&fake_fs, lock_ino, 42);
-	cr_assert(p && lockreq_held_mode(p->lr) == ZKL_MODE_WRITE,
-		  "the write lock was not kept");
-	cr_assert_eq(rangeset_type(&p->ranges), F_RDLCK);
-	pthread_mutex_unlock(&fake_fs.lock);
-	fake_set_state(fake_fs.session, ZKL_CONN_CONNECTED);
-	fl.l_start = 0;
-	memset(&un, 0, sizeof(un));
-	lockfile_setlk((fuse_req_t)&un, lock_ino, &fi, &fl, 0);
-	fake_expect_delete_of(first_name); /* the write lock, kept till now */
-	cr_assert_eq(un.replies, 1);
-	cr_assert_eq(un.err, 0);
-	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
-	cr_assert_eq(fake_pending(), 0);
-}
-
 /* ---- byte ranges: a call of the owner's during another's conversion ---- */
 
 /* The node named by the oldest call, a create, is created with `seq`;
@@ -491,62 +440,87 @@ static short owner_type_at(uint64_t lock_ino, int64_t at, int *mode)
 	return type;
 }
 
-/* Defect 1: the owner holds 0..9 read; thread 1 asks 20..29 write (an
- * upgrade: the read lock goes first); meanwhile thread 2 asks 0..9 write
- * and is granted; thread 1 is answered from thread 2's lock.  Both
- * ranges are write ranges: thread 1's call must not lay the set it saw
- * (0..9 read) over thread 2's range. */
-/* Fails until defect 1 is fixed (a conversion takes the owner's entry
- * off the table). */
-Test(waiter, a_range_granted_during_an_upgrade_is_kept_by_the_upgrades_grant,
-     .disabled = true)
+/* A call of part of the file never converts the owner's lock: a write
+ * range over a read lock fails with EDEADLK (it would wait for its own
+ * read lock), and nothing is asked of ZooKeeper; the read range and its
+ * lock stay. */
+Test(waiter, a_write_range_over_a_read_lock_fails_and_keeps_the_read_lock)
 {
-	struct fake_req open_req = { 0 }, t1, t2;
+	struct fake_req open_req = { 0 }, wr;
 	struct fuse_file_info fi = { .flags = O_RDWR };
-	char name1[256], name2[256], name3[256];
-	const char *names[1] = { name2 };
+	char name1[256];
 	uint64_t lock_ino;
 	int mode;
 
 	hold_read_0_9(&open_req, &fi, &lock_ino, name1);
-	setlk(&t1, lock_ino, &fi, F_WRLCK, 20, 10);
-	cr_assert_eq(t1.replies, 0);
-	setlk(&t2, lock_ino, &fi, F_WRLCK, 0, 10);
-	cr_assert_eq(t2.replies, 0);
-	fake_expect_delete_of(name1);   /* the upgrade's read lock */
-	create_as("0000000002", name2); /* thread 2's */
-	fake_complete_children(ZOK, names, 1);
-	cr_assert_eq(t2.replies, 1);
-	cr_assert_eq(t2.err, 0, "thread 2 is not granted");
-	/* Thread 1's request, answered from thread 2's lock, goes. */
-	while (fake_pending() && fake_peek_op() != FAKE_CREATE)
-		fake_complete_children(ZOK, names, 1);
-	if (fake_pending()) {
-		create_as("0000000003", name3);
-		while (fake_pending() && fake_peek_op() == FAKE_CHILDREN)
-			fake_complete_children(ZOK, names, 1);
-		fake_expect_delete_of(name3);
-	}
-	cr_assert_eq(t1.replies, 1, "thread 1: %d answers", t1.replies);
-	cr_assert_eq(t1.err, 0, "thread 1 is not granted");
-	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_WRLCK);
-	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_WRLCK,
-		     "thread 2's write range 0..9 became a read range");
-	cr_assert_eq(mode, ZKL_MODE_WRITE);
+	fake_complete_own_watch(name1);
+	setlk(&wr, lock_ino, &fi, F_WRLCK, 20, 10);
+	cr_assert_eq(wr.replies, 1, "a range's upgrade waited");
+	cr_assert_eq(wr.err, EDEADLK);
+	cr_assert_eq(fake_pending(), 0, "a range's upgrade asked ZooKeeper");
+	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_RDLCK);
+	cr_assert_eq(mode, ZKL_MODE_READ, "the read lock was not kept");
+	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_UNLCK);
 	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
-	fake_expect_delete_of(name2);
+	fake_expect_delete_of(name1);
 	fake_run_due(fake_fs.session);
 	cr_assert_eq(fake_pending(), 0);
 }
 
-/* Defect 2: the owner holds 0..9 read; thread 1 asks 20..29 write (an
- * upgrade); meanwhile thread 2 unlocks 0..9, and is told it did.  Once
- * thread 1 is granted the owner holds 20..29 alone: the unlock is not
- * undone by the upgrade's grant. */
-/* Fails until defect 2 is fixed (a conversion takes the owner's entry
- * off the table). */
-Test(waiter, an_unlock_during_an_upgrade_is_not_undone_by_its_grant,
-     .disabled = true)
+/* The unlock of the last write range beside a read range keeps the
+ * write lock, and asks nothing of ZooKeeper: an unlock never converts,
+ * so that it never waits, and no other call of the owner's can meet it
+ * half done.  A read lock of the whole file then downgrades it in place,
+ * and the owner holds the whole file to read. */
+Test(waiter, an_unlock_keeps_the_write_lock_until_a_whole_file_call_lowers_it)
+{
+	struct fake_req open_req = { 0 }, wr, rd, un, down;
+	struct fuse_file_info fi = { .flags = O_RDWR };
+	char name1[256], heir[256];
+	const char *names[1] = { name1 };
+	struct fake_call *multi;
+	uint64_t lock_ino;
+	int mode;
+
+	open_lock_for_owner(&open_req, &fi, &lock_ino);
+	setlk(&wr, lock_ino, &fi, F_WRLCK, 0, 10);
+	create_as("0000000001", name1);
+	fake_complete_children(ZOK, names, 1);
+	cr_assert_eq(wr.err, 0, "the write range is not granted");
+	fake_complete_own_watch(name1);
+	setlk(&rd, lock_ino, &fi, F_RDLCK, 20, 10);
+	cr_assert_eq(rd.replies, 1);
+	cr_assert_eq(rd.err, 0, "a read range under the write lock");
+	setlk(&un, lock_ino, &fi, F_UNLCK, 0, 10);
+	cr_assert_eq(un.replies, 1, "the unlock waited");
+	cr_assert_eq(un.err, 0);
+	cr_assert_eq(fake_pending(), 0, "the unlock asked ZooKeeper");
+	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_UNLCK);
+	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_RDLCK);
+	cr_assert_eq(mode, ZKL_MODE_WRITE, "the write lock was not kept");
+	setlk(&down, lock_ino, &fi, F_RDLCK, 0, 0);
+	cr_assert_eq(down.replies, 0);
+	multi = fake_peek(FAKE_MULTI); /* the downgrade, in place */
+	snprintf(heir, sizeof(heir), "%s",
+		 strrchr(multi->ops[0].create_op.path, '/') + 1);
+	fake_complete_multi(ZOK, NULL);
+	cr_assert_eq(down.replies, 1);
+	cr_assert_eq(down.err, 0);
+	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_RDLCK);
+	cr_assert_eq(owner_type_at(lock_ino, 1000, &mode), F_RDLCK);
+	cr_assert_eq(mode, ZKL_MODE_READ, "the whole-file read did not lower");
+	fake_complete_own_watch(heir);
+	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
+	fake_run_due(fake_fs.session);
+	fake_expect_delete_of(heir);
+	cr_assert_eq(fake_pending(), 0);
+}
+
+/* An upgrade of the whole file over read ranges, while another thread of
+ * the owner unlocks one of them: the unlock is answered at once, and the
+ * upgrade's grant leaves the owner the whole file to write, the range it
+ * asked alone (nothing it saw before is laid back). */
+Test(waiter, an_unlock_during_a_whole_file_upgrade_is_not_undone_by_its_grant)
 {
 	struct fake_req open_req = { 0 }, t1, t2;
 	struct fuse_file_info fi = { .flags = O_RDWR };
@@ -556,7 +530,7 @@ Test(waiter, an_unlock_during_an_upgrade_is_not_undone_by_its_grant,
 	int mode;
 
 	hold_read_0_9(&open_req, &fi, &lock_ino, name1);
-	setlk(&t1, lock_ino, &fi, F_WRLCK, 20, 10);
+	setlk(&t1, lock_ino, &fi, F_WRLCK, 0, 0);
 	setlk(&t2, lock_ino, &fi, F_UNLCK, 0, 10);
 	cr_assert_eq(t2.replies, 1);
 	cr_assert_eq(t2.err, 0);
@@ -565,31 +539,23 @@ Test(waiter, an_unlock_during_an_upgrade_is_not_undone_by_its_grant,
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(t1.replies, 1);
 	cr_assert_eq(t1.err, 0, "thread 1 is not granted");
-	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_WRLCK);
+	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_WRLCK);
+	cr_assert_eq(owner_type_at(lock_ino, 1000, &mode), F_WRLCK);
 	cr_assert_eq(mode, ZKL_MODE_WRITE);
-	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_UNLCK,
-		     "thread 2's unlock of 0..9 was undone");
 	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
 	fake_expect_delete_of(name2);
 	fake_run_due(fake_fs.session);
 	cr_assert_eq(fake_pending(), 0);
 }
 
-/* Defect 3: the owner holds 0..9 write and 20..29 read; thread 1 unlocks
- * 0..9, a downgrade in place; meanwhile the process closes the file.
- * close() returns once the owner holds nothing, on every host: never
- * before the downgrade's read lock is in, and that lock goes too. */
-/* Fails until defect 3 is fixed (a conversion takes the owner's entry
- * off the table). */
-Test(waiter, a_close_during_an_unlocks_downgrade_returns_once_nothing_is_held,
-     .disabled = true)
+/* A close after the unlock of the write range: the write lock kept over
+ * the read range goes, and close() returns once it is gone. */
+Test(waiter, a_close_after_an_unlock_of_the_write_range_releases_the_lock)
 {
-	struct fake_req open_req = { 0 }, wr, rd, t1, flush = { 0 };
+	struct fake_req open_req = { 0 }, wr, rd, un, flush = { 0 };
 	struct fuse_file_info fi = { .flags = O_RDWR };
 	char name1[256];
 	const char *names[1] = { name1 };
-	struct fake_call *multi;
-	char heir[256];
 	uint64_t lock_ino;
 	int mode;
 
@@ -598,23 +564,13 @@ Test(waiter, a_close_during_an_unlocks_downgrade_returns_once_nothing_is_held,
 	create_as("0000000001", name1);
 	fake_complete_children(ZOK, names, 1);
 	cr_assert_eq(wr.err, 0, "the write range is not granted");
+	fake_complete_own_watch(name1);
 	setlk(&rd, lock_ino, &fi, F_RDLCK, 20, 10);
-	cr_assert_eq(rd.replies, 1);
-	cr_assert_eq(fake_pending(), 0, "a range under the lock asked ZK");
-	setlk(&t1, lock_ino, &fi, F_UNLCK, 0, 10);
-	multi = fake_peek(FAKE_MULTI); /* the downgrade */
-	snprintf(heir, sizeof(heir), "%s0000000002",
-		 strrchr(multi->ops[0].create_op.path, '/') + 1);
+	setlk(&un, lock_ino, &fi, F_UNLCK, 0, 10);
+	cr_assert_eq(un.replies, 1);
 	lockfile_flush((fuse_req_t)&flush, lock_ino, &fi);
-	cr_assert_eq(flush.replies, 0,
-		     "close() returned while the downgrade was under way");
-	{
-		const char *suffixes[3] = { "0000000002", "", "" };
-		fake_complete_multi(ZOK, suffixes);
-	}
-	cr_assert_eq(t1.replies, 1);
-	cr_assert_eq(t1.err, 0);
-	fake_expect_delete_of(heir); /* the read lock, closed */
+	cr_assert_eq(flush.replies, 0, "close() returned before the delete");
+	fake_expect_delete_of(name1);
 	cr_assert_eq(flush.replies, 1);
 	cr_assert_eq(flush.err, 0);
 	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_UNLCK);
