@@ -7,6 +7,8 @@
 //      trylock   tryLock(): the whole file, or nothing at once
 //      range     lock(0, 10, false): ten bytes, exclusive, waiting
 //      tryrange  tryLock(0, 10, false)
+//      upgrade   lock(0, 10, true), then lock(20, 10, false): a write
+//                range over its own read range, which zklockfs refuses
 //
 // Prints "held" once it holds, or "busy" if a try found the lock taken,
 // or "error " and the exception (a range on zklockfs before it took
@@ -29,6 +31,10 @@ public class FileChannelLocks {
                 case "trylock": lock = ch.tryLock(); break;
                 case "range": lock = ch.lock(0, 10, false); break;
                 case "tryrange": lock = ch.tryLock(0, 10, false); break;
+                case "upgrade":
+                    lock = ch.lock(0, 10, true);
+                    ch.lock(20, 10, false);
+                    break;
                 default: throw new IllegalArgumentException(args[1]);
                 }
             } catch (IOException e) {

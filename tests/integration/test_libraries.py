@@ -351,3 +351,19 @@ def test_java_filechannel_locks_the_whole_file_a_try_and_a_range(
     assert other.line() == "held"
     other.release()
     assert not lock_nodes(zk, base)
+
+
+def test_java_filechannel_upgrading_a_range_is_refused_by_name(
+        zk, base, m1, filechannel_java):
+    """Java's lock(20, 10, false) over its own lock(0, 10, true): the
+    exception names the reason (EDEADLK), the daemon's log says what to do
+    instead, and nothing is left once the program ends."""
+    party = filechannel_java("upgrade", m1.path("r", "lock"))
+    line = party.line()
+    assert line == "error java.io.IOException: Resource deadlock avoided", \
+        line
+    party.finish()
+    wait_until(lambda: "only for the whole file" in m1.log(), 10,
+               "the daemon to log the refused upgrade")
+    wait_until(lambda: not lock_nodes(zk, base), 10,
+               "the shared range's node to go with the program")
