@@ -335,7 +335,9 @@ static void setlk_say_no_partial_upgrade(fuse_req_t req,
  * unlock, another's range).  A range's call never converts: it is
  * answered from the lock held (which a read lock cannot do for a write
  * range: EDEADLK), and an unlock keeps the lock it leaves (a write lock
- * where only read ranges stay), stronger than needed, never weaker. */
+ * where only read ranges stay), stronger than needed, never weaker.
+ * Over a lock lost, any lock call is queued anew for its own range: the
+ * lost lock's ranges went with it (its holder was told). */
 static enum setlk_step setlk_decide_locked(fuse_req_t req, struct lockfile *lf,
 					   uint64_t owner,
 					   const struct lockrange *range,
@@ -366,9 +368,12 @@ static enum setlk_step setlk_decide_locked(fuse_req_t req, struct lockfile *lf,
 				      lockfile_mode_of_type(range->type));
 		return range->type == F_UNLCK ? SETLK_ANSWERED : SETLK_QUEUE;
 	}
-	if (rangeset_applied(&p->ranges, range->start, range->end, range->type,
+	/* An unlock of every range held needs no memory: a whole-file
+	 * F_UNLCK, what every program's unlock is, never fails. */
+	if ((range->type != F_UNLCK || !rangeset_within(&p->ranges, range)) &&
+	    rangeset_applied(&p->ranges, range->start, range->end, range->type,
 			     &after) < 0) {
-		*err = -ENOLCK;
+		*err = -ENOLCK; /* what it held, kept */
 		return SETLK_ANSWERED;
 	}
 	want = rangeset_type(&after);
@@ -407,8 +412,10 @@ static enum setlk_step setlk_decide_locked(fuse_req_t req, struct lockfile *lf,
 		break;
 	}
 	/* The owner is to hold the call's range alone (whole file, or a
-	 * lock lost, which took the owner's ranges with it). */
+	 * lock lost, which took the owner's ranges with it), with the lock
+	 * that range needs. */
 	rangeset_free(&after);
+	*mode = lockfile_mode(lf->ino, lockfile_mode_of_type(range->type));
 	list_del(&p->link);
 	*gone = p;
 	return down == DOWNGRADE_IN_PLACE ? SETLK_IN_PLACE : SETLK_QUEUE;

@@ -198,7 +198,7 @@ struct waiter_ops {
 	 * release.  NULL (fcntl): EDEADLK. */
 	struct zkl_lockreq *(*holder_drop_locked)(const struct waiter *w);
 	/* The holder's lock answers w (it covers w's mode), and nothing
-	 * else will: fcntl adds w's ranges to its owner's.  Returns 0, or
+	 * else will: fcntl adds w's range to its owner's.  Returns 0, or
 	 * -errno to answer instead.  fs->lock held.  NULL: nothing to
 	 * record. */
 	int (*holder_answered_locked)(struct waiter *w);

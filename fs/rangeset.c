@@ -101,6 +101,13 @@ int rangeset_applied(const struct rangeset *set, int64_t start, int64_t end,
 	return 0;
 }
 
+int rangeset_within(const struct rangeset *set, const struct lockrange *range)
+{
+	/* Sorted: the first range starts first, the last ends last. */
+	return set->n == 0 || (range->start <= set->r[0].start &&
+			       set->r[set->n - 1].end <= range->end);
+}
+
 short rangeset_type(const struct rangeset *set)
 {
 	short type = F_UNLCK;

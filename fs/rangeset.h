@@ -51,6 +51,10 @@ int rangeset_range_of(const struct flock *lock, struct lockrange *out);
 int rangeset_applied(const struct rangeset *set, int64_t start, int64_t end,
 		     short type, struct rangeset *out);
 
+/* Is every range of `set` within `range` (its bytes; the type aside)?
+ * 1 or 0; an empty set is. */
+int rangeset_within(const struct rangeset *set, const struct lockrange *range);
+
 /* The lock the set needs: F_WRLCK if any range is a write lock, else
  * F_RDLCK if it has a range, else F_UNLCK (empty). */
 short rangeset_type(const struct rangeset *set);

@@ -451,6 +451,7 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 	struct waiter *w = waiter_new(req, ops, lf, mode, flags, owner, range,
 				      from != NULL);
 	int64_t asked = trace_now();
+	struct zkl_link ending;
 	struct waiter *kept;
 	int err;
 
@@ -465,9 +466,11 @@ void waiter_park_in_place(fuse_req_t req, const struct waiter_ops *ops,
 			fs_reply_err(req, ENOMEM);
 		return;
 	}
+	list_init(&ending);
 	pthread_mutex_lock(&fs->lock);
-	kept = waiter_take_kept_locked(fs, w, mode);
+	kept = waiter_take_kept_locked(fs, w, mode, &ending);
 	pthread_mutex_unlock(&fs->lock);
+	waiter_end_kept_all(&ending); /* a downgrade's (waiter.h) */
 	if (kept) {
 		if (from)
 			lockreq_release(from);
@@ -724,9 +727,13 @@ void waiter_keep_granted_locked(struct waiter *w)
 		w->keep_until = until;
 }
 
+static void waiter_take_kept_one_locked(struct waiter *w,
+					struct zkl_link *ending);
+
 struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
 				       const struct waiter *asking,
-				       enum zkl_mode mode)
+				       enum zkl_mode mode,
+				       struct zkl_link *ending)
 {
 	ZKL_ASSERT_HELD(&fs->lock);
 	for (struct zkl_link *l = fs->kept.next; l != &fs->kept; l = l->next) {
@@ -741,6 +748,10 @@ struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
 		if (w->ops->holder_lock_locked && !w->owner &&
 		    w->lf != asking->lf)
 			continue;
+		if (asking->in_place) {
+			waiter_take_kept_one_locked(w, ending);
+			return NULL;
+		}
 		waiter_move_locked(w, WAITER_ADOPTING);
 		return w;
 	}

@@ -74,10 +74,15 @@ void waiter_keep_locked(struct waiter *w);
  * latest.  fs->lock held. */
 void waiter_keep_granted_locked(struct waiter *w);
 /* The kept wait that `asking` (a new call, not yet started) takes back:
- * same thread, file, holder and mode; ADOPTING now, or NULL. */
+ * same thread, file, holder and mode; ADOPTING now, or NULL.  A downgrade
+ * (asking->in_place) takes none back: such a kept wait is the same call
+ * made before its holder held the write lock, queued behind others,
+ * while a downgrade waits for nobody and must not let the write lock go
+ * first; it goes onto `ending` instead, for waiter_end_kept_all. */
 struct waiter *waiter_take_kept_locked(struct zkl_fs *fs,
 				       const struct waiter *asking,
-				       enum zkl_mode mode);
+				       enum zkl_mode mode,
+				       struct zkl_link *ending);
 /* Kept waits past their time (every one, if all) that can end now, moved
  * to `ending`; one whose answer is on its way is marked to end with it. */
 void waiter_take_expired_locked(struct zkl_fs *fs, int all,

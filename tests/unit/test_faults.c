@@ -743,9 +743,10 @@ static int fs_posix_holders(void)
 }
 
 /* Owner 1 locks bytes 0-9 to write and 100-109 to read; owner 2 waits
- * to write bytes 50-59; owner 1 lets go of its write range (a downgrade
- * in place: owner 2 still waits), then of its read range (a release:
- * owner 2 holds).  Every call is answered once, the two never hold at
+ * to write bytes 50-59; owner 1 lets go of its write range (nothing
+ * changes in ZooKeeper: its write lock stays over the read range, and
+ * owner 2 still waits), then of its read range (a release: owner 2
+ * holds).  Every call is answered once, the two never hold at
  * once, and everything is freed at unmount. */
 static int fs_ranges_run_once(enum fault_kind kind, long n)
 {
@@ -771,7 +772,7 @@ static int fs_ranges_run_once(enum fault_kind kind, long n)
 	fs_setlk(&c[3], &open1, 1, F_UNLCK, 0, 10, 0);
 	fs_after_refusal(&expired);
 	cr_assert_leq(fs_posix_holders(), 1,
-		      "%s fault %ld: a writer got in at a downgrade", run_kind,
+		      "%s fault %ld: a writer got in as a range went", run_kind,
 		      run_n);
 	if (n == 0)
 		cr_assert_eq(c[2].replies, 0,
@@ -806,6 +807,36 @@ static int fs_ranges_run_once(enum fault_kind kind, long n)
 				     i);
 	fs_end_clean(refused, before);
 	return hit;
+}
+
+/* Owner 1 holds bytes 0-9 to write; its F_UNLCK of the whole file (what
+ * every program's unlock is) meets an allocation failure at its first
+ * allocation: an unlock of every range held needs no memory, and lets the
+ * lock go, as doc/locks.md says. */
+Test(faults, a_whole_file_unlock_needs_no_memory)
+{
+	struct fake_req open1 = { 0 }, c[2] = { 0 };
+	struct fuse_file_info fi = { .flags = O_RDWR };
+	long before = fs_begin(FAULT_ALLOC, 1);
+
+	cr_assert_eq(tree_lookup(&fake_fs.tree, fs_dir_ino, "lock",
+				 &fs_lock_ino),
+		     0);
+	lockfile_open((fuse_req_t)&open1, fs_lock_ino, &fi, NULL);
+	fs_setlk(&c[0], &open1, 1, F_WRLCK, 0, 10, 1);
+	cr_assert(c[0].replies == 1 && c[0].err == 0, "not granted");
+	cr_assert_eq(fs_posix_holders(), 1);
+	arm(FAULT_ALLOC, 1);
+	fs_setlk(&c[1], &open1, 1, F_UNLCK, 0, 0, 0);
+	disarm(FAULT_ALLOC);
+	cr_assert_eq(c[1].replies, 1);
+	cr_assert_eq(c[1].err, 0, "F_UNLCK of the whole file failed: %s",
+		     strerror(c[1].err));
+	cr_assert_eq(fs_posix_holders(), 0,
+		     "the lock is held after the whole-file unlock");
+	fs_close_owner(&open1, 1);
+	fake_tree_settle(fake_fs.session);
+	fs_end_clean(0, before);
 }
 
 Test(faults, fcntl_ranges)

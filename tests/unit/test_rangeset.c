@@ -158,6 +158,26 @@ Test(rangeset, the_set_before_a_call_is_left_as_it_was)
 	rangeset_free(&s);
 }
 
+/* An unlock needs no new set when its range holds every range of the
+ * owner's (rangeset_within): the whole file, or from before the first
+ * to past the last. */
+Test(rangeset, a_range_holds_the_set_when_it_spans_its_first_and_last)
+{
+	struct rangeset s = RANGESET_EMPTY;
+	struct lockrange whole = { 0, EOF_, F_UNLCK },
+			 span = { 5, 29, F_UNLCK }, short_ = { 5, 28, F_UNLCK },
+			 late = { 6, 29, F_UNLCK };
+
+	cr_assert(rangeset_within(&s, &short_), "the empty set is within any");
+	apply(&s, 5, 9, F_RDLCK);
+	apply(&s, 20, 29, F_WRLCK);
+	cr_assert(rangeset_within(&s, &whole));
+	cr_assert(rangeset_within(&s, &span));
+	cr_assert_not(rangeset_within(&s, &short_));
+	cr_assert_not(rangeset_within(&s, &late));
+	rangeset_free(&s);
+}
+
 /* ---- struct flock as libfuse gives it ---------------------------------- */
 
 static int range_of(short type, int64_t start, int64_t len, struct lockrange *r)

@@ -579,3 +579,51 @@ Test(waiter, a_close_after_an_unlock_of_the_write_range_releases_the_lock)
 	fake_run_due(fake_fs.session);
 	cr_assert_eq(fake_pending(), 0);
 }
+
+/* The session expires under owner 42's write range: its lock is lost.
+ * Its next call, a read range, is queued anew for that range alone, and
+ * asks a read lock: the lost write ranges are not kept, nor their mode.
+ * (A review found it asking a write lock.) */
+Test(waiter, a_read_range_after_a_lost_write_lock_asks_a_read_lock)
+{
+	struct fake_req open_req = { 0 }, wr, rd;
+	struct fuse_file_info fi = { .flags = O_RDWR };
+	char name1[256], name2[256];
+	const char *names[1] = { name1 };
+	struct zkl_link lost;
+	uint64_t lock_ino;
+	int mode;
+
+	open_lock_for_owner(&open_req, &fi, &lock_ino);
+	setlk(&wr, lock_ino, &fi, F_WRLCK, 0, 10);
+	create_as("0000000001", name1);
+	fake_complete_children(ZOK, names, 1);
+	cr_assert_eq(wr.err, 0, "the write range is not granted");
+	fake_complete_own_watch(name1);
+	fake_expire(fake_fs.session, 1, &lost);
+	fake_free_lost(&lost);
+	fake_fs.session->state = ZKL_CONN_CONNECTED;
+	fake_fs.session->client_id = 78;
+	fake_resume_all(fake_fs.session);
+	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_WRLCK);
+	cr_assert_lt(mode, 0, "the lock is not lost");
+	setlk(&rd, lock_ino, &fi, F_RDLCK, 20, 10);
+	cr_assert_eq(rd.replies, 0);
+	cr_assert(strstr(fake_peek(FAKE_CREATE)->path, "-read-") != NULL,
+		  "a read range asks %s",
+		  strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	names[0] = name2;
+	create_as("0000000002", name2);
+	fake_complete_children(ZOK, names, 1);
+	cr_assert_eq(rd.replies, 1);
+	cr_assert_eq(rd.err, 0);
+	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_UNLCK,
+		     "a lost range was kept");
+	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_RDLCK);
+	cr_assert_eq(mode, ZKL_MODE_READ);
+	fake_complete_own_watch(name2);
+	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
+	fake_expect_delete_of(name2);
+	fake_run_due(fake_fs.session);
+	cr_assert_eq(fake_pending(), 0);
+}

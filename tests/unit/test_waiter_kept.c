@@ -334,3 +334,105 @@ Test(kept, an_unlock_answered_at_its_deadline_as_its_delete_completes)
 		unlock_answer_late(late[0]); /* ASan: heap-use-after-free */
 	cr_assert_eq(un.replies, 1, "%d replies", un.replies);
 }
+
+/* ---- a downgrade and a kept wait of its call ---------------------------- */
+
+/* Owner 42: thread 4243 waits for a write range (node 2) behind another
+ * host's writer (node 1); thread 4242 waits for a read lock of the whole
+ * file (node 4) behind a third host's writer, Y (node 3).  A caught
+ * signal answers thread 4242 EINTR and keeps its wait.  Node 1 goes: the
+ * write range is granted.  Thread 4242 asks again (SA_RESTART), and over
+ * the owner's write lock its call is now a downgrade, in place: it must
+ * not take back the kept read wait, which would let the write node go
+ * first and Y in (a review found it did).  The kept wait is given up. */
+Test(kept, a_downgrade_does_not_take_back_a_kept_read_wait)
+{
+	static const char *y =
+		"_c_0123abcd-0000-4000-8000-0000000000bb-write-0000000003";
+	struct fuse_file_info fi;
+	struct fake_req w = { 0 }, r1 = { 0 }, down = { 0 };
+	struct flock fl = { .l_whence = SEEK_SET };
+	char node_w[256], node_r[256], path[512];
+	const char *names[4];
+	int multi_seen = 0, read_node_gone = 0;
+
+	open_lock(&fi);
+	fi.lock_owner = 42;
+	fake_ctx.pid = 4243;
+	fl.l_type = F_WRLCK;
+	fl.l_len = 10;
+	lockfile_setlk((fuse_req_t)&w, lock_ino, &fi, &fl, 1);
+	snprintf(node_w, sizeof(node_w), "%s0000000002",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZOK, "0000000002", 1002);
+	names[0] = other_writer;
+	names[1] = node_w;
+	fake_complete_children(ZOK, names, 2);
+	while (fake_pending() && fake_peek_op() == FAKE_GET)
+		fake_complete_get(ZOK);
+	cr_assert_eq(w.replies, 0);
+	fake_ctx.pid = 4242;
+	fl.l_type = F_RDLCK;
+	fl.l_len = 0;
+	lockfile_setlk((fuse_req_t)&r1, lock_ino, &fi, &fl, 1);
+	snprintf(node_r, sizeof(node_r), "%s0000000004",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
+	fake_complete_create(ZOK, "0000000004", 1004);
+	names[2] = y;
+	names[3] = node_r;
+	fake_complete_children(ZOK, names, 4);
+	while (fake_pending() && fake_peek_op() == FAKE_GET)
+		fake_complete_get(ZOK);
+	cr_assert_eq(r1.replies, 0);
+	verdict = SIGPEND_HANDLED;
+	fake_interrupt(&r1);
+	cr_assert_eq(r1.err, EINTR);
+	verdict = SIGPEND_WAIT;
+	snprintf(path, sizeof(path), "/b/r/%s", other_writer);
+	fake_fire_watch(path);
+	for (int i = 0; i < 20 && fake_pending() && w.replies == 0; i++) {
+		if (fake_peek_op() == FAKE_CHILDREN) {
+			names[0] = node_w;
+			names[1] = y;
+			names[2] = node_r;
+			fake_complete_children(ZOK, names, 3);
+		} else {
+			fake_complete_get(ZOK);
+		}
+	}
+	cr_assert_eq(w.replies, 1);
+	cr_assert_eq(w.err, 0, "the write range is not granted");
+	while (fake_pending() && fake_peek_op() == FAKE_GET)
+		fake_complete_get(ZOK);
+	/* The same thread's call again: a downgrade. */
+	lockfile_setlk((fuse_req_t)&down, lock_ino, &fi, &fl, 1);
+	for (int i = 0; i < 10 && fake_pending() && down.replies == 0; i++) {
+		enum fake_op op = fake_peek_op();
+		if (op == FAKE_MULTI) {
+			multi_seen = 1;
+			fake_complete_multi(ZOK, NULL);
+		} else if (op == FAKE_DELETE) {
+			cr_assert(strstr(fake_peek(FAKE_DELETE)->path, node_r),
+				  "the downgrade deleted %s, not the kept "
+				  "read wait's node",
+				  fake_peek(FAKE_DELETE)->path);
+			fake_complete_void(FAKE_DELETE, ZOK);
+			read_node_gone = 1;
+		} else {
+			fake_complete_get(ZOK);
+		}
+	}
+	cr_assert(multi_seen, "the downgrade was not done in place");
+	cr_assert_eq(down.replies, 1, "the downgrade waited (Y holds?)");
+	cr_assert_eq(down.err, 0);
+	while (fake_pending() && !read_node_gone) {
+		if (fake_peek_op() == FAKE_DELETE &&
+		    strstr(fake_peek(FAKE_DELETE)->path, node_r)) {
+			fake_complete_void(FAKE_DELETE, ZOK);
+			read_node_gone = 1;
+		} else {
+			fake_complete_get(ZOK);
+		}
+	}
+	cr_assert(read_node_gone, "the kept read wait was not given up");
+}
