@@ -20,7 +20,7 @@ struct holdcache_wait {
 };
 
 /* One resource: in the table while it keeps a text or a fetch of it is in
- * flight (holdcache_idle says when it goes). */
+ * flight (holdcache_free_if_idle says when it goes). */
 struct holdcache_entry {
 	struct strtab_item item; /* key: dir */
 	struct zkl_link kept;    /* in c->kept while text is kept */

@@ -263,9 +263,9 @@ static inline int session_is_connected_locked(const struct zkl_session *s)
 	       zoo_state(s->zh) == ZOO_CONNECTED_STATE;
 }
 
-/* m is started (session_join_locked) until it is freed (session_part):
- * the session's end walks the started ones, and session_close waits for
- * them to go.  s->lock held. */
+/* m is started (session_join_locked) until it is freed
+ * (session_part_locked): the session's end walks the started ones, and
+ * session_close waits for them to go.  s->lock held. */
 void session_join_locked(struct zkl_session *s, struct zkl_member *m);
 void session_part_locked(struct zkl_session *s, struct zkl_member *m);
 

@@ -108,8 +108,9 @@ void fake_complete_wchildren(int rc, const char *const *names, int n);
  * gets the locks lost (free them with fake_free_lost). */
 void fake_expire(struct zkl_session *s, int requeue, struct zkl_link *lost);
 void fake_free_lost(struct zkl_link *lost);
-/* Every time the session's clock waits for has come (session_resume_at):
- * resume what waits for one.  Returns how many. */
+/* Every time the session's clock waits for has come
+ * (session_resume_at_locked): resume what waits for one.  Returns how
+ * many. */
 int fake_run_due(struct zkl_session *s);
 /* The connection is back: resume what waits for it. */
 void fake_resume_all(struct zkl_session *s);

@@ -1,5 +1,5 @@
 /*
- * The jeopardy clock's arithmetic (recipes/heartbeat.c): what answered
+ * The jeopardy clock's arithmetic (recipes/heartbeat.h): what answered
  * heartbeats prove, when the jeopardy is due, and the margin.
  */
 #include <criterion/criterion.h>
