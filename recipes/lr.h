@@ -63,8 +63,9 @@ enum lr_hold {
  * What a lock request is.  Fixed when it is made; what differs between
  * kinds is in its struct lr_kind_ops (lr_kinds[]), never in a flag.
  * Adding a kind: a value here, a struct lr_kind_ops in the module that
- * carries it, its entry in lr_kinds[] (lockreq.c), and a test of its
- * life in tests/unit (fake_zk.c scripts ZooKeeper).
+ * carries it, its entry in lr_kinds[] and its phases in lr_kind_phases[]
+ * (lockreq.c), and a test of its life in tests/unit (fake_zk.c scripts
+ * ZooKeeper).
  */
 enum lr_kind {
 	LR_PLAIN,      /* a mount's own node in one resource: write, read or

@@ -1,5 +1,9 @@
 /*
- * maxhold.c - parse, edit and format the table of hold limits (maxhold.h).
+ * maxhold.c - hold limits (maxhold.h): their table parsed, edited and
+ * formatted; a resource's limit read, and one stored in the table znode;
+ * the session's copy of the table, loaded at each connection and kept
+ * current by its watch; and the sweep that asks, then breaks, a hold
+ * that outlasts its limit (lr_hold_check, from the session's clock).
  */
 #include "maxhold.h"
 #include "decimal.h"
