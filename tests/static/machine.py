@@ -15,6 +15,9 @@ directions:
   3. The kinds: the kind table's kinds against enum lr_kind (recipes/
      lr.h), and its last column, the kind's phases ("all", "all but A,
      B", or "A, B, ..."), against lr_kind_phases[].
+  4. The holds: the table in "What keeps a lock request alive" against
+     enum lr_hold (recipes/lr.h), and "one" or "any number" against
+     lr_hold_is_single (recipes/lockreq.c).
 
 Prints each difference with the document's line; exit status 1 if any.
 
@@ -79,6 +82,7 @@ def table(name):
 phases = [p[len("PH_"):] for p in enum("lr_phase")]
 PHASE = {p: i for i, p in enumerate(phases)}
 kinds = enum("lr_kind")
+holds = enum("lr_hold")
 
 
 def phase_set(expr, what):
@@ -228,6 +232,35 @@ for m in re.finditer(r"^\| `(LR_[A-Z_]+)` \|.*\| ([^|]+?) \|$", design,
 for k in kinds:
     if k not in doc_kinds:
         fail(f"{DOC}: the kind table has no {k} (enum lr_kind, recipes/lr.h)")
+
+# ---- 4. The holds --------------------------------------------------------
+
+m = re.search(r"lr_hold_is_single\(enum lr_hold h\)\s*\{\s*return\s+"
+              r"((?:h != LR_HOLD_\w+\s*(?:&&\s*)?)+);", code)
+if not m:
+    fail("recipes/lockreq.c: lr_hold_is_single is not of the shape this "
+         "test reads (return h != LR_HOLD_X && ...;): update "
+         "tests/static/machine.py")
+many = set(re.findall(r"LR_HOLD_\w+", m.group(1))) if m else set()
+doc_holds = {}
+for m in re.finditer(r"^\| `(LR_HOLD_\w+)` \|.*\| ([^|]+?) \|$", design,
+                     re.M):
+    hold, count, where = m.group(1), m.group(2), f"{DOC}:{line_of(m.start())}"
+    if hold in doc_holds:
+        fail(f"{where}: {hold} again")
+    doc_holds[hold] = where
+    if hold not in holds:
+        fail(f"{where}: {hold} is no hold (enum lr_hold, recipes/lr.h)")
+    elif count not in ("one", "any number"):
+        fail(f"{where}: {hold}: 'one' or 'any number', not '{count}'")
+    elif (count == "any number") != (hold in many):
+        fail(f"{where}: {hold} is {count}; lr_hold_is_single "
+             "(recipes/lockreq.c) says "
+             f"{'any number' if hold in many else 'one'}")
+for h in holds:
+    if h not in doc_holds:
+        fail(f"{DOC}: the hold table has no {h} (enum lr_hold, "
+             "recipes/lr.h)")
 
 for line in problems:
     print(line)
