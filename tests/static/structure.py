@@ -16,7 +16,8 @@ Rules by module, not by line count (files are cut by concept):
      mutex), and one that runs its notices itself drops it raw.
   5. doc/design.md's module list ("Modules: who calls whom") names every
      source file and, for each, exactly the files it calls; its lock list
-     ("Locks and their order") names every file that declares a mutex.
+     ("Locks and their order") names every file that declares a mutex,
+     and each file it names for a lock declares one.
 
 A file calls another when it calls a function defined there; comments and
 strings are not calls.  Prints each problem; exit status 1 if any.
@@ -183,6 +184,20 @@ for p in files:
             (not locks or p.name not in locks.group(1)):
         problems.append(f"{rel[p]} declares a mutex that doc/design.md's "
                         "'Locks and their order' does not name")
+# ... and every lock it names in a file of ours is declared there (one
+# named by another project, libfuse's, names no file).
+for m in re.finditer(r"^(\d+)\. (.*?)(?=^\d+\. |\Z)",
+                     locks.group(1) if locks else "", re.M | re.S):
+    f = re.search(r"\(((?:fs|recipes)/)?(\w+\.[ch])\b", m.group(2))
+    if not f:
+        continue
+    named = [p for p in files if rel[p] == (f.group(1) or "") + f.group(2)
+             or not f.group(1) and p.name == f.group(2)]
+    if not any(re.search(r"^\s*pthread_mutex_t \w+;", code[p], re.M)
+               for p in named):
+        problems.append(f"doc/design.md's 'Locks and their order' names "
+                        f"lock {m.group(1)} in {f.group(0)[1:]}, which "
+                        "declares no mutex")
 
 for line in problems:
     print(line)
