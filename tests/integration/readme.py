@@ -1,6 +1,7 @@
 """The documentation as code: the fenced blocks of the README and the
 documents it links to, a copy of the tree as a fresh clone would hold it,
 and contrib/run-local driven as a user drives it."""
+import fnmatch
 import os
 import select
 import shutil
@@ -86,41 +87,56 @@ def tree_files_by_git(root=ROOT):
 
 def ignore_rules(root=ROOT):
     """The tree's .gitignore, as (pattern, anchored, directories only):
-    the subset of git's syntax it uses (a leading "/" anchors a pattern to
-    the top, a trailing "/" makes it match directories only, fnmatch's
-    wildcards)."""
+    the subset of git's syntax it uses.  A "/" at the start or in the
+    middle anchors a pattern to the top, and a trailing "/" makes it match
+    directories only; "*", "?" and "[...]" match within one path
+    component.  What else git would read differently ("!", "**", "\\") is
+    refused, loudly."""
     rules = []
     with open(os.path.join(root, ".gitignore")) as f:
         for line in f:
-            line = line.strip()
-            if not line or line.startswith("#"):
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("#"):
                 continue
-            assert not line.startswith("!"), f".gitignore: {line}: " \
-                "negation is not understood here"
-            rules.append((line.strip("/"), line.startswith("/"),
-                          line.endswith("/")))
+            assert line == line.strip() and not line.startswith("!") \
+                and "**" not in line and "\\" not in line, \
+                f".gitignore: {line!r}: not understood here (readme.py)"
+            body = line.rstrip("/")
+            rules.append((body.lstrip("/"), "/" in body, line.endswith("/")))
     return rules
+
+
+def ignored_by(rules, rel, is_dir):
+    """Whether rules (ignore_rules) ignore the file or directory rel, a
+    path from the top; its parents are not looked at (a walk stops at an
+    ignored directory)."""
+    parts = rel.split("/")
+    for pattern, anchored, only_dirs in rules:
+        if only_dirs and not is_dir:
+            continue
+        wanted = pattern.split("/") if anchored else [pattern]
+        names = parts if anchored else parts[-1:]
+        if len(wanted) == len(names) and all(
+                fnmatch.fnmatchcase(n, w) for n, w in zip(names, wanted)):
+            return True
+    return False
 
 
 def tree_files_by_walk(root=ROOT):
     """The same files as tree_files_by_git, where there is no git or no
     .git (a release tarball, a git archive, a source package): every file
-    but .git and what .gitignore ignores (build directories, caches)."""
-    import fnmatch
+    but .git and what .gitignore ignores (build directories, caches, what
+    a package build leaves)."""
     rules = ignore_rules(root)
-
-    def ignored(rel, is_dir):
-        return any((not only_dirs or is_dir) and fnmatch.fnmatch(
-            rel if anchored else os.path.basename(rel), pattern)
-            for pattern, anchored, only_dirs in rules)
     found = []
     for d, dirs, files in os.walk(root):
         here = os.path.relpath(d, root)
         here = "" if here == "." else here
-        dirs[:] = sorted(n for n in dirs if n != ".git" and not ignored(
-            os.path.join(here, n), True))
-        found += [os.path.join(here, n) for n in files
-                  if not ignored(os.path.join(here, n), False)]
+        dirs[:] = sorted(n for n in dirs if n != ".git" and not ignored_by(
+            rules, os.path.join(here, n), True))
+        # .git is a file in a worktree: not the tree's either.
+        found += [os.path.join(here, n) for n in files if n != ".git"
+                  and not ignored_by(rules, os.path.join(here, n), False)]
     return sorted(found)
 
 
@@ -128,7 +144,8 @@ def clean_copy(dest):
     """The tree as a fresh clone of it would be, in dest, with no build
     directory: by git where it has one and git is here, else by walking
     the tree (tree_files_by_walk)."""
-    by_git = shutil.which("git") and os.path.isdir(os.path.join(ROOT, ".git"))
+    # .git: a directory in a clone, a file in a worktree of one.
+    by_git = shutil.which("git") and os.path.exists(os.path.join(ROOT, ".git"))
     for rel in tree_files_by_git() if by_git else tree_files_by_walk():
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(dest, rel),

@@ -492,6 +492,21 @@ def test_the_trees_map_names_every_source_file():
 
 # ---- the tree the tests copy, with git or without ------------------------
 
+# What builds leave in the tree, which a copy leaves out, and files that
+# only look like it, which it keeps.
+BUILD_LEFTOVERS = (
+    "build/fs/zklockfs", "build-asan/x", "tests/__pycache__/a.pyc",
+    "subprojects/packagecache/zookeeper.tar.gz",
+    "subprojects/apache-zookeeper-3.8.0/README",
+    # dpkg-buildpackage's (doc/operations.md)
+    "debian/.debhelper/generated/zklockfs/installed-by-dh_install",
+    "debian/files", "debian/zklockfs/usr/sbin/zklockfs",
+    "debian/zklockfs.substvars", "debian/zklockfs.debhelper.log",
+    "debian/debhelper-build-stamp", "obj-x86_64-linux-gnu/build.ninja")
+LOOK_ALIKES = ("debian/source/notes.log", "doc/obj-x/notes",
+               "doc/build/notes", "debian/zklockfs.files")
+
+
 def test_the_tree_is_copied_alike_with_or_without_git(tmp_path):
     """The tests that copy the tree (the README's commands, the package)
     work from a release tarball or a git archive, which has no .git, and on
@@ -499,20 +514,24 @@ def test_the_tree_is_copied_alike_with_or_without_git(tmp_path):
     and reading .gitignore, and they are the files git would list."""
     copy = clean_copy(str(tmp_path / "copy"))
     assert not os.path.exists(os.path.join(copy, ".git"))
-    # What a build leaves there is not the tree's.
-    for junk in ("build/fs/zklockfs", "build-asan/x", "tests/__pycache__/a.pyc",
-                 "subprojects/packagecache/zookeeper.tar.gz",
-                 "subprojects/apache-zookeeper-3.8.0/README"):
-        os.makedirs(os.path.dirname(os.path.join(copy, junk)), exist_ok=True)
-        open(os.path.join(copy, junk), "w").close()
+    for rel in BUILD_LEFTOVERS + LOOK_ALIKES:
+        os.makedirs(os.path.dirname(os.path.join(copy, rel)), exist_ok=True)
+        open(os.path.join(copy, rel), "w").close()
     walked = tree_files_by_walk(copy)
     assert "README.md" in walked and "fs/main.c" in walked, walked[:20]
-    assert not [f for f in walked if f.startswith((
-        "build", "tests/__pycache__", "subprojects/packagecache",
-        "subprojects/apache-"))]
-    if shutil.which("git") and os.path.isdir(os.path.join(ROOT, ".git")):
-        assert walked == tree_files_by_git(), \
-            set(walked) ^ set(tree_files_by_git())
+    assert not set(BUILD_LEFTOVERS) & set(walked), \
+        f"copied: {sorted(set(BUILD_LEFTOVERS) & set(walked))}"
+    assert set(LOOK_ALIKES) <= set(walked), \
+        f"left out: {sorted(set(LOOK_ALIKES) - set(walked))}"
+    if shutil.which("git") and os.path.exists(os.path.join(ROOT, ".git")):
+        ours = sorted(set(walked) - set(LOOK_ALIKES))
+        assert ours == tree_files_by_git(), set(ours) ^ set(tree_files_by_git())
+        # git itself reads .gitignore as the walk does.
+        for rel in BUILD_LEFTOVERS + LOOK_ALIKES:
+            r = subprocess.run(["git", "-C", ROOT, "check-ignore", "-q",
+                                "--no-index", rel])
+            assert r.returncode == (0 if rel in BUILD_LEFTOVERS else 1), \
+                f"git check-ignore {rel}: status {r.returncode}"
 
 
 # ---- the README's first command, and the sections that use it ------------
