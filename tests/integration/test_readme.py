@@ -601,11 +601,20 @@ def test_run_local_mounts_runs_its_own_example_and_leaves_nothing(run_local):
     stop_and_check(r)
 
 
+def one_test_command():
+    """HACKING.md's command that runs one test."""
+    with open(os.path.join(ROOT, "HACKING.md")) as f:
+        found = re.findall(r"One test alone: `(meson test [^`]+)`", f.read())
+    assert len(found) == 1, found
+    return shlex.split(found[0])
+
+
 @needs_plain
 def test_run_tests_builds_find_the_tests_after_run_local(tree):
-    """run-local configures build/ without tests; run-tests' configuration
-    of the same tree must bring them back (and run-local's must still
-    build the daemon after it)."""
+    """run-local configures build/ without tests; there HACKING.md's
+    one-test command fails, saying what to run, rather than run nothing
+    and pass.  run-tests' configuration of the same tree must bring the
+    tests back (and run-local's must still build the daemon after it)."""
     def calls(script):
         return [line.strip() for line in open(os.path.join(tree, script))
                 if line.strip().startswith("contrib/build-tree")]
@@ -616,14 +625,23 @@ def test_run_tests_builds_find_the_tests_after_run_local(tree):
         r = subprocess.run(["contrib/build-tree", *args], cwd=tree,
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stdout + r.stderr
+        assert f"contrib/build-tree: building {args[-1]}/ (" in r.stdout, \
+            f"it does not say what it builds:\n{r.stdout}"
         listed = subprocess.run(["meson", "test", "-C", "build", "--list",
                                  "--no-rebuild"], cwd=tree, capture_output=True,
                                 text=True, timeout=60).stdout
         return {line.split(" / ")[0] for line in listed.splitlines() if " / " in line}
 
-    assert build_tree("--no-tests", "build") == set()
+    # Only the test that fails, saying there are none.
+    assert build_tree("--no-tests", "build") == {"zklockfs:unit+integration"}
+    r = subprocess.run(one_test_command(), cwd=tree, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode != 0 and \
+        "contrib/install-deps --tests && contrib/build-tree build" in r.stdout, \
+        f"HACKING.md's one test after run-local: status {r.returncode}\n" \
+        + r.stdout + r.stderr
     assert build_tree("build") == {"zklockfs:unit", "zklockfs:integration"}
-    assert build_tree("--no-tests", "build") == set()
+    assert build_tree("--no-tests", "build") == {"zklockfs:unit+integration"}
     assert os.access(os.path.join(tree, "build", "fs", "zklockfs"), os.X_OK)
 
 
