@@ -476,6 +476,23 @@ def test_the_status_sample_has_the_keys_status_prints(m1):
         [line.split()[0] for line in printed]
 
 
+def test_every_example_ensemble_has_three_servers():
+    """doc/operations.md runs an ensemble of 3 or 5; every example that
+    names several servers names three, as the documents' do
+    (README_ENSEMBLE), in the manual page and the installed examples too."""
+    from readme import DOCS
+    several = re.compile(r"zk1[\w.]*:\d+(?:,zk\d[\w.]*:\d+)+")
+    wrong = []
+    for rel in (*DOCS, "doc/zklockfs.8.scd", "contrib/fstab.example",
+                "contrib/systemd/zklockfs.conf.example"):
+        with open(os.path.join(ROOT, rel)) as f:
+            for number, line in enumerate(f, 1):
+                wrong += [f"{rel}:{number}: {m}" for m in several.findall(line)
+                          if m.count(",") != 2]
+    assert README_ENSEMBLE.count(",") == 2
+    assert not wrong, "not three servers:\n" + "\n".join(wrong)
+
+
 def test_the_trees_map_names_every_source_file():
     from readme import ROOT
     text = doc_block("meson.build         one project; -Dtests=true|false").text
