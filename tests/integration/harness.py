@@ -228,8 +228,10 @@ class ZooKeeper:
         self.proc = subprocess.Popen(
             # Empty containers go within a second (not a minute), and
             # thousands at a time (not 10,000 a minute), so that tests
-            # can see what their going does.
-            ["java", "-Xmx256m", "-Dznode.container.checkIntervalMs=1000",
+            # can see what their going does.  No performance file in
+            # /tmp/hsperfdata_USER: a server killed -9 would leave it.
+            ["java", "-Xmx256m", "-XX:-UsePerfData",
+             "-Dznode.container.checkIntervalMs=1000",
              "-Dznode.container.maxPerMinute=1000000", "-cp",
              ZK_CLASSPATH + (":" + ZK_TLS_CLASSPATH if self.tls else ""),
              ZK_MAIN, cfg],

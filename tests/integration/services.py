@@ -39,7 +39,8 @@ def compile_java(source, classes):
     assert shutil.which("javac"), \
         "javac is not installed: run contrib/install-deps --tests"
     jars = curator_classpath()
-    subprocess.run(["javac", "-d", classes, "-cp", jars, source], check=True)
+    subprocess.run(["javac", "-J-XX:-UsePerfData", "-d", classes, "-cp", jars,
+                    source], check=True)
     return f"{classes}:{jars}"
 
 
@@ -143,8 +144,8 @@ class CuratorJava:
 
     def service(self, hosts, session_ms=4000):
         return LockService("Curator", [
-            "java", "-cp", self.classpath, "CuratorLocks", hosts,
-            str(session_ms)])
+            "java", "-XX:-UsePerfData", "-cp", self.classpath, "CuratorLocks",
+            hosts, str(session_ms)])
 
     def remove(self):
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -6,6 +6,7 @@ test's), or listed in NOT_RUN with the reason it cannot be, and a test
 fails when a block is neither.  Every relative link resolves."""
 import ast
 import os
+import pwd
 import re
 import shlex
 import shutil
@@ -20,7 +21,8 @@ from harness import (Locker, free_port, is_mounted, lock_nodes,
                      needs_private_mounts, wait_until, zklockfs_binary)
 from readme import (DEBIAN_PATH, README_ENSEMBLE, README_MOUNT, ROOT,
                     RunLocal, clean_copy, doc_block, doc_blocks,
-                    tree_files_by_git, tree_files_by_walk)
+                    processes_mentioning, tree_files_by_git,
+                    tree_files_by_walk)
 from test_security import open_as
 
 # Blocks no test can run, by their first line, and why.
@@ -615,6 +617,11 @@ def test_run_local_mounts_runs_its_own_example_and_leaves_nothing(run_local):
     assert "Every user of this machine may take locks there" in said, said
     assert open_as(os.path.join(r.mountpoint, "demo", "write"), []) == "ok", \
         "a user other than root cannot lock on run-local's mount"
+    zk_pids = processes_mentioning(r.state)
+    assert zk_pids, "no process of run-local's ZooKeeper"
+    assert not [pid for pid in zk_pids if os.path.exists(
+        f"/tmp/hsperfdata_{pwd.getpwuid(os.getuid()).pw_name}/{pid}")], \
+        "run-local's ZooKeeper keeps a JVM performance file in /tmp"
     stop_and_check(r)
 
 
