@@ -1,8 +1,10 @@
 """pytest fixtures: one ZooKeeper server for the run, two fresh mounts and
 a fresh base path per test, and the check that no lock znode is left."""
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import uuid
 
 import pytest
@@ -12,6 +14,43 @@ from harness import (Mounts, ZooKeeper, kazoo_client, status,  # noqa: E402
                      wait_until)
 from services import CuratorJava, start_service  # noqa: E402
 from tcpproxy import TcpProxy  # noqa: E402
+
+
+# The run's files (tmp_path: servers' data and logs, copies of the tree,
+# tens of MB) in a directory of its own under $TMPDIR, removed when the run
+# passes and kept, its path said, when it fails, as contrib/run-tests does
+# with $TMPDIR itself: pytest's default, $TMPDIR/pytest-of-USER, keeps the
+# last three runs.  An explicit --basetemp is left alone, and a worker of
+# pytest-xdist gets a directory inside the controller's.
+RUN_DIR = {}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's tmp_path reads it
+def pytest_configure(config):
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        RUN_DIR["path"] = config.option.basetemp = tempfile.mkdtemp(
+            prefix="zklockfs-pytest-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    RUN_DIR["status"] = exitstatus
+
+
+def pytest_unconfigure(config):
+    path = RUN_DIR.pop("path", None)
+    if path is None or not os.path.exists(path):
+        return
+    with open("/proc/self/mounts") as f:
+        mounted = [line.split()[1] for line in f
+                   if line.split()[1].startswith(path + "/")]
+    if RUN_DIR.get("status") in (pytest.ExitCode.OK,
+                                 pytest.ExitCode.NO_TESTS_COLLECTED) \
+            and not mounted:
+        shutil.rmtree(path)
+    else:
+        print(f"\nthe tests' files and logs are kept in {path}"
+              + (f" (still mounted there: {' '.join(mounted)})"
+                 if mounted else ""), file=sys.stderr)
 
 
 # What each build's run of the suite leaves out, by marker (pytest.ini
