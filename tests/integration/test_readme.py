@@ -19,8 +19,8 @@ import pytest
 
 from harness import (Locker, free_port, is_mounted, lock_nodes,
                      needs_private_mounts, wait_until, zklockfs_binary)
-from readme import (DEBIAN_PATH, README_ENSEMBLE, README_MOUNT, ROOT,
-                    RunLocal, clean_copy, doc_block, doc_blocks,
+from readme import (DEBIAN_PATH, README, README_ENSEMBLE, README_MOUNT,
+                    ROOT, RunLocal, clean_copy, doc_block, doc_blocks,
                     processes_mentioning, tree_files_by_git,
                     tree_files_by_walk)
 from test_security import open_as
@@ -493,6 +493,72 @@ def test_every_example_ensemble_has_three_servers():
                           if m.count(",") != 2]
     assert README_ENSEMBLE.count(",") == 2
     assert not wrong, "not three servers:\n" + "\n".join(wrong)
+
+
+def install_deps_lists():
+    """contrib/install-deps' lists of packages, by name (build, server,
+    tests, bench)."""
+    with open(os.path.join(ROOT, "contrib", "install-deps")) as f:
+        text = f.read().replace("\\\n", "")
+    return {name: value.split()
+            for name, value in re.findall(r'^(\w+)="([^"$]*)"$', text, re.M)}
+
+
+def apt_would_install(status, packages):
+    """What `apt-get install --no-install-recommends packages` would
+    install over the dpkg status file status, as name=version: apt's
+    simulation, from this machine's package lists (nothing downloaded)."""
+    r = subprocess.run(["apt-get", "-s", "-o", f"Dir::State::status={status}",
+                        "install", "--no-install-recommends", *packages],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    return [f"{name}={version}" for name, version in
+            re.findall(r"^Inst (\S+) (?:\[\S+\] )?\((\S+)", r.stdout, re.M)]
+
+
+def with_installed(status, versions):
+    """status (a dpkg status file) with versions (name=version) marked
+    installed, their records from apt's lists."""
+    shown = subprocess.run(["apt-cache", "show", *versions], capture_output=True,
+                           text=True, timeout=300, check=True).stdout
+    records, seen = [], set()
+    for record in shown.strip().split("\n\n"):
+        name = re.match(r"Package: (\S+)", record).group(1)
+        if name not in seen:
+            seen.add(name)
+            first, rest = record.split("\n", 1)
+            records.append(f"{first}\nStatus: install ok installed\n{rest}\n")
+    with open(status, "a") as f:
+        f.write("\n".join(records) + "\n")
+    return status
+
+
+def test_the_readmes_package_counts_are_what_apt_installs(tmp_path):
+    """The README's "about N packages" of run-local and of run-tests, on a
+    minimal Debian 12 as debootstrap --variant=minbase makes it (the
+    packages of priority required, and apt, with what they depend on),
+    within a twentieth of what apt would install there today."""
+    text = " ".join(open(README).read().split())
+    said = [int(n) for n in re.findall(
+        r"about (\d+) packages (?:with their dependencies|more)", text)]
+    assert len(said) == 2, f"the README's package counts: {said}"
+    required = re.findall(r"^Package: (\S+)\n(?:.+\n)*?Priority: required$",
+                          subprocess.run(["apt-cache", "dumpavail"],
+                                         capture_output=True, text=True,
+                                         check=True).stdout, re.M)
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    minbase = apt_would_install(empty, [*sorted(set(required)), "apt"])
+    assert len(minbase) > 50, minbase
+    status = with_installed(tmp_path / "minbase", minbase)
+    lists = install_deps_lists()
+    run_local = apt_would_install(status, lists["build"] + lists["server"])
+    status = with_installed(status, run_local)
+    run_tests = apt_would_install(status, lists["tests"])
+    for n, counted, what in ((said[0], len(run_local), "run-local"),
+                             (said[1], len(run_tests), "run-tests adds")):
+        assert abs(n - counted) <= counted / 20, \
+            f"README: about {n} packages; {what} {counted} on a minimal Debian 12"
 
 
 def test_the_trees_map_names_every_source_file():
