@@ -18,7 +18,8 @@ import pytest
 
 from harness import wait_until
 from tls import tls_zookeeper
-from readme import clean_copy, processes_mentioning, doc_block
+from readme import (clean_copy, doc_block, processes_mentioning,
+                    tree_files_by_walk)
 from test_readme import bash
 
 BUILD = "dpkg-buildpackage -b -us -uc           # in the source tree: makes ../zklockfs_<version>_<arch>.deb"
@@ -53,6 +54,12 @@ def run(argv, timeout=600, **kw):
     return res.stdout
 
 
+def every_file(tree):
+    """Every file under tree, ignored or not, as a path from its top."""
+    return sorted(os.path.relpath(os.path.join(d, n), tree)
+                  for d, _, names in os.walk(tree) for n in names)
+
+
 def in_root(root, script, timeout=300):
     return run(["chroot", str(root), "sh", "-ec", script], timeout=timeout,
                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
@@ -69,10 +76,26 @@ def test_the_package_builds_installs_in_a_clean_root_and_mounts(
         tmp_path, zookeeper, zk, base, tls_server):
     build, install = doc_block(BUILD).text.splitlines()
     src = clean_copy(str(tmp_path / "src"))
+    copied = every_file(src)
     res = bash(build, src, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     debs = glob.glob(str(tmp_path / "zklockfs_*.deb"))
     assert len(debs) == 1, os.listdir(tmp_path)
+    # What doc/operations.md says the build leaves: beside the tree, the
+    # package with its .buildinfo and .changes, and the -dbgsym package;
+    # in it, only what .gitignore names, and `debian/rules clean` takes
+    # obj-<arch>/ and debian/'s away.
+    beside = sorted(re.sub(r"_[^_]+_[^_.]+\.", "_V_A.", n)
+                    for n in os.listdir(tmp_path) if n != "src")
+    assert beside == ["zklockfs-dbgsym_V_A.deb", "zklockfs_V_A.buildinfo",
+                      "zklockfs_V_A.changes", "zklockfs_V_A.deb"], beside
+    assert tree_files_by_walk(src) == copied, \
+        f"left in the tree, not ignored: {set(tree_files_by_walk(src)) ^ set(copied)}"
+    assert glob.glob(os.path.join(src, "obj-*")), "no obj-<arch>/ to clean"
+    run(["debian/rules", "clean"], cwd=src)
+    left = [f for f in every_file(src) if f not in copied
+            and not f.startswith("subprojects/")]
+    assert not left, f"debian/rules clean left {left}"
     with open(os.path.join(src, "meson.build")) as f:
         version = re.search(r"version : '([^']+)'", f.read()).group(1)
     assert os.path.basename(debs[0]).startswith(f"zklockfs_{version}_"), \
@@ -134,6 +157,15 @@ def test_the_package_builds_installs_in_a_clean_root_and_mounts(
             "state connected\n", out
         wait_until(lambda: not processes_mentioning(connect), 15,
                    "the installed daemon exits at umount")
+        # Removed, the package names the fstab lines left (it changes
+        # nothing there), which fail as doc/operations.md says.
+        out = in_root(root, "apt-get purge -y zklockfs 2>&1; "
+                      "mount /mnt/fstab 2>&1 || echo mount failed")
+        for line in ("still mounts fuse.zklockfs", " /mnt/fstab fuse.zklockfs ",
+                     " /mnt/tls fuse.zklockfs ", "zklockfs: not found",
+                     "mount failed"):
+            assert line in out, f"{line!r} not in:\n{out}"
+        assert in_root(root, "grep -c fuse.zklockfs /etc/fstab") == "2\n"
     finally:
         for path in (root / "mnt" / "zklock", root / "mnt" / "fstab",
                      root / "mnt" / "tls", root / "proc"):
