@@ -786,6 +786,22 @@ SECTIONS = {
 }
 
 
+def test_what_a_services_section_installs_run_tests_installs_first():
+    """Every package a services section's install line names is in
+    contrib/install-deps --tests, which contrib/run-tests runs and
+    announces: the test of that section installs nothing unannounced."""
+    lists = install_deps_lists()
+    announced = set(lists["build"] + lists["server"] + lists["tests"])
+    for section, (setup, *_) in sorted(SECTIONS.items()):
+        install, _ = section_commands(setup)
+        words = shlex.split(install, comments=True)
+        assert words[:3] == ["apt-get", "install", "-y"], install
+        missing = sorted(set(words[3:]) - announced)
+        assert not missing, \
+            f"the {section} section installs {missing}, which " \
+            "contrib/install-deps --tests does not"
+
+
 @needs_plain
 @pytest.mark.parametrize("section", sorted(SECTIONS))
 def test_a_services_section_as_written(run_local, tmp_path, section):
