@@ -1976,6 +1976,7 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 	struct zkl_lockreq *lr = c->lr;
 	struct zkl_session *s = lr->s;
 	struct zkl_link notify;
+	int err;
 
 	session_enter(s, &notify);
 	if (!lr_call_current(c)) /* the session expired under us */
@@ -1983,7 +1984,8 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 	session_metrics_answered_locked(s, ZKL_OP_CREATE, rc,
 					lr->create_sent_us);
 	lr_trace(lr, TRACE_CREATED);
-	if (rc == ZOK) {
+	switch (lr_create_reply_locked(lr, rc, &err)) {
+	case LR_CREATED:
 		lr->czxid = st->czxid;
 		session_note_server_time_locked(s, st->ctime);
 		if (lr_set_node(lr, name, NULL) < 0) {
@@ -1997,31 +1999,45 @@ static void lr_on_created(int rc, const char *name, const struct Stat *st,
 			if (!list_linked(&lr->qwait.link))
 				lr_list(lr, &notify);
 		}
-	} else {
-		if (zkerr_is_connection_loss(rc)) {
-			/* Created or not?  Only a listing can tell. */
-			lr_to(lr, PH_RECOVERING);
-			lr->maybe_stray = 1;
-			/* A try is answered now; once connected, the node is
-			 * found by its tag and deleted, as for a cancel. */
-			if (lr->try_only)
-				lr_finish_locked(lr, -EAGAIN, &notify);
-			lr_defer(lr, &notify);
-		} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
-			   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
-			int err = session_create_parents_locked(s, lr->dir);
-			if (err < 0) {
-				lr_to(lr, PH_GONE);
-				lr_finish_locked(lr, err, &notify);
-			} else {
-				lr_create(lr, &notify);
-			}
-		} else {
-			lr_to(lr, PH_GONE);
-			lr_finish_locked(lr, zkerr_errno(rc), &notify);
-		}
+		break;
+	case LR_CREATED_MAYBE:
+		/* A try is answered now; once connected, the node is found
+		 * by its tag and deleted, as for a cancel. */
+		if (lr->try_only)
+			lr_finish_locked(lr, -EAGAIN, &notify);
+		lr_defer(lr, &notify);
+		break;
+	case LR_CREATE_AGAIN:
+		lr_create(lr, &notify);
+		break;
+	case LR_CREATE_FAILED:
+		lr_finish_locked(lr, err, &notify);
+		break;
 	}
 	lr_call_end(c, &notify);
+}
+
+enum lr_created lr_create_reply_locked(struct zkl_lockreq *lr, int rc, int *err)
+{
+	ZKL_ASSERT_HELD(&lr->s->lock);
+	*err = 0;
+	if (rc == ZOK)
+		return LR_CREATED;
+	if (zkerr_is_connection_loss(rc)) {
+		lr_to(lr, PH_RECOVERING);
+		lr->maybe_stray = 1;
+		return LR_CREATED_MAYBE;
+	}
+	if (rc == ZNONODE && lr->outcome == LR_PENDING &&
+	    lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
+		*err = session_create_parents_locked(lr->s, lr->dir);
+		if (*err == 0)
+			return LR_CREATE_AGAIN;
+	} else {
+		*err = zkerr_errno(rc);
+	}
+	lr_to(lr, PH_GONE);
+	return LR_CREATE_FAILED;
 }
 
 /* After a lost create reply: is there a node with our GUID?  An heir

@@ -426,6 +426,24 @@ void lr_watch_own(struct zkl_lockreq *lr);
 /* Stop watching anything: the nodes ahead, the limit, its own node. */
 void lr_unwatch_all(struct zkl_lockreq *lr);
 
+/* What a create's reply rc means, one policy for every kind (lockreq.c,
+ * peerlease.c, multilock.c): the phase it moves lr to, and what its
+ * caller does next. */
+enum lr_created {
+	LR_CREATED,       /* ZOK: the caller records the node */
+	LR_CREATED_MAYBE, /* the connection was lost: created or not, only a
+			   * listing can tell.  RECOVERING, a stray maybe;
+			   * the caller defers */
+	LR_CREATE_AGAIN,  /* ZNONODE while it still waits, within
+			   * LR_MAX_CREATE_ATTEMPTS: a parent was missing
+			   * (a container reaped), made again; the caller
+			   * creates again */
+	LR_CREATE_FAILED, /* anything else, or the parents could not be
+			   * made: GONE; the caller fails it with *err */
+};
+enum lr_created lr_create_reply_locked(struct zkl_lockreq *lr, int rc,
+				       int *err);
+
 /* The basic steps: list the queue, delete the node. */
 void lr_list(struct zkl_lockreq *lr, struct zkl_link *notify);
 void lr_delete(struct zkl_lockreq *lr);

@@ -511,17 +511,18 @@ int ml_member_create(struct zkl_lockreq *m)
 	return ml_send_locked(m->group);
 }
 
-/* One member's share of the transaction's answer (lr_on_created's cases,
- * with the token still to read).  Returns 1 if it asks again. */
+/* One member's share of the transaction's answer (lr_create_reply_locked's
+ * cases, with the token still to read).  Returns 1 if it asks again. */
 static int ml_created_one(struct ml_item *item, int rc, struct zkl_link *notify)
 {
 	struct zkl_lockreq *m = item->m;
 	const char *path = item->path;
-	int again = 0;
+	int again = 0, err;
 
 	if (item->step != m->step)
 		return 0; /* the session expired under us */
-	if (rc == ZOK) {
+	switch (lr_create_reply_locked(m, rc, &err)) {
+	case LR_CREATED:
 		if (lr_set_node(m, path, NULL) < 0) {
 			lr_to(m, PH_GONE);
 			lr_finish_locked(m, -ENAMETOOLONG, notify);
@@ -530,27 +531,21 @@ static int ml_created_one(struct ml_item *item, int rc, struct zkl_link *notify)
 		} else {
 			lr_to(m, PH_LISTING); /* lists once the token is in */
 		}
-	} else if (zkerr_is_connection_loss(rc)) {
-		/* Created or not?  Each member's listing tells, for all. */
-		lr_to(m, PH_RECOVERING);
-		m->maybe_stray = 1;
+		break;
+	case LR_CREATED_MAYBE:
+		/* Each member's listing tells, for all. */
 		if (m->try_only)
 			lr_finish_locked(m, -EAGAIN, notify);
 		lr_defer(m, notify);
-	} else if (rc == ZNONODE && m->outcome == LR_PENDING &&
-		   m->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
-		int err = session_create_parents_locked(m->s, m->dir);
-		if (err == 0) {
-			m->wants_create = 1;
-			lr_to(m, PH_NEW);
-			again = 1;
-		} else {
-			lr_to(m, PH_GONE);
-			lr_finish_locked(m, err, notify);
-		}
-	} else {
-		lr_to(m, PH_GONE);
-		lr_finish_locked(m, zkerr_errno(rc), notify);
+		break;
+	case LR_CREATE_AGAIN: /* with the others, in one transaction */
+		m->wants_create = 1;
+		lr_to(m, PH_NEW);
+		again = 1;
+		break;
+	case LR_CREATE_FAILED:
+		lr_finish_locked(m, err, notify);
+		break;
 	}
 	item->step = m->step; /* the step the token's reply is for */
 	return again;

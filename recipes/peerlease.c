@@ -616,40 +616,37 @@ static void pl_on_created(int rc, const char *name, const struct Stat *st,
 	struct lr_call *c = (struct lr_call *)data;
 	struct zkl_lockreq *lr = c->lr;
 	struct zkl_link notify;
+	int err;
 
 	session_enter(lr->s, &notify);
 	if (!lr_call_current(c)) {
 		/* the session expired under us */
-	} else if (rc == ZOK) {
-		lr->czxid = st->czxid;
-		if (lr_set_node(lr, name, NULL) < 0) {
-			lr_to(lr, PH_GONE);
-			pl_fail(lr, -ENAMETOOLONG, &notify);
-		} else {
-			pl_have_node(lr, &notify);
-		}
-	} else if (zkerr_is_connection_loss(rc)) {
-		lr_to(lr, PH_RECOVERING); /* created or not: look */
-		lr->maybe_stray = 1;
-		lr_defer(lr, &notify);
 	} else if (rc == ZNODEEXISTS && pl_kazoo(lr) &&
 		   lr_set_node(lr, lr->create_path, NULL) == 0) {
 		/* kazoo's fixed name: our own create, whose reply was lost,
 		 * landed after we looked for it; pl_check tells. */
 		pl_check(lr, &notify);
-	} else if (rc == ZNONODE && lr->outcome == LR_PENDING &&
-		   lr->create_attempts < LR_MAX_CREATE_ATTEMPTS) {
-		int err = session_create_parents_locked(lr->s, lr->dir);
-
-		if (err < 0) {
-			lr_to(lr, PH_GONE);
-			pl_fail(lr, err, &notify);
-		} else {
-			pl_create(lr, &notify);
-		}
 	} else {
-		lr_to(lr, PH_GONE);
-		pl_fail(lr, zkerr_errno(rc), &notify);
+		switch (lr_create_reply_locked(lr, rc, &err)) {
+		case LR_CREATED:
+			lr->czxid = st->czxid;
+			if (lr_set_node(lr, name, NULL) < 0) {
+				lr_to(lr, PH_GONE);
+				pl_fail(lr, -ENAMETOOLONG, &notify);
+			} else {
+				pl_have_node(lr, &notify);
+			}
+			break;
+		case LR_CREATED_MAYBE:
+			lr_defer(lr, &notify);
+			break;
+		case LR_CREATE_AGAIN:
+			pl_create(lr, &notify);
+			break;
+		case LR_CREATE_FAILED:
+			pl_fail(lr, err, &notify);
+			break;
+		}
 	}
 	lr_call_end(c, &notify);
 }

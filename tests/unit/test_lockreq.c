@@ -336,6 +336,41 @@ Test(lockreq, missing_resource_is_created_then_queued)
 	expect_delete_of_mine();
 }
 
+/* lr_create_reply_locked's third and fourth answers: a parent found
+ * missing at each create (a container reaped again and again) is made
+ * again, and the create sent again, LR_MAX_CREATE_ATTEMPTS times in all;
+ * then the request fails with ENOENT, once, and nothing is left. */
+Test(lockreq, a_parent_missing_at_every_create_fails_after_the_attempts)
+{
+	struct zkl_lockreq *lr = start(ZKL_MODE_WRITE, 0);
+	int creates = 0, parents = 0;
+
+	for (int i = 0; i < 50 && fake_pending(); i++) {
+		switch (fake_peek_op()) {
+		case FAKE_CREATE:
+			creates++;
+			fake_complete_create(ZNONODE, "", 0);
+			break;
+		case FAKE_CHILDREN:
+			fake_complete_children(ZNONODE, NULL, 0);
+			break;
+		case FAKE_CREATE_PARENT:
+			parents++;
+			fake_complete_void(FAKE_CREATE_PARENT, ZOK);
+			break;
+		default:
+			cr_assert_fail("an unexpected call, op %d",
+				       (int)fake_peek_op());
+		}
+	}
+	cr_assert_eq(creates, 5, "%d creates", creates);
+	cr_assert_eq(parents, 4, "%d parents made", parents);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, -ENOENT);
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+}
+
 /* The create's reply is lost to a connection loss although the server made
  * the node: `name` gets the child name it has. */
 static void lose_create_reply(char *name, size_t size)
