@@ -561,6 +561,30 @@ void waiter_put(struct waiter *w)
 	free(w);
 }
 
+/* ---- the poller's one scan ---------------------------------------------- */
+
+/* take(l, out, n): the entry l links, looked at (it may leave its list):
+ * 1 if taken, put with the reference its answer needs in slot n of out,
+ * an array of the entry's type; else 0.  fs->lock held. */
+typedef int poll_take_fn(struct zkl_link *l, void *out, size_t n);
+
+/* What the poller answers or looks at again (a failure, a try, an unlock
+ * past its deadline; a wait that ignored a signal): the entries of `list`
+ * that `take` takes, after the n already in out, up to max in all.
+ * Returns how many out holds now.  fs->lock held. */
+static size_t poll_take_locked(struct zkl_fs *fs, struct zkl_link *list,
+			       poll_take_fn *take, void *out, size_t n,
+			       size_t max)
+{
+	ZKL_ASSERT_HELD(&fs->lock);
+	for (struct zkl_link *l = list->next, *next; l != list && n < max;
+	     l = next) {
+		next = l->next;
+		n += (size_t)take(l, out, n);
+	}
+	return n;
+}
+
 /* ---- deadlocks, failures and cancels ------------------------------------ */
 
 int waiter_would_deadlock_locked(const struct waiter *w, enum zkl_mode mode)
@@ -643,34 +667,41 @@ void waiter_fail(struct waiter *w, int err)
 		waiter_reply_failure(w);
 }
 
+/* A failure past its deadline whose answer is ours now (poll_take_fn). */
+static int waiter_take_failed_late(struct zkl_link *l, void *out, size_t n)
+{
+	struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+
+	if (!deadline_reached(&w->answer_by) || !waiter_claim_reply_locked(w))
+		return 0;
+	atomic_fetch_add(&w->refs, 1); /* alive until answered */
+	((struct waiter **)out)[n] = w;
+	return 1;
+}
+
+/* A try past its deadline, cancelled now (poll_take_fn). */
+static int waiter_take_try_late(struct zkl_link *l, void *out, size_t n)
+{
+	struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
+
+	if (!(w->flags & LOCKREQ_TRY) || !deadline_reached(&w->answer_by) ||
+	    lockreq_cancel(w->lr) != 0)
+		return 0;
+	/* The cancel's winner answers: the reply's reference. */
+	waiter_move_locked(w, WAITER_OFF);
+	((struct waiter **)out)[n] = w;
+	return 1;
+}
+
 size_t waiter_take_late_locked(struct zkl_fs *fs, struct waiter **late,
 			       size_t max)
 {
-	size_t n = 0;
+	size_t n = poll_take_locked(fs, &fs->failing, waiter_take_failed_late,
+				    late, 0, max);
 
-	ZKL_ASSERT_HELD(&fs->lock);
-	for (struct zkl_link *l = fs->failing.next, *next;
-	     l != &fs->failing && n < max; l = next) {
-		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
-		next = l->next;
-		if (!deadline_reached(&w->answer_by) ||
-		    !waiter_claim_reply_locked(w))
-			continue;
-		atomic_fetch_add(&w->refs, 1); /* alive until answered */
-		late[n++] = w;
-	}
-	for (struct zkl_link *l = fs->waiters.next, *next;
-	     fs->tries > 0 && l != &fs->waiters && n < max; l = next) {
-		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
-		next = l->next;
-		if (!(w->flags & LOCKREQ_TRY) ||
-		    !deadline_reached(&w->answer_by) ||
-		    lockreq_cancel(w->lr) != 0)
-			continue;
-		/* The cancel's winner answers: the reply's reference. */
-		waiter_move_locked(w, WAITER_OFF);
-		late[n++] = w;
-	}
+	if (fs->tries > 0)
+		n = poll_take_locked(fs, &fs->waiters, waiter_take_try_late,
+				     late, n, max);
 	return n;
 }
 
@@ -1002,23 +1033,16 @@ void waiter_answer_same_holder(struct waiter *w)
  * threads are looked at (has one gone on without asking again?). */
 #define WAITER_KEPT_POLL_MS 2
 
-/* The waiters that ignored a signal, each with a reference, in `out`;
- * fs->lock held.  Returns how many. */
-static size_t waiter_take_watched_locked(struct zkl_fs *fs, struct waiter **out,
-					 size_t max)
+/* A waiter that ignored a signal, to look at again (poll_take_fn). */
+static int waiter_take_watched(struct zkl_link *l, void *out, size_t n)
 {
-	size_t n = 0;
+	struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
 
-	ZKL_ASSERT_HELD(&fs->lock);
-	for (struct zkl_link *l = fs->waiters.next;
-	     l != &fs->waiters && n < max; l = l->next) {
-		struct waiter *w = ZKL_CONTAINER_OF(l, struct waiter, link);
-		if (!w->watch_signals)
-			continue;
-		atomic_fetch_add(&w->refs, 1);
-		out[n++] = w;
-	}
-	return n;
+	if (!w->watch_signals)
+		return 0;
+	atomic_fetch_add(&w->refs, 1);
+	((struct waiter **)out)[n] = w;
+	return 1;
 }
 
 /*
@@ -1053,7 +1077,8 @@ static void *waiter_poller(void *arg)
 		pthread_cond_timedwait(&fs->signal_poll, &fs->lock, &t);
 		if (fs->stopping)
 			break;
-		n = waiter_take_watched_locked(fs, batch, 64);
+		n = poll_take_locked(fs, &fs->waiters, waiter_take_watched,
+				     batch, 0, 64);
 		nlate = waiter_take_late_locked(fs, late, 64);
 		nunlocks = unlock_take_late_locked(fs, unlocks, 64);
 		waiter_take_expired_locked(fs, 0, &ending);
@@ -1213,23 +1238,23 @@ static int unlock_hold_if_alive(struct unlock *u)
 	return 1;
 }
 
+/* An unlock past its deadline, still alive, claimed (poll_take_fn). */
+static int unlock_take_late(struct zkl_link *l, void *out, size_t n)
+{
+	struct unlock *u = ZKL_CONTAINER_OF(l, struct unlock, link);
+
+	if (!deadline_reached(&u->answer_by) || !unlock_hold_if_alive(u))
+		return 0;
+	unlock_claim_locked(u);
+	((struct unlock **)out)[n] = u;
+	return 1;
+}
+
 size_t unlock_take_late_locked(struct zkl_fs *fs, struct unlock **late,
 			       size_t max)
 {
-	size_t n = 0;
-
-	ZKL_ASSERT_HELD(&fs->lock);
-	for (struct zkl_link *l = fs->unlocks.next, *next;
-	     l != &fs->unlocks && n < max; l = next) {
-		struct unlock *u = ZKL_CONTAINER_OF(l, struct unlock, link);
-		next = l->next;
-		if (!deadline_reached(&u->answer_by) ||
-		    !unlock_hold_if_alive(u))
-			continue;
-		unlock_claim_locked(u);
-		late[n++] = u;
-	}
-	return n;
+	return poll_take_locked(fs, &fs->unlocks, unlock_take_late, late, 0,
+				max);
 }
 
 void unlock_answer_late(struct unlock *u)
