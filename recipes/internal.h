@@ -184,7 +184,7 @@ struct zkl_member_ops {
 	 * function: never. */
 	const char *(*shared_node_locked)(const struct zkl_member *m,
 					  unsigned *owners);
-	/* The hold limits' sweep (maxhold.c): a holder past its
+	/* The hold limits' sweep (holdlimit.c): a holder past its
 	 * resource's limit is asked to let go, and broken a grace later.
 	 * now: CLOCK_BOOTTIME ms.  NULL function: never. */
 	void (*hold_check_locked)(struct zkl_member *m, int64_t now,

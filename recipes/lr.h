@@ -1,6 +1,6 @@
 /*
  * lr.h - the lock request machine as the features that ride
- * on it see it: multilock.c, peerlease.c, revoke.c and maxhold.c.
+ * on it see it: multilock.c, peerlease.c, revoke.c and holdlimit.c.
  * Nobody else includes it.
  */
 #ifndef ZKL_LR_H
@@ -254,7 +254,7 @@ struct zkl_lockreq {
 			    * particular order (the client's SetWatches) */
 	int64_t lost_ms;   /* jeopardy_wait's start, CLOCK_BOOTTIME ms */
 	int64_t revoke_ms; /* revoke_asked: when seen, CLOCK_REALTIME ms */
-	/* The hold's limit (maxhold.c), CLOCK_BOOTTIME ms: its grant (a
+	/* The hold's limit (holdlimit.c), CLOCK_BOOTTIME ms: its grant (a
 	 * downgrade's write lock's); when asked to let go for passing its
 	 * limit, and when last told to break (0: not yet). */
 	int64_t granted_ms, maxhold_ask_ms, maxhold_break_ms;
@@ -495,7 +495,7 @@ void lr_count(const struct zkl_member *m, struct zkl_session_stats *st);
 int lr_jeopardy(struct zkl_member *m, const struct zkl_jeopardy *j,
 		struct zkl_link *notify);
 const char *lr_lost_node(const struct zkl_member *m);
-/* The hold limits' sweep (internal.h, maxhold.c). */
+/* The hold limits' sweep (internal.h, holdlimit.c). */
 void lr_hold_check(struct zkl_member *m, int64_t now, struct zkl_link *notify);
 
 /* A held request asked to let go (revoke.c): what to tell the daemon,

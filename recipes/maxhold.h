@@ -13,7 +13,8 @@
  * limit.  The znode goes when its last limit does.
  *
  * maxhold.c has the table's text (pure functions), reading and storing
- * it, this session's copy of it, and the sweep of holders past a limit.
+ * it, and this session's copy of it; holdlimit.c, the request's side, the
+ * sweep of holders past a limit.
  */
 #ifndef ZKL_MAXHOLD_H
 #define ZKL_MAXHOLD_H

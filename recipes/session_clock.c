@@ -216,7 +216,7 @@ static void clock_sweep_locked(struct zkl_session *s, int64_t now,
 	}
 }
 
-/* Holders past their resource's limit (maxhold.c): only while
+/* Holders past their resource's limit (holdlimit.c): only while
  * connected (the asks and breaks are requests), never in a jeopardy
  * (every holder is lost then anyway), and only by the table as it is now:
  * a limit removed during an outage must break nothing when it ends. */

@@ -14,7 +14,12 @@ Rules by module, not by line count (files are cut by concept):
      posted meanwhile.  Only a function that waits on one of the
      session's conditions takes it raw (pthread_cond_wait needs the
      mutex), and one that runs its notices itself drops it raw.
-  5. doc/design.md's module list ("Modules: who calls whom") names every
+  5. The session's side (rule 2's files, and the hold limits' table and
+     the resource znodes: maxhold.c, resource.c) never calls the request's
+     side (lockreq.c and its kinds, and the features that ride on a
+     request: revoke.c, holdlimit.c, waitgraph.c): the session reaches a
+     request through its members' callbacks only.
+  6. doc/design.md's module list ("Modules: who calls whom") names every
      source file and, for each, exactly the files it calls; its lock list
      ("Locks and their order") names every file that declares a mutex,
      and each file it names for a lock declares one.
@@ -35,6 +40,9 @@ PRINT = "--print" in sys.argv
 DIRS = ("fs", "recipes")
 SESSION = {"session.c", "session_clock.c", "session_acl.c", "watch.c",
            "queue.c"}
+SESSION_SIDE = SESSION | {"maxhold.c", "resource.c"}
+REQUEST_SIDE = {"lockreq.c", "multilock.c", "peerlease.c", "revoke.c",
+                "holdlimit.c", "waitgraph.c"}
 PRIVATE = {"lr.h", "internal.h", "watchtab.h", "heartbeat.h", "notice.h"}
 problems = []
 
@@ -134,7 +142,17 @@ for p in files:
                             "session_leave")
 
 
-# 5. design.md's module list.
+# 5. The session's side never calls the request's side.
+for p, qs in sorted(calls.items()):
+    for q in sorted(qs):
+        if p.parent.name == q.parent.name == "recipes" and \
+                p.name in SESSION_SIDE and q.name in REQUEST_SIDE:
+            problems.append(f"{rel[p]} calls {rel[q]}: the session's side "
+                            "must not call the request's side (through a "
+                            "member's callback instead)")
+
+
+# 6. design.md's module list.
 def module_list():
     out = []
     for d in DIRS:
