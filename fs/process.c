@@ -1,7 +1,7 @@
 /*
  * process.c - the calling process as /proc tells it (see process.h): its
- * files read whole, the process and its ancestors, the signals pending
- * for a waiting thread, and whether an open is the kernel's own.
+ * files read whole, the process and its ancestors, and whether an open is
+ * the kernel's own.
  */
 #include "process.h"
 
@@ -200,11 +200,9 @@ int lineage_still_runs(struct lineage_proc p)
 }
 
 /*
- * Classify the signals pending for a waiting thread.
+ * A mask line of a status text (see process.h).
  */
-/* A mask line of a status text, in hexadecimal ("\nSigPnd:", and
- * "\nCapEff:" for whom a process may signal, below). */
-static int status_mask(const char *status, const char *key, uint64_t *out)
+int procfile_status_mask(const char *status, const char *key, uint64_t *out)
 {
 	const char *p = strstr(status, key);
 	char *end;
@@ -217,48 +215,6 @@ static int status_mask(const char *status, const char *key, uint64_t *out)
 	if (errno || end == p)
 		return -EINVAL;
 	return 0;
-}
-
-int sigpend_parse(const char *status, struct sigpend_masks *m)
-{
-	uint64_t thread, shared;
-
-	if (status_mask(status, "\nSigPnd:", &thread) < 0 ||
-	    status_mask(status, "\nShdPnd:", &shared) < 0 ||
-	    status_mask(status, "\nSigBlk:", &m->blocked) < 0 ||
-	    status_mask(status, "\nSigCgt:", &m->caught) < 0)
-		return -EINVAL;
-	m->pending = thread | shared;
-	return 0;
-}
-
-enum sigpend_verdict sigpend_classify(const struct sigpend_masks *m)
-{
-	const uint64_t harmless = SIGPEND_BIT(SIGCHLD) | SIGPEND_BIT(SIGWINCH) |
-				  SIGPEND_BIT(SIGURG) | SIGPEND_BIT(SIGCONT) |
-				  SIGPEND_BIT(SIGSTOP) | SIGPEND_BIT(SIGTSTP) |
-				  SIGPEND_BIT(SIGTTIN) | SIGPEND_BIT(SIGTTOU);
-	/* SIGKILL cannot be blocked nor caught, whatever the masks say. */
-	const uint64_t kill = SIGPEND_BIT(SIGKILL);
-	uint64_t cancels = m->pending & (~m->blocked | kill) & ~harmless;
-
-	if (!cancels)
-		return SIGPEND_WAIT;
-	return cancels & (~m->caught | kill) ? SIGPEND_CANCEL : SIGPEND_HANDLED;
-}
-
-enum sigpend_verdict sigpend_thread_classify(pid_t tid)
-{
-	struct sigpend_masks m;
-	char buf[4096];
-
-	/* After a '\n', so that every field starts a line. */
-	if (procfile_read(tid, "status", buf + 1, sizeof(buf) - 1) <= 0)
-		return SIGPEND_CANCEL;
-	buf[0] = '\n';
-	if (sigpend_parse(buf, &m) < 0)
-		return SIGPEND_CANCEL;
-	return sigpend_classify(&m);
 }
 
 /*
@@ -509,7 +465,7 @@ int process_creds_parse(const char *status, struct process_creds *c)
 	uint64_t caps;
 
 	if (creds_uids(status, &c->ruid, &c->euid) < 0 ||
-	    status_mask(status, "\nCapEff:", &caps) < 0)
+	    procfile_status_mask(status, "\nCapEff:", &caps) < 0)
 		return -EINVAL;
 	c->cap_kill = (caps >> CAP_KILL & 1) != 0;
 	return 0;

@@ -18,6 +18,10 @@
  * after it.  Returns the length read, or -errno (-ENOENT: no such thread;
  * -EACCES: not ours to read).  Any thread. */
 ssize_t procfile_read(pid_t tid, const char *name, char *buf, size_t size);
+/* The mask on the line `key` ("\nSigPnd:", "\nCapEff:") of a status
+ * text, in hexadecimal, into *out.  Returns 0, or -EINVAL if the line is
+ * missing or malformed. */
+int procfile_status_mask(const char *status, const char *key, uint64_t *out);
 
 /*
  * A process and its ancestors, as /proc tells them: who
@@ -119,47 +123,6 @@ int process_creds_of(struct lineage_proc p, struct process_creds *c);
  * their number into *n.  Returns 0, or -errno (nothing then).  O(the
  * host's processes).  Any thread. */
 int process_group_members(pid_t pgid, pid_t **out, size_t *n);
-
-/*
- * Does the signal that interrupted a blocked open cancel it?
- *
- * The kernel sends FUSE_INTERRUPT for any signal that wakes the waiting
- * thread, including SIGCHLD for which bash has a handler.  A lock wait is
- * cancelled only by a signal whose default action is not to be ignored or
- * to stop: SIGCHLD, SIGWINCH, SIGURG, SIGCONT (ignored by default) and
- * SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU (stop, then continue: the waiter keeps
- * its place) never cancel.  We read the thread's pending masks in /proc.
- *
- * A cancelling signal that the process catches (SIGALRM of a timer with a
- * handler, a profiler's SIGPROF) makes the call return EINTR to the
- * handler, and a program, a runtime or SA_RESTART may well ask again at
- * once: such a wait keeps its place for that (waiter.c).
- */
-
-/* Bit (sig - 1) set for each signal, as /proc shows masks. */
-#define SIGPEND_BIT(sig) (UINT64_C(1) << ((sig)-1))
-
-/* The pending, blocked and caught (handled) masks of a thread. */
-struct sigpend_masks {
-	uint64_t pending, blocked, caught;
-};
-
-/* Parse the SigPnd, ShdPnd, SigBlk and SigCgt lines of a
- * /proc/<tid>/status text.  Returns 0, or -EINVAL if a line is missing or
- * malformed. */
-int sigpend_parse(const char *status, struct sigpend_masks *m);
-
-enum sigpend_verdict {
-	SIGPEND_WAIT,    /* nothing that cancels a wait */
-	SIGPEND_CANCEL,  /* a signal that kills, or is not caught */
-	SIGPEND_HANDLED, /* only signals the process catches */
-};
-
-enum sigpend_verdict sigpend_classify(const struct sigpend_masks *m);
-
-/* Read /proc/<tid>/status and decide.  A thread that is gone or unreadable
- * is treated as killed: SIGPEND_CANCEL. */
-enum sigpend_verdict sigpend_thread_classify(pid_t tid);
 
 /*
  * Tell the kernel's own open of a lock file from a

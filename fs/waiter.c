@@ -11,6 +11,7 @@
 #include "reentrant.h"
 #include "deadlock.h"
 #include "process.h"
+#include "sigpend.h"
 #include "lockfile.h"
 
 #include <assert.h>

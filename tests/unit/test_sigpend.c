@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "process.h"
+#include "sigpend.h"
 
 static enum sigpend_verdict verdict(uint64_t pending, uint64_t blocked,
 				    uint64_t caught)

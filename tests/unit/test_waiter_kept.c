@@ -25,6 +25,7 @@
 #include "lockfile.h"
 #include "ops.h"
 #include "process.h"
+#include "sigpend.h"
 
 /* ---- scripted signal classification ------------------------------------ */
 
