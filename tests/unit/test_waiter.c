@@ -440,6 +440,19 @@ static short owner_type_at(uint64_t lock_ino, int64_t at, int *mode)
 	return type;
 }
 
+/* The open file's last close: the node `name` owner 42 holds (NULL:
+ * none) is deleted, and nothing else is asked of ZooKeeper. */
+static void release_leaving_nothing(struct fake_req *open_req,
+				    struct fuse_file_info *fi,
+				    uint64_t lock_ino, const char *name)
+{
+	lockfile_release((fuse_req_t)open_req, lock_ino, fi);
+	fake_run_due(fake_fs.session);
+	if (name)
+		fake_expect_delete_of(name);
+	cr_assert_eq(fake_pending(), 0);
+}
+
 /* A call of part of the file never converts the owner's lock: a write
  * range over a read lock fails with EDEADLK (it would wait for its own
  * read lock), and nothing is asked of ZooKeeper; the read range and its
@@ -461,10 +474,7 @@ Test(waiter, a_write_range_over_a_read_lock_fails_and_keeps_the_read_lock)
 	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_RDLCK);
 	cr_assert_eq(mode, ZKL_MODE_READ, "the read lock was not kept");
 	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_UNLCK);
-	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
-	fake_expect_delete_of(name1);
-	fake_run_due(fake_fs.session);
-	cr_assert_eq(fake_pending(), 0);
+	release_leaving_nothing(&open_req, &fi, lock_ino, name1);
 }
 
 /* The unlock of the last write range beside a read range keeps the
@@ -510,10 +520,7 @@ Test(waiter, an_unlock_keeps_the_write_lock_until_a_whole_file_call_lowers_it)
 	cr_assert_eq(owner_type_at(lock_ino, 1000, &mode), F_RDLCK);
 	cr_assert_eq(mode, ZKL_MODE_READ, "the whole-file read did not lower");
 	fake_complete_own_watch(heir);
-	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
-	fake_run_due(fake_fs.session);
-	fake_expect_delete_of(heir);
-	cr_assert_eq(fake_pending(), 0);
+	release_leaving_nothing(&open_req, &fi, lock_ino, heir);
 }
 
 /* An upgrade of the whole file over read ranges, while another thread of
@@ -542,10 +549,7 @@ Test(waiter, an_unlock_during_a_whole_file_upgrade_is_not_undone_by_its_grant)
 	cr_assert_eq(owner_type_at(lock_ino, 5, &mode), F_WRLCK);
 	cr_assert_eq(owner_type_at(lock_ino, 1000, &mode), F_WRLCK);
 	cr_assert_eq(mode, ZKL_MODE_WRITE);
-	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
-	fake_expect_delete_of(name2);
-	fake_run_due(fake_fs.session);
-	cr_assert_eq(fake_pending(), 0);
+	release_leaving_nothing(&open_req, &fi, lock_ino, name2);
 }
 
 /* A close after the unlock of the write range: the write lock kept over
@@ -575,9 +579,7 @@ Test(waiter, a_close_after_an_unlock_of_the_write_range_releases_the_lock)
 	cr_assert_eq(flush.err, 0);
 	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_UNLCK);
 	cr_assert_eq(mode, -1, "a lock is held after close()");
-	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
-	fake_run_due(fake_fs.session);
-	cr_assert_eq(fake_pending(), 0);
+	release_leaving_nothing(&open_req, &fi, lock_ino, NULL);
 }
 
 /* The session expires under owner 42's write range: its lock is lost.
@@ -622,8 +624,5 @@ Test(waiter, a_read_range_after_a_lost_write_lock_asks_a_read_lock)
 	cr_assert_eq(owner_type_at(lock_ino, 25, &mode), F_RDLCK);
 	cr_assert_eq(mode, ZKL_MODE_READ);
 	fake_complete_own_watch(name2);
-	lockfile_release((fuse_req_t)&open_req, lock_ino, &fi);
-	fake_expect_delete_of(name2);
-	fake_run_due(fake_fs.session);
-	cr_assert_eq(fake_pending(), 0);
+	release_leaving_nothing(&open_req, &fi, lock_ino, name2);
 }
