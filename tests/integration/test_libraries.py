@@ -314,7 +314,7 @@ def filechannel_java():
         pytest.skip("no javac: run contrib/install-deps --tests")
     classes = tempfile.mkdtemp(prefix="zklockfs-filechannel-")
     try:
-        subprocess.run(["javac", "-d", classes,
+        subprocess.run(["javac", "-J-XX:-UsePerfData", "-d", classes,
                         os.path.join(HERE, "FileChannelLocks.java")],
                        check=True)
         yield lambda how, path: Party(how, path, argv=[
