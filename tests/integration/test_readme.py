@@ -700,6 +700,55 @@ def one_test_command():
 
 
 @needs_plain
+def run_tests_stage(tmp_path, command):
+    """contrib/run-tests' own stage() (its text, cut from the script) run
+    on `command`: the summary lines it adds, and its status."""
+    with open(os.path.join(ROOT, "contrib", "run-tests")) as f:
+        text = f.read()
+    m = re.search(r"^stage\(\) \{\n.*?^\}\n", text, re.M | re.S)
+    assert m, "contrib/run-tests has no stage() function"
+    script = ("set -uo pipefail\nscratch=$1\nstatus=0\nsummary=()\n" +
+              m.group(0) + f"stage 'a stage' {command}\n" +
+              'printf "%s\\n" "${summary[@]}"\nexit $status\n')
+    r = subprocess.run(["bash", "-c", script, "bash", str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout.split("== a stage\n", 1)[-1]
+
+
+def test_run_tests_names_each_failed_test_and_why_in_its_summary(tmp_path):
+    """A stage whose tests fail: its summary line says FAILED, and under
+    it each failed test with its reason, as pytest's short summary and
+    meson's failed-test lines give them."""
+    out = tmp_path / "out.txt"
+    out.write_text(
+        " 3/32 zklockfs:unit / unit-faults   FAIL   0.07s   "
+        "killed by signal 6 SIGABRT\n"
+        "FAILED tests/integration/test_x.py::test_y@test_x - "
+        "AssertionError: two writers overlapped\n"
+        "ERROR tests/integration/test_z.py::test_w - FileNotFoundError\n"
+        "==== 1 failed, 9 passed, 1 error in 3.00s ====\n")
+    status, text = run_tests_stage(tmp_path, f"sh -c 'cat {out}; exit 1'")
+    summary = text.splitlines()[-4:]
+    assert status == 1, text
+    assert re.match(r"a stage +FAILED .*\(1 failed, 9 passed, 1 error",
+                    summary[0]), summary
+    assert summary[1:] == [
+        "    3/32 zklockfs:unit / unit-faults   FAIL   0.07s   "
+        "killed by signal 6 SIGABRT",
+        "    FAILED tests/integration/test_x.py::test_y@test_x - "
+        "AssertionError: two writers overlapped",
+        "    ERROR tests/integration/test_z.py::test_w - FileNotFoundError",
+    ], summary
+
+
+def test_run_tests_fails_a_stage_that_ran_no_test(tmp_path):
+    """meson test says "No tests defined." and exits 0 where it finds
+    none: run-tests' stage fails it all the same, and says so."""
+    status, text = run_tests_stage(tmp_path, "echo 'No tests defined.'")
+    assert status == 1, text
+    assert re.search(r"^a stage +FAILED .*\(no tests\)$", text, re.M), text
+
+
 def test_run_tests_builds_find_the_tests_after_run_local(tree):
     """run-local configures build/ without tests; there HACKING.md's
     one-test command fails, saying what to run, rather than run nothing
