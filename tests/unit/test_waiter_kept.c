@@ -338,6 +338,24 @@ Test(kept, an_unlock_answered_at_its_deadline_as_its_delete_completes)
 
 /* ---- a downgrade and a kept wait of its call ---------------------------- */
 
+/* A blocking fcntl call of fl, whose node is created as seq (its name
+ * into node, and as the last of the n names listed), and which waits
+ * behind the others. */
+static void setlk_queued(struct fake_req *r, struct fuse_file_info *fi,
+			 struct flock *fl, const char *seq, char node[256],
+			 const char **names, int n)
+{
+	lockfile_setlk((fuse_req_t)r, lock_ino, fi, fl, 1);
+	snprintf(node, 256, "%s%s",
+		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1, seq);
+	fake_complete_create(ZOK, seq, 1000 + n);
+	names[n - 1] = node;
+	fake_complete_children(ZOK, names, n);
+	while (fake_pending() && fake_peek_op() == FAKE_GET)
+		fake_complete_get(ZOK); /* its watches */
+	cr_assert_eq(r->replies, 0, "it did not wait");
+}
+
 /* Owner 42: thread 4243 waits for a write range (node 2) behind another
  * host's writer (node 1); thread 4242 waits for a read lock of the whole
  * file (node 4) behind a third host's writer, Y (node 3).  A caught
@@ -362,29 +380,13 @@ Test(kept, a_downgrade_does_not_take_back_a_kept_read_wait)
 	fake_ctx.pid = 4243;
 	fl.l_type = F_WRLCK;
 	fl.l_len = 10;
-	lockfile_setlk((fuse_req_t)&w, lock_ino, &fi, &fl, 1);
-	snprintf(node_w, sizeof(node_w), "%s0000000002",
-		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
-	fake_complete_create(ZOK, "0000000002", 1002);
 	names[0] = other_writer;
-	names[1] = node_w;
-	fake_complete_children(ZOK, names, 2);
-	while (fake_pending() && fake_peek_op() == FAKE_GET)
-		fake_complete_get(ZOK);
-	cr_assert_eq(w.replies, 0);
+	setlk_queued(&w, &fi, &fl, "0000000002", node_w, names, 2);
 	fake_ctx.pid = 4242;
 	fl.l_type = F_RDLCK;
 	fl.l_len = 0;
-	lockfile_setlk((fuse_req_t)&r1, lock_ino, &fi, &fl, 1);
-	snprintf(node_r, sizeof(node_r), "%s0000000004",
-		 strrchr(fake_peek(FAKE_CREATE)->path, '/') + 1);
-	fake_complete_create(ZOK, "0000000004", 1004);
 	names[2] = y;
-	names[3] = node_r;
-	fake_complete_children(ZOK, names, 4);
-	while (fake_pending() && fake_peek_op() == FAKE_GET)
-		fake_complete_get(ZOK);
-	cr_assert_eq(r1.replies, 0);
+	setlk_queued(&r1, &fi, &fl, "0000000004", node_r, names, 4);
 	verdict = SIGPEND_HANDLED;
 	fake_interrupt(&r1);
 	cr_assert_eq(r1.err, EINTR);
