@@ -202,14 +202,26 @@ kind_phases = {k: phase_set(e, f"lr_kind_phases[{k}]")
 for k in kinds:
     if k not in kind_phases:
         fail(f"recipes/lockreq.c: lr_kind_phases[] has no {k}")
+
+
+def doc_rows(name_re):
+    """design.md's table rows whose first cell is `NAME` (matching
+    name_re), each as (NAME, its last cell, where), the rows named twice
+    failed; and the names with where each is."""
+    rows, seen = [], {}
+    for m in re.finditer(r"^\| `(" + name_re + r")` \|.*\| ([^|]+?) \|$",
+                         design, re.M):
+        name, where = m.group(1), f"{DOC}:{line_of(m.start())}"
+        if name in seen:
+            fail(f"{where}: {name} again")
+            continue
+        seen[name] = where
+        rows.append((name, m.group(2), where))
+    return rows, seen
+
+
 doc_kinds = {}
-for m in re.finditer(r"^\| `(LR_[A-Z_]+)` \|.*\| ([^|]+?) \|$", design,
-                     re.M):
-    if m.group(1).startswith("LR_HOLD_"):
-        continue
-    kind, text, where = m.group(1), m.group(2), f"{DOC}:{line_of(m.start())}"
-    if kind in doc_kinds:
-        fail(f"{where}: {kind} again")
+for kind, text, where in doc_rows(r"LR_(?!HOLD_)[A-Z_]+")[0]:
     doc_kinds[kind] = where
     if kind not in kinds:
         fail(f"{where}: {kind} is no kind (enum lr_kind, recipes/lr.h)")
@@ -242,13 +254,8 @@ if not m:
          "test reads (return h != LR_HOLD_X && ...;): update "
          "tests/static/machine.py")
 many = set(re.findall(r"LR_HOLD_\w+", m.group(1))) if m else set()
-doc_holds = {}
-for m in re.finditer(r"^\| `(LR_HOLD_\w+)` \|.*\| ([^|]+?) \|$", design,
-                     re.M):
-    hold, count, where = m.group(1), m.group(2), f"{DOC}:{line_of(m.start())}"
-    if hold in doc_holds:
-        fail(f"{where}: {hold} again")
-    doc_holds[hold] = where
+hold_rows, doc_holds = doc_rows(r"LR_HOLD_\w+")
+for hold, count, where in hold_rows:
     if hold not in holds:
         fail(f"{where}: {hold} is no hold (enum lr_hold, recipes/lr.h)")
     elif count not in ("one", "any number"):
