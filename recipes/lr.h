@@ -1,6 +1,7 @@
 /*
  * lr.h - the lock request machine as the features that ride
- * on it see it: multilock.c, peerlease.c, revoke.c and holdlimit.c.
+ * on it see it: multilock.c, peerlease.c, revoke.c, holdlimit.c and
+ * waitgraph.c.
  * Nobody else includes it.
  */
 #ifndef ZKL_LR_H

@@ -40,6 +40,9 @@ def pytest_unconfigure(config):
     path = RUN_DIR.pop("path", None)
     if path is None or not os.path.exists(path):
         return
+    if not os.listdir(path):  # no test ran (--help, --markers)
+        os.rmdir(path)
+        return
     with open("/proc/self/mounts") as f:
         mounted = [line.split()[1] for line in f
                    if line.split()[1].startswith(path + "/")]

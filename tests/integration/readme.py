@@ -77,11 +77,14 @@ def doc_block(first_line):
 def tree_files_by_git(root=ROOT):
     """The files of the tree as git sees them: tracked, or new and not
     ignored, as they are in the work tree (a change not yet committed is
-    what gets tested); relative paths."""
-    listed = subprocess.run(
+    what gets tested); relative paths.  None where git refuses the
+    repository (its owner is another user: "dubious ownership")."""
+    r = subprocess.run(
         ["git", "-C", root, "ls-files", "-z", "--cached", "--others",
-         "--exclude-standard"], capture_output=True, check=True).stdout
-    return sorted(rel for rel in listed.decode().split("\0")
+         "--exclude-standard"], capture_output=True)
+    if r.returncode != 0:
+        return None
+    return sorted(rel for rel in r.stdout.decode().split("\0")
                   if rel and os.path.lexists(os.path.join(root, rel)))
 
 
@@ -90,8 +93,8 @@ def ignore_rules(root=ROOT):
     the subset of git's syntax it uses.  A "/" at the start or in the
     middle anchors a pattern to the top, and a trailing "/" makes it match
     directories only; "*", "?" and "[...]" match within one path
-    component.  What else git would read differently ("!", "**", "\\") is
-    refused, loudly."""
+    component.  What else git would read differently ("!", "**", "\\", and
+    "[!...]" or "[^...]", a negated class) is refused, loudly."""
     rules = []
     with open(os.path.join(root, ".gitignore")) as f:
         for line in f:
@@ -99,7 +102,8 @@ def ignore_rules(root=ROOT):
             if not line.strip() or line.startswith("#"):
                 continue
             assert line == line.strip() and not line.startswith("!") \
-                and "**" not in line and "\\" not in line, \
+                and "**" not in line and "\\" not in line \
+                and "[!" not in line and "[^" not in line, \
                 f".gitignore: {line!r}: not understood here (readme.py)"
             body = line.rstrip("/")
             rules.append((body.lstrip("/"), "/" in body, line.endswith("/")))
@@ -132,8 +136,11 @@ def tree_files_by_walk(root=ROOT):
     for d, dirs, files in os.walk(root):
         here = os.path.relpath(d, root)
         here = "" if here == "." else here
+        # A link to a directory is a file to git, never followed.
+        files = files + [n for n in dirs if os.path.islink(os.path.join(d, n))]
         dirs[:] = sorted(n for n in dirs if n != ".git" and not ignored_by(
-            rules, os.path.join(here, n), True))
+            rules, os.path.join(here, n), True) and not os.path.islink(
+                os.path.join(d, n)))
         # .git is a file in a worktree: not the tree's either.
         found += [os.path.join(here, n) for n in files if n != ".git"
                   and not ignored_by(rules, os.path.join(here, n), False)]
@@ -142,11 +149,12 @@ def tree_files_by_walk(root=ROOT):
 
 def clean_copy(dest):
     """The tree as a fresh clone of it would be, in dest, with no build
-    directory: by git where it has one and git is here, else by walking
-    the tree (tree_files_by_walk)."""
+    directory: by git where it has one and git is here and reads it, else
+    by walking the tree (tree_files_by_walk)."""
     # .git: a directory in a clone, a file in a worktree of one.
     by_git = shutil.which("git") and os.path.exists(os.path.join(ROOT, ".git"))
-    for rel in tree_files_by_git() if by_git else tree_files_by_walk():
+    listed = tree_files_by_git() if by_git else None
+    for rel in listed if listed is not None else tree_files_by_walk():
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, rel), os.path.join(dest, rel),
                      follow_symlinks=False)

@@ -501,3 +501,39 @@ Test(multilock, a_partial_recovery_missing_first_fails_instead_of_hanging)
 {
 	partial_recovery(0);
 }
+
+/* lr_create_reply_locked's LR_CREATE_AGAIN for a multi-lock: a resource's
+ * znode found missing at the transaction (ZNONODE, every member's) is made
+ * again, and the members created again in one transaction. */
+Test(multilock, a_missing_resource_is_made_and_the_transaction_sent_again)
+{
+	struct zkl_lockreq *lr = start(0);
+
+	fake_complete_multi(ZNONODE, NULL);
+	cr_assert_eq(fake_peek_op(), FAKE_CREATE_PARENT, "no parent made");
+	while (fake_peek_op() == FAKE_CREATE_PARENT)
+		fake_complete_void(FAKE_CREATE_PARENT, ZOK);
+	cr_assert_eq(fake_done_calls, 0, "answered at a missing resource");
+	cr_assert_eq(fake_pending(), 1, "one transaction again");
+	cr_assert_eq(fake_peek(FAKE_MULTI)->count, 2);
+	created(5);
+	holds_then_lets_go(lr);
+}
+
+/* LR_CREATED_MAYBE for a multi-lock try: the transaction's reply lost
+ * with the connection answers the try EAGAIN at once; once connected,
+ * whatever the transaction made is found by its tag and deleted. */
+Test(multilock, a_try_whose_transaction_reply_is_lost_is_eagain_at_once)
+{
+	struct zkl_lockreq *lr = start(LOCKREQ_TRY);
+	const char *none[] = { "unrelated" };
+
+	fake_lose_multi_reply_and_reconnect(s);
+	cr_assert_eq(fake_done_calls, 1, "the try was not answered at once");
+	cr_assert_eq(fake_done_err, -EAGAIN);
+	while (fake_pending() && fake_peek_op() == FAKE_CHILDREN)
+		fake_complete_children(ZOK, none, 1);
+	cr_assert_eq(fake_pending(), 0, "a node was made for an answered try");
+	lockreq_release(lr);
+	cr_assert_eq(fake_pending(), 0);
+}

@@ -420,3 +420,25 @@ Test(peerlease, a_held_back_lease_whose_node_goes_fails_once)
 	lockreq_release(lr);
 	cr_assert_eq(fake_pending(), 0, "nothing left to delete");
 }
+
+/* lr_create_reply_locked's LR_CREATE_AGAIN for a lease: its directory
+ * found missing at the lease's create (a container reaped) is made again,
+ * and the lease created again; then it goes on as any lease. */
+Test(peerlease, a_lease_directory_found_missing_is_made_and_the_lease_created)
+{
+	struct zkl_lockreq *lr = start(ZKL_STYLE_CURATOR, 0);
+
+	cr_assert_eq(fake_peek_op(), FAKE_CREATE);
+	fake_complete_create(ZNONODE, "", 0);
+	cr_assert_eq(fake_peek_op(), FAKE_CREATE_PARENT, "no parent made");
+	while (fake_peek_op() == FAKE_CREATE_PARENT)
+		fake_complete_void(FAKE_CREATE_PARENT, ZOK);
+	cr_assert_eq(fake_done_calls, 0, "answered at a missing directory");
+	lease_created(ZOK, "/b/r/leases");
+	counted("2", "/b/r/leases", 1, 1);
+	cr_assert_eq(fake_done_calls, 1);
+	cr_assert_eq(fake_done_err, 0);
+	mutex_deleted();
+	own_watch();
+	release(lr);
+}
