@@ -5,6 +5,7 @@ Every wait is bounded and fails with a message saying what was expected.
 """
 import errno
 import os
+import queue
 import re
 import select
 import shutil
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 
@@ -451,6 +453,39 @@ class Child:
         Child.alive.discard(self)
 
 
+class Lines:
+    """A child's output lines, read by a thread as they come.  Where a
+    child says two lines without waiting for us, one read of its stream
+    may take both: a select() on the stream then waits for the second,
+    which sits in the stream's buffer, until it times out."""
+
+    def __init__(self, stream):
+        self.queue = queue.Queue()
+        threading.Thread(target=self._read, args=(stream,),
+                         daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.queue.put(line.strip())
+        self.queue.put(None)  # the end
+
+    def next(self, timeout, what):
+        """The next line, within timeout seconds; None at the end."""
+        try:
+            return self.queue.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no {what} within {timeout} s") from None
+
+    def silent_for(self, seconds):
+        """Negative check: no line within `seconds`."""
+        try:
+            got = self.queue.get(timeout=seconds)
+        except queue.Empty:
+            return True
+        self.queue.queue.appendleft(got)  # still the next one
+        return False
+
+
 class Locker(Child):
     """A child process that opens a lock file and reports, then holds it
     until told to close (or is killed)."""
@@ -463,15 +498,14 @@ class Locker(Child):
             [sys.executable, LOCKER, path, flags, *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             bufsize=1, start_new_session=True)
+        self.lines = Lines(self.proc.stdout)
         self.result = None
         Child.alive.add(self)
 
     def poll_result(self):
         """The child's first report line if it has come, else None."""
-        if self.result is None:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0)
-            if r:
-                self.result = self.proc.stdout.readline().strip()
+        if self.result is None and not self.lines.silent_for(0):
+            self.result = self.lines.next(0, "report") or ""
         return self.result
 
     def wait_result(self, timeout=15, what=None):
@@ -483,16 +517,18 @@ class Locker(Child):
         assert res.startswith("ok"), f"expected a grant of {self.path}, got {res!r}"
         return res
 
-    def command(self, line):
+    def command(self, line, timeout=30):
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
-        return self.proc.stdout.readline().strip()
+        return self.lines.next(timeout, f"answer to {line!r}") or ""
 
     def next_line(self, timeout, what):
         """The child's next output line, within timeout seconds."""
-        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        assert r, f"no {what} within {timeout} s"
-        return self.proc.stdout.readline().strip()
+        return self.lines.next(timeout, what) or ""
+
+    def silent_for(self, seconds):
+        """Negative check: nothing said within `seconds`."""
+        return self.lines.silent_for(seconds)
 
     def close(self):
         """Close the descriptor and exit."""

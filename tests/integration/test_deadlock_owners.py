@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from harness import (HERE, Child, Driver, lock_nodes, packets_received,
-                     pin_records, status, wait_until)
+from harness import (HERE, Child, Driver, Lines, lock_nodes,
+                     packets_received, pin_records, status, wait_until)
 
 pytestmark = pytest.mark.concurrency
 
@@ -43,12 +43,11 @@ class Worker(Child):
             [sys.executable, os.path.join(HERE, script), *map(str, args)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             bufsize=1, start_new_session=True)
+        self.lines = Lines(self.proc.stdout)  # "held" and "started" at once
         Child.alive.add(self)
 
     def line(self, timeout, what):
-        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        assert r, f"no {what} within {timeout} s"
-        return self.proc.stdout.readline().strip()
+        return self.lines.next(timeout, what)
 
     def tell(self, line):
         self.proc.stdin.write(line + "\n")

@@ -3,16 +3,14 @@ mount's lock files, with the other party on another mount (another
 host): doc/locks.md, "Works with".  Each party is a process of its own
 (libparty.py)."""
 import os
-import queue
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 
 import pytest
 
-from harness import Child, lock_nodes, wait_until
+from harness import Child, Lines, lock_nodes, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARTY = os.path.join(HERE, "libparty.py")
@@ -88,21 +86,11 @@ class Party(Child):
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, bufsize=1,
             start_new_session=True)
-        self.lines = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.lines = Lines(self.proc.stdout)
         Child.alive.add(self)
 
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.strip())
-        self.lines.put(None)
-
     def line(self, timeout=30):
-        try:
-            got = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(
-                f"no word from {self.proc.args[-2:]} within {timeout} s")
+        got = self.lines.next(timeout, f"word from {self.proc.args[-2:]}")
         assert got, (f"{self.proc.args[-2:]} ended: "
                      f"{self.proc.stderr.read().strip()}")
         return got
@@ -121,12 +109,7 @@ class Party(Child):
     def silent_for(self, seconds):
         """Negative check: no line within `seconds` (a party that
         waits)."""
-        try:
-            got = self.lines.get(timeout=seconds)
-        except queue.Empty:
-            return True
-        self.lines.put(got)
-        return False
+        return self.lines.silent_for(seconds)
 
 
 def refused_nonblocking(path, flags=os.O_RDWR):

@@ -266,17 +266,11 @@ def test_a_mark_set_on_a_waiting_node_is_seen_at_its_grant(zk, base, m1, m2):
     waiter.close()
 
 
-def raw_lines(child, n, timeout):
-    """The child's next n output lines, within timeout seconds, read past
-    the text wrapper's buffer (nothing may have been read through it)."""
-    fd, text = child.proc.stdout.fileno(), b""
+def next_lines(child, n, timeout):
+    """The child's next n output lines, within timeout seconds in all."""
     deadline = time.monotonic() + timeout
-    while text.count(b"\n") < n:
-        left = deadline - time.monotonic()
-        r, _, _ = select.select([fd], [], [], max(left, 0))
-        assert r, f"{n} lines within {timeout} s, got {text!r}"
-        text += os.read(fd, 4096)
-    return text.decode().splitlines()
+    return [child.next_line(max(deadline - time.monotonic(), 0),
+                            f"line {i + 1} of {n}") for i in range(n)]
 
 
 def test_a_waiting_multi_lock_is_told_only_once_it_holds(zk, base, mounts,
@@ -294,7 +288,7 @@ def test_a_waiting_multi_lock_is_told_only_once_it_holds(zk, base, mounts,
     # Told once it holds: the signal and the open's return race to the
     # locker's output, two lines in any order.
     # (The handler may print in the middle of the "ok" line.)
-    text = "".join(raw_lines(multi, 2, 15))
+    text = "".join(next_lines(multi, 2, 15))
     assert "signal SIGUSR1" in text and \
         text.replace("signal SIGUSR1", "", 1) == "ok", text
     assert multi.command("read").split("|")[-1].startswith(

@@ -3,7 +3,6 @@ a request whose own node another client deleted is never granted, even
 when the lock is handed on at that very moment; a multi-lock that loses
 one member lets go of every member at once."""
 import os
-import select
 import subprocess
 import sys
 import time
@@ -11,7 +10,8 @@ import time
 import pytest
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
-from harness import Child, Driver, Locker, lock_nodes, status, wait_until
+from harness import (Child, Driver, Lines, Locker, lock_nodes, status,
+                     wait_until)
 from test_lease import write_limit
 from test_maxhold import GRACE_MIN, set_maxhold
 from test_exclusion import try_open
@@ -161,12 +161,11 @@ class HoldReader(Child):
             [sys.executable, HOLDREADER, path], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True, bufsize=1,
             start_new_session=True)
+        self.lines = Lines(self.proc.stdout)
         Child.alive.add(self)
 
     def line(self, timeout, what):
-        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        assert r, f"no {what} within {timeout} s"
-        return self.proc.stdout.readline().strip()
+        return self.lines.next(timeout, what) or ""
 
 
 BREAKS = ["maxhold", "revoke_same", "revoke_other"]
