@@ -408,19 +408,27 @@ static void setlk(struct fake_req *r, uint64_t lock_ino,
 	lockfile_setlk((fuse_req_t)r, lock_ino, fi, &fl, 1);
 }
 
-/* Owner 42 holds bytes 0..9 read, its node 0000000001 (into name). */
-static void hold_read_0_9(struct fake_req *open_req, struct fuse_file_info *fi,
-			  uint64_t *lock_ino, char name[256])
+/* Owner 42 holds bytes 0..9 of `type` (F_RDLCK, F_WRLCK), its node
+ * 0000000001 (into name). */
+static void hold_0_9(struct fake_req *open_req, struct fuse_file_info *fi,
+		     uint64_t *lock_ino, char name[256], short type)
 {
-	struct fake_req rd;
+	struct fake_req call;
 	const char *names[1] = { name };
 
 	open_lock_for_owner(open_req, fi, lock_ino);
-	setlk(&rd, *lock_ino, fi, F_RDLCK, 0, 10);
+	setlk(&call, *lock_ino, fi, type, 0, 10);
 	create_as("0000000001", name);
 	fake_complete_children(ZOK, names, 1);
-	cr_assert_eq(rd.replies, 1);
-	cr_assert_eq(rd.err, 0, "the read range is not granted");
+	cr_assert_eq(call.replies, 1);
+	cr_assert_eq(call.err, 0, "the %s range is not granted",
+		     type == F_RDLCK ? "read" : "write");
+}
+
+static void hold_read_0_9(struct fake_req *open_req, struct fuse_file_info *fi,
+			  uint64_t *lock_ino, char name[256])
+{
+	hold_0_9(open_req, fi, lock_ino, name, F_RDLCK);
 }
 
 /* The type owner 42 holds at byte `at` (F_UNLCK: none), and the mode of
@@ -484,19 +492,14 @@ Test(waiter, a_write_range_over_a_read_lock_fails_and_keeps_the_read_lock)
  * and the owner holds the whole file to read. */
 Test(waiter, an_unlock_keeps_the_write_lock_until_a_whole_file_call_lowers_it)
 {
-	struct fake_req open_req = { 0 }, wr, rd, un, down;
+	struct fake_req open_req = { 0 }, rd, un, down;
 	struct fuse_file_info fi = { .flags = O_RDWR };
 	char name1[256], heir[256];
-	const char *names[1] = { name1 };
 	struct fake_call *multi;
 	uint64_t lock_ino;
 	int mode;
 
-	open_lock_for_owner(&open_req, &fi, &lock_ino);
-	setlk(&wr, lock_ino, &fi, F_WRLCK, 0, 10);
-	create_as("0000000001", name1);
-	fake_complete_children(ZOK, names, 1);
-	cr_assert_eq(wr.err, 0, "the write range is not granted");
+	hold_0_9(&open_req, &fi, &lock_ino, name1, F_WRLCK);
 	fake_complete_own_watch(name1);
 	setlk(&rd, lock_ino, &fi, F_RDLCK, 20, 10);
 	cr_assert_eq(rd.replies, 1);
@@ -556,18 +559,13 @@ Test(waiter, an_unlock_during_a_whole_file_upgrade_is_not_undone_by_its_grant)
  * the read range goes, and close() returns once it is gone. */
 Test(waiter, a_close_after_an_unlock_of_the_write_range_releases_the_lock)
 {
-	struct fake_req open_req = { 0 }, wr, rd, un, flush = { 0 };
+	struct fake_req open_req = { 0 }, rd, un, flush = { 0 };
 	struct fuse_file_info fi = { .flags = O_RDWR };
 	char name1[256];
-	const char *names[1] = { name1 };
 	uint64_t lock_ino;
 	int mode;
 
-	open_lock_for_owner(&open_req, &fi, &lock_ino);
-	setlk(&wr, lock_ino, &fi, F_WRLCK, 0, 10);
-	create_as("0000000001", name1);
-	fake_complete_children(ZOK, names, 1);
-	cr_assert_eq(wr.err, 0, "the write range is not granted");
+	hold_0_9(&open_req, &fi, &lock_ino, name1, F_WRLCK);
 	fake_complete_own_watch(name1);
 	setlk(&rd, lock_ino, &fi, F_RDLCK, 20, 10);
 	setlk(&un, lock_ino, &fi, F_UNLCK, 0, 10);
@@ -588,7 +586,7 @@ Test(waiter, a_close_after_an_unlock_of_the_write_range_releases_the_lock)
  * (A review found it asking a write lock.) */
 Test(waiter, a_read_range_after_a_lost_write_lock_asks_a_read_lock)
 {
-	struct fake_req open_req = { 0 }, wr, rd;
+	struct fake_req open_req = { 0 }, rd;
 	struct fuse_file_info fi = { .flags = O_RDWR };
 	char name1[256], name2[256];
 	const char *names[1] = { name1 };
@@ -596,11 +594,7 @@ Test(waiter, a_read_range_after_a_lost_write_lock_asks_a_read_lock)
 	uint64_t lock_ino;
 	int mode;
 
-	open_lock_for_owner(&open_req, &fi, &lock_ino);
-	setlk(&wr, lock_ino, &fi, F_WRLCK, 0, 10);
-	create_as("0000000001", name1);
-	fake_complete_children(ZOK, names, 1);
-	cr_assert_eq(wr.err, 0, "the write range is not granted");
+	hold_0_9(&open_req, &fi, &lock_ino, name1, F_WRLCK);
 	fake_complete_own_watch(name1);
 	fake_expire(fake_fs.session, 1, &lost);
 	fake_free_lost(&lost);
